@@ -1,0 +1,5 @@
+"""Reference agents under test."""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -1,0 +1,5 @@
+"""The WhatsApp Cloud API simulator."""
+
+from __future__ import annotations
+
+__all__: list[str] = []
