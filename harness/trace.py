@@ -1,0 +1,415 @@
+"""The trace contract: what happened in a conversation, as data.
+
+Channels and recorders emit *events*; one union tagged by ``kind`` covers
+them all, so a JSON line names its own type and a validation error names one
+member. A :class:`Turn` groups a burst of user messages with what the agent
+did about it; a :class:`Conversation` holds the event log and its turns, with
+the query helpers that invariants are written against.
+
+Every model is frozen and round-trips through JSON unchanged. Times are
+timezone-aware (UTC) instants on whichever clock ran the conversation,
+usually a virtual one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    TypeAdapter,
+)
+
+__all__ = [
+    "EVENT_ADAPTER",
+    "NON_MESSAGE_SEND_TYPES",
+    "ClockJump",
+    "Conversation",
+    "DeliveryAttempt",
+    "ErrorInfo",
+    "Event",
+    "EventKind",
+    "InboundMessage",
+    "LLMExchange",
+    "OutboundSend",
+    "Participant",
+    "StatusUpdate",
+    "ToolCall",
+    "Turn",
+    "build_turns",
+]
+
+Source: TypeAlias = Literal["live", "recorded"]
+EventKind: TypeAlias = Literal["inbound", "send", "status", "llm", "tool", "clock", "delivery"]
+
+#: ``OutboundSend.type`` values that are not messages a user reads.
+NON_MESSAGE_SEND_TYPES = frozenset({"mark_read", "typing"})
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ErrorInfo(_Model):
+    """An error as a channel reports it (Meta's ``code``, ``title``, ``details``)."""
+
+    code: int
+    title: str = ""
+    message: str = ""
+    details: str = ""
+    http_status: int | None = None
+
+
+class Participant(_Model):
+    """A user who takes part in a conversation.
+
+    ``id`` is the key events use in their ``user`` field: the wa_id when the
+    user has one, else the business-scoped user id.
+    """
+
+    id: str
+    name: str = ""
+    wa_id: str | None = None
+    user_id: str | None = None
+
+
+class _Event(_Model):
+    at: AwareDatetime
+    user: str | None = None
+
+
+class InboundMessage(_Event):
+    """A user's message as the agent received it (one per delivered copy).
+
+    ``duplicate`` marks a copy whose ``wamid`` the agent was already sent
+    (a redelivery); ``delivery`` names the delivery attempt that carried it.
+    """
+
+    kind: Literal["inbound"] = "inbound"
+    wamid: str
+    type: str
+    text: str | None = None
+    reply_id: str | None = None
+    context_id: str | None = None
+    body: dict[str, JsonValue] = Field(default_factory=dict)
+    delivery: str | None = None
+    duplicate: bool = False
+
+
+class OutboundSend(_Event):
+    """A call the agent made to send something, and the channel's answer.
+
+    ``type`` is the message type (``text``, ``interactive``, ``template`` ...)
+    or one of :data:`NON_MESSAGE_SEND_TYPES`. Exactly one of ``wamid`` and
+    ``error`` is set once the channel has answered. ``in_window`` says
+    whether the user's customer-service window was open at the time, where
+    the channel knows.
+    """
+
+    kind: Literal["send"] = "send"
+    type: str
+    text: str | None = None
+    request: dict[str, JsonValue] = Field(default_factory=dict)
+    wamid: str | None = None
+    error: ErrorInfo | None = None
+    in_window: bool | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the channel accepted the send."""
+        return self.error is None
+
+    @property
+    def is_message(self) -> bool:
+        """True for a message the user sees (not a read receipt or typing indicator)."""
+        return self.type not in NON_MESSAGE_SEND_TYPES
+
+    @property
+    def is_template(self) -> bool:
+        """True for a template message, the only kind allowed outside the window."""
+        return self.type == "template"
+
+
+class StatusUpdate(_Event):
+    """A delivery status of a message the agent sent (sent, delivered, read, failed...)."""
+
+    kind: Literal["status"] = "status"
+    wamid: str
+    status: str
+    errors: tuple[ErrorInfo, ...] = ()
+    delivery: str | None = None
+
+
+class LLMExchange(_Event):
+    """One call to the language model, summarised; the full exchange lives in the fixture."""
+
+    kind: Literal["llm"] = "llm"
+    key: str
+    model: str
+    stop_reason: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    source: Source = "live"
+
+
+class ToolCall(_Event):
+    """One call of one of the agent's tools, with its arguments and result."""
+
+    kind: Literal["tool"] = "tool"
+    name: str
+    args: dict[str, JsonValue] = Field(default_factory=dict)
+    result: JsonValue = None
+    error: str | None = None
+    side_effect: bool = False
+    source: Source = "live"
+
+
+class ClockJump(_Event):
+    """Virtual time moved forward without anything happening in between."""
+
+    kind: Literal["clock"] = "clock"
+    previous: AwareDatetime
+    reason: str = ""
+
+
+class DeliveryAttempt(_Event):
+    """One webhook POST (or other hand-over) to the agent, and how it went.
+
+    ``status_code`` is None when no answer came (timeout, refused);
+    ``faults`` names the channel faults applied to it (``duplicate``,
+    ``reordered``, ``batched``, ``retry`` ...).
+    """
+
+    kind: Literal["delivery"] = "delivery"
+    delivery: str
+    attempt: int = 1
+    items: tuple[str, ...] = ()
+    status_code: int | None = None
+    error: str | None = None
+    latency_ms: float | None = None
+    faults: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """True when the agent acknowledged the delivery with a 200."""
+        return self.status_code == 200
+
+
+Event = Annotated[
+    InboundMessage
+    | OutboundSend
+    | StatusUpdate
+    | LLMExchange
+    | ToolCall
+    | ClockJump
+    | DeliveryAttempt,
+    Field(discriminator="kind"),
+]
+
+#: Validates and serialises a single event of any kind.
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+class Turn(_Model):
+    """A burst of messages from one user, and everything the agent did about it.
+
+    ``inbound`` holds the burst, redelivered copies included; ``actions``
+    holds the events that followed, up to the user's next burst.
+    """
+
+    index: int
+    user: str
+    inbound: tuple[InboundMessage, ...]
+    actions: tuple[Event, ...] = ()
+
+    @property
+    def messages(self) -> list[InboundMessage]:
+        """The user's messages in this turn, first copies only."""
+        return [e for e in self.inbound if not e.duplicate]
+
+    @property
+    def texts(self) -> list[str]:
+        """The text of each message in the burst (button titles included)."""
+        return [m.text for m in self.messages if m.text is not None]
+
+    @property
+    def sends(self) -> list[OutboundSend]:
+        """Every send the agent made in this turn, receipts and typing included."""
+        return [e for e in self.actions if isinstance(e, OutboundSend)]
+
+    @property
+    def replies(self) -> list[OutboundSend]:
+        """The messages the agent sent in this turn (not receipts or typing)."""
+        return [e for e in self.sends if e.is_message]
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        """The agent's tool calls in this turn."""
+        return [e for e in self.actions if isinstance(e, ToolCall)]
+
+    @property
+    def llm_exchanges(self) -> list[LLMExchange]:
+        """The model calls the agent made in this turn."""
+        return [e for e in self.actions if isinstance(e, LLMExchange)]
+
+    @property
+    def statuses(self) -> list[StatusUpdate]:
+        """Status updates that arrived during this turn."""
+        return [e for e in self.actions if isinstance(e, StatusUpdate)]
+
+    @property
+    def start(self) -> datetime:
+        """When the first message of the burst arrived."""
+        return self.inbound[0].at
+
+
+def _is_turn_action(event: Event) -> bool:
+    return not isinstance(event, (InboundMessage, DeliveryAttempt, ClockJump))
+
+
+def build_turns(events: Iterable[Event]) -> tuple[Turn, ...]:
+    """Group an event log into turns.
+
+    A new turn starts when a user's message arrives after the agent has done
+    something for that user (sent, called a tool or the model) since the
+    user's previous message; messages in between form one burst. Redelivered
+    copies never start a turn. Events with no user go to the turn that was
+    open last, which is exact for one user and a good guess for several.
+    """
+    turns: list[dict[str, Any]] = []
+    open_turn: dict[str, int] = {}  # user -> index in turns
+    acted: dict[str, bool] = {}  # user -> has the agent acted since the burst began
+    last: int | None = None
+    for event in events:
+        if isinstance(event, InboundMessage):
+            user = event.user or ""
+            index = open_turn.get(user)
+            if index is None or (acted.get(user, False) and not event.duplicate):
+                turns.append({"user": user, "inbound": [event], "actions": []})
+                index = len(turns) - 1
+                open_turn[user] = index
+                acted[user] = False
+            else:
+                turns[index]["inbound"].append(event)
+            last = index
+        elif _is_turn_action(event):
+            index = open_turn.get(event.user) if event.user is not None else last
+            if index is None:
+                index = last
+            if index is None:
+                continue
+            turns[index]["actions"].append(event)
+            acted[turns[index]["user"]] = True
+    return tuple(
+        Turn(index=i, user=t["user"], inbound=tuple(t["inbound"]), actions=tuple(t["actions"]))
+        for i, t in enumerate(turns)
+    )
+
+
+class Conversation(_Model):
+    """A whole conversation: who took part, the event log in order, and its turns."""
+
+    id: str = ""
+    scenario: str | None = None
+    channel: str = ""
+    participants: tuple[Participant, ...] = ()
+    events: tuple[Event, ...] = ()
+    turns: tuple[Turn, ...] = ()
+
+    @classmethod
+    def from_events(cls, events: Sequence[Event], **fields: Any) -> Conversation:
+        """Build a conversation from its event log, deriving the turns."""
+        log = tuple(events)
+        return cls(events=log, turns=build_turns(log), **fields)
+
+    # -- queries over the log -------------------------------------------------
+
+    def of_kind(self, kind: EventKind) -> Iterator[Event]:
+        """The events of one kind, in order."""
+        return (e for e in self.events if e.kind == kind)
+
+    def inbound(self, user: str | None = None, *, duplicates: bool = False) -> list[InboundMessage]:
+        """The user messages the agent received, optionally with redelivered copies."""
+        return [
+            e
+            for e in self.events
+            if isinstance(e, InboundMessage)
+            and (user is None or e.user == user)
+            and (duplicates or not e.duplicate)
+        ]
+
+    def sends(self, user: str | None = None) -> list[OutboundSend]:
+        """Every send the agent made, read receipts and typing indicators included."""
+        return [
+            e
+            for e in self.events
+            if isinstance(e, OutboundSend) and (user is None or e.user == user)
+        ]
+
+    def replies(self, user: str | None = None) -> list[OutboundSend]:
+        """The messages the agent sent (not receipts or typing indicators)."""
+        return [e for e in self.sends(user) if e.is_message]
+
+    def tool_calls(
+        self, name: str | None = None, *, side_effect: bool | None = None
+    ) -> list[ToolCall]:
+        """Tool calls, optionally of one tool or only the side-effecting ones."""
+        return [
+            e
+            for e in self.events
+            if isinstance(e, ToolCall)
+            and (name is None or e.name == name)
+            and (side_effect is None or e.side_effect == side_effect)
+        ]
+
+    def llm_exchanges(self) -> list[LLMExchange]:
+        """The model calls, in order."""
+        return [e for e in self.events if isinstance(e, LLMExchange)]
+
+    def statuses(self, status: str | None = None) -> list[StatusUpdate]:
+        """Status updates, optionally of one status value."""
+        return [
+            e
+            for e in self.events
+            if isinstance(e, StatusUpdate) and (status is None or e.status == status)
+        ]
+
+    def deliveries(self) -> list[DeliveryAttempt]:
+        """Every delivery attempt the channel made to the agent."""
+        return [e for e in self.events if isinstance(e, DeliveryAttempt)]
+
+    def sends_outside_window(self) -> list[OutboundSend]:
+        """Free-form messages sent while the user's 24-hour window was closed."""
+        return [e for e in self.replies() if e.in_window is False and not e.is_template]
+
+    def failed_sends(self) -> list[OutboundSend | StatusUpdate]:
+        """Sends the channel refused, and sends that later failed on a status."""
+        refused: list[OutboundSend | StatusUpdate] = [e for e in self.sends() if not e.ok]
+        return refused + self.statuses("failed")
+
+    def user_messages_before(self, turn: int, user: str | None = None) -> list[InboundMessage]:
+        """The user messages of every turn before turn number ``turn``."""
+        return [m for t in self.turns[:turn] if user is None or t.user == user for m in t.messages]
+
+    def turn_of(self, event: Event) -> Turn | None:
+        """The turn an event belongs to (by identity, then by equality)."""
+        for turn in self.turns:
+            if any(e is event for e in (*turn.inbound, *turn.actions)):
+                return turn
+        for turn in self.turns:
+            if event in turn.inbound or event in turn.actions:
+                return turn
+        return None
+
+    def send_for(self, wamid: str) -> OutboundSend | None:
+        """The send that produced a message id, to pair statuses with their sends."""
+        for e in self.events:
+            if isinstance(e, OutboundSend) and e.wamid == wamid:
+                return e
+        return None

@@ -1,0 +1,274 @@
+"""The trace contract: every event kind round-trips through JSON; turns group bursts."""
+
+from __future__ import annotations
+
+import json
+import typing
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import JsonValue, ValidationError
+
+from harness.trace import (
+    EVENT_ADAPTER,
+    ClockJump,
+    Conversation,
+    DeliveryAttempt,
+    ErrorInfo,
+    Event,
+    InboundMessage,
+    LLMExchange,
+    OutboundSend,
+    Participant,
+    StatusUpdate,
+    ToolCall,
+    build_turns,
+)
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+# -- strategies ---------------------------------------------------------------
+
+instants = st.datetimes(
+    min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)
+)
+names = st.text(min_size=1, max_size=12)
+json_scalars: st.SearchStrategy[JsonValue] = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**53), max_value=2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20)
+)
+json_values: st.SearchStrategy[JsonValue] = st.recursive(
+    json_scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+json_objects = st.dictionaries(st.text(max_size=8), json_values, max_size=4)
+errors = st.builds(
+    ErrorInfo,
+    code=st.integers(min_value=0, max_value=999999),
+    title=st.text(max_size=20),
+    message=st.text(max_size=20),
+    details=st.text(max_size=40),
+    http_status=st.none() | st.integers(min_value=100, max_value=599),
+)
+users = st.none() | names
+
+EVENT_STRATEGIES: dict[str, st.SearchStrategy[Event]] = {
+    "inbound": st.builds(
+        InboundMessage,
+        at=instants,
+        user=users,
+        wamid=names,
+        type=names,
+        text=st.none() | st.text(max_size=40),
+        reply_id=st.none() | names,
+        context_id=st.none() | names,
+        body=json_objects,
+        delivery=st.none() | names,
+        duplicate=st.booleans(),
+    ),
+    "send": st.builds(
+        OutboundSend,
+        at=instants,
+        user=users,
+        type=names,
+        text=st.none() | st.text(max_size=40),
+        request=json_objects,
+        wamid=st.none() | names,
+        error=st.none() | errors,
+        in_window=st.none() | st.booleans(),
+    ),
+    "status": st.builds(
+        StatusUpdate,
+        at=instants,
+        user=users,
+        wamid=names,
+        status=st.sampled_from(["sent", "delivered", "read", "failed", "played"]),
+        errors=st.lists(errors, max_size=2).map(tuple),
+        delivery=st.none() | names,
+    ),
+    "llm": st.builds(
+        LLMExchange,
+        at=instants,
+        user=users,
+        key=names,
+        model=names,
+        stop_reason=st.none() | st.sampled_from(["end_turn", "tool_use", "max_tokens"]),
+        input_tokens=st.integers(min_value=0, max_value=10**7),
+        output_tokens=st.integers(min_value=0, max_value=10**7),
+        source=st.sampled_from(["live", "recorded"]),
+    ),
+    "tool": st.builds(
+        ToolCall,
+        at=instants,
+        user=users,
+        name=names,
+        args=json_objects,
+        result=json_values,
+        error=st.none() | st.text(max_size=30),
+        side_effect=st.booleans(),
+        source=st.sampled_from(["live", "recorded"]),
+    ),
+    "clock": st.builds(ClockJump, at=instants, user=users, previous=instants, reason=st.text()),
+    "delivery": st.builds(
+        DeliveryAttempt,
+        at=instants,
+        user=users,
+        delivery=names,
+        attempt=st.integers(min_value=1, max_value=100),
+        items=st.lists(names, max_size=3).map(tuple),
+        status_code=st.none() | st.integers(min_value=100, max_value=599),
+        error=st.none() | st.text(max_size=30),
+        latency_ms=st.none() | st.floats(min_value=0, max_value=1e6, allow_nan=False),
+        faults=st.lists(st.sampled_from(["duplicate", "reordered", "batched", "retry"])).map(tuple),
+    ),
+}
+any_event = st.one_of(*EVENT_STRATEGIES.values())
+
+
+def test_every_event_kind_has_a_strategy() -> None:
+    members = typing.get_args(typing.get_args(Event)[0])
+    kinds = {m.model_fields["kind"].default for m in members}
+    assert kinds == set(EVENT_STRATEGIES)
+
+
+@pytest.mark.parametrize("kind", sorted(EVENT_STRATEGIES))
+@given(data=st.data())
+def test_each_event_kind_round_trips_through_json(kind: str, data: st.DataObject) -> None:
+    event = data.draw(EVENT_STRATEGIES[kind])
+    text = EVENT_ADAPTER.dump_json(event)
+    back = EVENT_ADAPTER.validate_json(text)
+    assert back == event
+    assert type(back) is type(event)
+    # through plain json too, as a JSONL reader would see it
+    assert EVENT_ADAPTER.validate_python(json.loads(text)) == event
+
+
+@given(events=st.lists(any_event, max_size=12))
+def test_conversation_round_trips_through_json(events: list[Event]) -> None:
+    conv = Conversation.from_events(
+        events, id="c1", channel="whatsapp", participants=(Participant(id="u1", name="Ana"),)
+    )
+    assert Conversation.model_validate_json(conv.model_dump_json()) == conv
+
+
+def test_models_are_frozen_and_strict() -> None:
+    event = InboundMessage(at=T0, wamid="w1", type="text")
+    with pytest.raises(ValidationError):
+        event.wamid = "w2"  # type: ignore[misc]  # the point: assignment must fail
+    with pytest.raises(ValidationError, match="extra"):
+        InboundMessage.model_validate({"at": T0, "wamid": "w", "type": "text", "surprise": 1})
+
+
+def test_unknown_kind_names_the_discriminator() -> None:
+    with pytest.raises(ValidationError, match="kind"):
+        EVENT_ADAPTER.validate_python({"kind": "telepathy", "at": T0.isoformat()})
+
+
+def test_naive_datetimes_are_refused() -> None:
+    with pytest.raises(ValidationError):
+        InboundMessage(at=datetime(2026, 1, 1), wamid="w", type="text")
+
+
+# -- turns --------------------------------------------------------------------
+
+
+def _in(n: int, text: str, user: str = "u1", **kw: typing.Any) -> InboundMessage:
+    return InboundMessage(
+        at=T0 + timedelta(seconds=n), user=user, wamid=f"w{n}", type="text", text=text, **kw
+    )
+
+
+def _reply(n: int, text: str, user: str = "u1", **kw: typing.Any) -> OutboundSend:
+    return OutboundSend(at=T0 + timedelta(seconds=n), user=user, type="text", text=text, **kw)
+
+
+def test_burst_is_one_turn_and_reply_closes_it() -> None:
+    events: list[Event] = [
+        _in(0, "hi"),
+        _in(1, "I want"),
+        _in(2, "a table"),
+        _reply(5, "Sure, which day?"),
+        _in(9, "friday"),
+        ToolCall(at=T0 + timedelta(seconds=10), name="search_slots", args={"date": "fri"}),
+        _reply(11, "9am or 10am?"),
+    ]
+    turns = build_turns(events)
+    assert [t.texts for t in turns] == [["hi", "I want", "a table"], ["friday"]]
+    assert [r.text for r in turns[0].replies] == ["Sure, which day?"]
+    assert [c.name for c in turns[1].tool_calls] == ["search_slots"]
+    assert turns[1].start == T0 + timedelta(seconds=9)
+
+
+def test_redelivered_copy_joins_the_open_turn_instead_of_starting_one() -> None:
+    first = _in(0, "book 9am")
+    copy = first.model_copy(update={"duplicate": True, "at": T0 + timedelta(seconds=30)})
+    events: list[Event] = [first, _reply(2, "Booked"), copy, _reply(31, "Booked")]
+    turns = build_turns(events)
+    assert len(turns) == 1
+    assert len(turns[0].inbound) == 2
+    assert turns[0].messages == [first]
+    assert len(turns[0].replies) == 2
+
+
+def test_users_have_separate_turns() -> None:
+    events: list[Event] = [
+        _in(0, "a1", user="a"),
+        _in(1, "b1", user="b"),
+        _reply(2, "to a", user="a"),
+        _in(3, "b2", user="b"),
+        _reply(4, "to b", user="b"),
+    ]
+    turns = build_turns(events)
+    assert [(t.user, t.texts) for t in turns] == [("a", ["a1"]), ("b", ["b1", "b2"])]
+    assert [r.text for r in turns[1].replies] == ["to b"]
+
+
+def test_read_receipts_are_sends_but_not_replies() -> None:
+    events: list[Event] = [
+        _in(0, "hi"),
+        OutboundSend(at=T0, user="u1", type="mark_read"),
+        _reply(1, "hello"),
+    ]
+    conv = Conversation.from_events(events)
+    assert len(conv.sends()) == 2
+    assert [r.text for r in conv.replies()] == ["hello"]
+
+
+def test_query_helpers() -> None:
+    err = ErrorInfo(code=131047, title="Re-engagement message")
+    events: list[Event] = [
+        _in(0, "book friday 9am"),
+        ToolCall(at=T0, user="u1", name="search_slots", args={"date": "fri"}),
+        ToolCall(at=T0, user="u1", name="book_appointment", args={"slot": "9"}, side_effect=True),
+        _reply(1, "booked", wamid="out1", in_window=True),
+        _in(100, "thanks"),
+        _reply(101, "late", wamid="out2", in_window=False),
+        OutboundSend(at=T0, user="u1", type="template", wamid="out3", in_window=False),
+        _reply(102, "refused", error=ErrorInfo(code=100, http_status=400)),
+        StatusUpdate(at=T0, user="u1", wamid="out2", status="failed", errors=(err,)),
+        StatusUpdate(at=T0, user="u1", wamid="out1", status="read"),
+    ]
+    conv = Conversation.from_events(events)
+    assert [c.name for c in conv.tool_calls(side_effect=True)] == ["book_appointment"]
+    assert len(conv.tool_calls("search_slots")) == 1
+    assert [s.text for s in conv.sends_outside_window()] == ["late"]
+    failed = conv.failed_sends()
+    assert len(failed) == 2
+    assert isinstance(failed[1], StatusUpdate)
+    assert failed[1].errors[0].code == 131047
+    assert [m.text for m in conv.user_messages_before(1)] == ["book friday 9am"]
+    assert conv.user_messages_before(0) == []
+    assert conv.send_for("out2") is events[5]
+    turn = conv.turn_of(events[2])
+    assert turn is not None
+    assert turn.index == 0
+    assert [s.status for s in conv.statuses()] == ["failed", "read"]
+    assert len(list(conv.of_kind("tool"))) == 2
