@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import sys
+
 from harness.cli import main
 
+__all__: list[str] = []
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

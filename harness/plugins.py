@@ -1,0 +1,55 @@
+"""Channel plugins, found through package entry points.
+
+A channel package (WhatsApp today; Telegram or SMS tomorrow) declares an entry
+point in the ``harness.channels`` group that names a :class:`ChannelPlugin`.
+The core never imports a channel by name: it asks the installed packages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any
+
+import click
+
+from harness.exceptions import ConfigError
+
+__all__ = ["ENTRY_POINT_GROUP", "ChannelPlugin", "load_channel_plugins"]
+
+#: The entry-point group channel packages register in.
+ENTRY_POINT_GROUP = "harness.channels"
+
+
+@dataclass(frozen=True)
+class ChannelPlugin:
+    """What a channel contributes: a factory for its channel and its own subcommands."""
+
+    name: str
+    description: str
+    factory: Callable[..., Any]
+    commands: Sequence[click.Command] = field(default_factory=tuple)
+
+
+def load_channel_plugins(group: str = ENTRY_POINT_GROUP) -> dict[str, ChannelPlugin]:
+    """Load every installed channel plugin, keyed by name.
+
+    A plugin that fails to load is an error naming the entry point, not a
+    silent omission: a channel that vanishes would make a suite pass vacuously.
+    """
+    plugins: dict[str, ChannelPlugin] = {}
+    for ep in sorted(entry_points(group=group), key=lambda e: e.name):
+        try:
+            plugin = ep.load()
+        except Exception as exc:  # any import failure of a third-party plugin
+            raise ConfigError(
+                f"channel plugin {ep.name!r} ({ep.value}) failed to load: {exc}"
+            ) from exc
+        if not isinstance(plugin, ChannelPlugin):
+            raise ConfigError(
+                f"channel plugin {ep.name!r} ({ep.value}) is a {type(plugin).__name__}, "
+                "not a ChannelPlugin"
+            )
+        plugins[plugin.name] = plugin
+    return plugins
