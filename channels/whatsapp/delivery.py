@@ -1,0 +1,320 @@
+"""Webhook delivery: how Meta's POSTs reach the agent, retried and faulted.
+
+A :class:`WebhookTarget` is the agent's webhook, in-process (an ASGI app
+through ``httpx.ASGITransport``) or at a URL. :class:`Deliverer` schedules
+each update on the virtual clock, applies the fault profile (latency,
+reordering, batching, duplicates), signs the bytes once and sends those
+bytes, retries a delivery that was not answered with 200 on Meta's schedule,
+and reports every attempt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+import time
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal, Protocol
+
+import httpx
+
+from channels.whatsapp.config import SimulatorConfig
+from channels.whatsapp.envelope import batch_webhooks
+from channels.whatsapp.faults import FaultDice
+from channels.whatsapp.signing import SignedBody
+from harness.clock import Clock
+from harness.exceptions import HandshakeError
+from harness.trace import DeliveryAttempt
+
+__all__ = [
+    "AsgiTarget",
+    "Deliverer",
+    "PendingUpdate",
+    "PostResult",
+    "UrlTarget",
+    "WebhookTarget",
+    "handshake",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class PostResult:
+    """How the agent answered one POST: a status code, or an error when none came."""
+
+    status_code: int | None
+    error: str | None
+    latency_ms: float
+    body: bytes = b""
+
+    @property
+    def reached(self) -> bool:
+        """True when the bytes reached the agent (it answered, or timed out after reading)."""
+        return self.status_code is not None or self.error == "timeout"
+
+
+class WebhookTarget(Protocol):
+    """The agent's webhook endpoint."""
+
+    description: str
+
+    async def post(self, body: SignedBody) -> PostResult:
+        """POST signed bytes; never raises for a network problem."""
+        ...
+
+    async def get(self, params: dict[str, str]) -> tuple[int, str]:
+        """GET with query parameters (the verification handshake)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release the connection pool."""
+        ...
+
+
+class _HttpxTarget:
+    def __init__(self, client: httpx.AsyncClient, url: str, timeout: float) -> None:
+        self._client = client
+        self._url = url
+        self._timeout = timeout
+        self.description = url
+
+    async def post(self, body: SignedBody) -> PostResult:
+        started = time.perf_counter()
+        try:
+            response = await self._client.post(
+                self._url, content=body.body, headers=body.headers(), timeout=self._timeout
+            )
+        except httpx.TimeoutException:
+            return PostResult(None, "timeout", _ms(started))
+        except httpx.TransportError as exc:
+            return PostResult(None, f"{type(exc).__name__}: {exc}", _ms(started))
+        return PostResult(response.status_code, None, _ms(started), response.content)
+
+    async def get(self, params: dict[str, str]) -> tuple[int, str]:
+        try:
+            response = await self._client.get(self._url, params=params, timeout=self._timeout)
+        except httpx.TransportError as exc:
+            raise HandshakeError(
+                f"webhook {self.description} could not be reached for the verification "
+                f"handshake: {type(exc).__name__}: {exc}"
+            ) from exc
+        return response.status_code, response.text
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000.0, 3)
+
+
+class AsgiTarget(_HttpxTarget):
+    """An agent that is an ASGI app in this process, reached through ``httpx.ASGITransport``."""
+
+    def __init__(self, app: Any, path: str = "/webhook", *, timeout: float = 10.0) -> None:
+        client = httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://agent.local"
+        )
+        super().__init__(client, path, timeout)
+        self.description = f"in-process app {path}"
+
+
+class UrlTarget(_HttpxTarget):
+    """An agent listening at a URL (a staging deployment, or a local server)."""
+
+    def __init__(self, url: str, *, timeout: float = 10.0) -> None:
+        super().__init__(httpx.AsyncClient(), url, timeout)
+
+
+async def handshake(target: WebhookTarget, verify_token: str, rng: random.Random) -> None:
+    """Perform Meta's GET verification handshake; a wrong answer raises ``HandshakeError``."""
+    challenge = str(rng.randrange(10**9, 10**10))
+    status, text = await target.get(
+        {"hub.mode": "subscribe", "hub.challenge": challenge, "hub.verify_token": verify_token}
+    )
+    if status != 200:
+        raise HandshakeError(
+            f"webhook {target.description} failed the verification handshake: it answered "
+            f"{status} to hub.verify_token={verify_token!r} (expected 200 and the challenge)"
+        )
+    if text.strip() != challenge:
+        raise HandshakeError(
+            f"webhook {target.description} failed the verification handshake: expected the "
+            f"bare challenge {challenge!r} as the body, got {text[:60]!r}"
+        )
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass
+class PendingUpdate:
+    """One update (a user's message or a status) on its way to the agent."""
+
+    kind: Literal["message", "status"]
+    item_id: str
+    user: str
+    payload: dict[str, Any]
+    due: datetime
+    faults: tuple[str, ...] = ()
+    on_delivered: Callable[[PendingUpdate, DeliveryAttempt], None] | None = None
+    seq: int = 0
+    send_at: datetime = field(default=_EPOCH, repr=False)
+
+
+Emit = Callable[[Any], None]
+
+
+class Deliverer:
+    """Sends updates to one webhook on the virtual clock, with retries and faults."""
+
+    def __init__(
+        self,
+        target: WebhookTarget,
+        config: SimulatorConfig,
+        clock: Clock,
+        dice: FaultDice,
+        emit: Emit,
+    ) -> None:
+        self.target = target
+        self.config = config
+        self.clock = clock
+        self.dice = dice
+        self._emit = emit
+        self._ids = itertools.count(1)
+        self._seq = itertools.count(1)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._batch: list[PendingUpdate] = []
+        self._batch_task: asyncio.Task[None] | None = None
+        self._latest: dict[str, PendingUpdate] = {}
+        self.in_flight = 0
+        #: Signed bodies by item id, so a redelivery sends identical bytes.
+        self.sent_bodies: dict[str, SignedBody] = {}
+
+    @property
+    def busy(self) -> bool:
+        """True while a delivery is scheduled, in flight or waiting for a retry."""
+        return bool(self._tasks) or bool(self._batch)
+
+    def enqueue(self, update: PendingUpdate) -> None:
+        """Schedule an update for delivery at ``update.due`` plus the profile's faults."""
+        profile = self.dice.profile
+        update.seq = next(self._seq)
+        delay = max((update.due - self.clock.now()).total_seconds(), 0.0)
+        delay += self.dice.delivery_delay()
+        if self.dice.roll("reorder", profile.reorder):
+            delay += profile.reorder_window
+            update.faults = (*update.faults, "reordered")
+        update.send_at = self.clock.now() + timedelta(seconds=delay)
+        if profile.batch > 1:
+            self._batch.append(update)
+            if self._batch_task is None:
+                self._batch_task = self._spawn(self._flush_batches())
+            return
+        self._spawn(self._deliver_later([update], delay))
+
+    def redeliver(self, item_id: str, *, reason: str = "redelivery") -> bool:
+        """Send an item's last signed body again, byte for byte; False if never sent."""
+        body = self.sent_bodies.get(item_id)
+        if body is None:
+            return False
+        latest = self._latest.get(item_id)
+        updates = [] if latest is None else [latest]
+        self._spawn(self._send(body, [item_id], updates, (reason,), 0.0))
+        return True
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _flush_batches(self) -> None:
+        window = self.dice.profile.batch_window
+        size = self.dice.profile.batch
+        while self._batch:
+            first = min(u.send_at for u in self._batch)
+            wait = (first - self.clock.now()).total_seconds() + window
+            if wait > 0:
+                await self.clock.sleep(wait)
+            now = self.clock.now()
+            ready = sorted(
+                (u for u in self._batch if u.send_at <= now), key=lambda u: (u.send_at, u.seq)
+            )
+            self._batch = [u for u in self._batch if u.send_at > now]
+            for start in range(0, len(ready), size):
+                self._spawn(self._deliver_now(ready[start : start + size]))
+        self._batch_task = None
+
+    async def _deliver_later(self, updates: Sequence[PendingUpdate], delay: float) -> None:
+        await self.clock.sleep(delay)
+        await self._deliver_now(updates)
+
+    async def _deliver_now(self, updates: Sequence[PendingUpdate]) -> None:
+        updates = sorted(updates, key=lambda u: (u.send_at, u.seq))
+        if len(updates) == 1:
+            body = SignedBody.create(updates[0].payload, self.config.app_secret)
+        else:
+            body = SignedBody.create(
+                batch_webhooks([u.payload for u in updates]), self.config.app_secret
+            )
+        faults = tuple(dict.fromkeys(f for u in updates for f in u.faults))
+        if len(updates) > 1:
+            faults = (*faults, "batched")
+        for update in updates:
+            self.sent_bodies[update.item_id] = body
+            self._latest[update.item_id] = update
+        await self._send(body, [u.item_id for u in updates], list(updates), faults, 0.0)
+        if self.dice.roll("duplicate", self.dice.profile.duplicate):
+            self._spawn(
+                self._send(
+                    body,
+                    [u.item_id for u in updates],
+                    list(updates),
+                    (*faults, "duplicate"),
+                    self.dice.profile.duplicate_delay,
+                )
+            )
+
+    async def _send(
+        self,
+        body: SignedBody,
+        items: list[str],
+        updates: list[PendingUpdate],
+        faults: tuple[str, ...],
+        delay: float,
+    ) -> None:
+        if delay:
+            await self.clock.sleep(delay)
+        delivery = f"d{next(self._ids)}"
+        first = self.clock.now()
+        offsets = [0.0, *self.config.retry_offsets()]
+        for attempt, offset in enumerate(offsets, start=1):
+            wait = (first - self.clock.now()).total_seconds() + offset
+            if wait > 0:
+                await self.clock.sleep(wait)
+            self.in_flight += 1
+            try:
+                result = await self.target.post(body)
+            finally:
+                self.in_flight -= 1
+            record = DeliveryAttempt(
+                at=self.clock.now(),
+                user=updates[0].user if updates else None,
+                delivery=delivery,
+                attempt=attempt,
+                items=tuple(items),
+                status_code=result.status_code,
+                error=result.error,
+                latency_ms=result.latency_ms,
+                faults=faults if attempt == 1 else (*faults, "retry"),
+            )
+            self._emit(record)
+            if result.reached:
+                for update in updates:
+                    if update.on_delivered is not None:
+                        update.on_delivered(update, record)
+            if result.status_code == 200:
+                return

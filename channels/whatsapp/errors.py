@@ -1,0 +1,573 @@
+"""Meta's WhatsApp error codes, the shapes they travel in, and one exception per code.
+
+An error reaches a bot two ways: synchronously, as the Graph API error
+envelope ``{"error": {...}}`` answering a send, or asynchronously, as an error
+object inside a ``failed`` status (or an inbound message). ``ERROR_CODES``
+describes each code Meta documents; ``error_envelope`` and ``error_object``
+build the two shapes; ``graph_error`` raises-ready the named exception for a
+code. Where Meta is silent the defaults follow the facts document, section 9:
+400 with the code in the body for rate limits, 500 for 131000, 404 for 132001.
+
+    harness.exceptions.ChannelError
+    └── GraphAPIError                    any code; renders both shapes
+        ├── AuthError                    190, 0
+        ├── PermissionDenied             10, 200
+        ├── InvalidParameter             100
+        ├── PolicyBlocked                368
+        ├── RateLimited
+        │   ├── AppRateLimited           4
+        │   ├── WabaRateLimited          80007
+        │   ├── ThroughputLimited        130429
+        │   ├── SpamRateLimited          131048
+        │   └── PairRateLimited          131056
+        ├── GenericError                 131000
+        ├── ParameterMissing             131008
+        ├── ParameterInvalid             131009
+        ├── ServiceUnavailable           131016
+        ├── Undeliverable                131026
+        ├── ReEngagementRequired         131047
+        ├── EcosystemLimited             131049
+        ├── UnsupportedMessageType       131051
+        ├── MediaDownloadError           131052
+        ├── MediaUploadError             131053
+        ├── AccountInMaintenance         131057
+        ├── MessageUnavailable           131060
+        ├── RecipientNotSupported        131062
+        ├── TemplateParamMismatch        132000
+        └── TemplateNotFound             132001
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import IntEnum
+from types import MappingProxyType
+from typing import Any, ClassVar, Literal
+
+from pydantic import TypeAdapter
+
+from channels.whatsapp.payloads import MetaModel, validate
+from harness.exceptions import ChannelError
+
+__all__ = [
+    "ERROR_CODES",
+    "ERROR_DOCS_URL",
+    "AccountInMaintenance",
+    "AppRateLimited",
+    "AuthError",
+    "Delivery",
+    "EcosystemLimited",
+    "ErrorCode",
+    "ErrorData",
+    "ErrorObject",
+    "ErrorSpec",
+    "GenericError",
+    "GraphAPIError",
+    "GraphError",
+    "GraphErrorEnvelope",
+    "InvalidParameter",
+    "MediaDownloadError",
+    "MediaUploadError",
+    "MessageUnavailable",
+    "PairRateLimited",
+    "ParameterInvalid",
+    "ParameterMissing",
+    "PermissionDenied",
+    "PolicyBlocked",
+    "RateLimited",
+    "ReEngagementRequired",
+    "RecipientNotSupported",
+    "ServiceUnavailable",
+    "SpamRateLimited",
+    "TemplateNotFound",
+    "TemplateParamMismatch",
+    "ThroughputLimited",
+    "Undeliverable",
+    "UnsupportedMessageType",
+    "WabaRateLimited",
+    "error_envelope",
+    "error_object",
+    "graph_error",
+    "spec_for",
+]
+
+ERROR_DOCS_URL = "https://developers.facebook.com/docs/whatsapp/cloud-api/support/error-codes/"
+"""The ``href`` Meta puts on the error objects of failed statuses."""
+
+Delivery = Literal["sync", "async", "both"]
+"""How a code usually reaches the bot: in the send's response, in a webhook, or either."""
+
+
+class ErrorCode(IntEnum):
+    """The error codes the simulator produces, by name."""
+
+    AUTH_FAILED = 0
+    APP_RATE_LIMIT = 4
+    PERMISSION_DENIED = 10
+    INVALID_PARAMETER = 100
+    ACCESS_TOKEN_INVALID = 190
+    PERMISSION_MISSING = 200
+    POLICY_BLOCKED = 368
+    WABA_RATE_LIMIT = 80007
+    THROUGHPUT_LIMIT = 130429
+    SOMETHING_WENT_WRONG = 131000
+    PARAMETER_MISSING = 131008
+    PARAMETER_INVALID = 131009
+    SERVICE_UNAVAILABLE = 131016
+    UNDELIVERABLE = 131026
+    RE_ENGAGEMENT = 131047
+    SPAM_RATE_LIMIT = 131048
+    ECOSYSTEM_LIMIT = 131049
+    UNSUPPORTED_MESSAGE_TYPE = 131051
+    MEDIA_DOWNLOAD_ERROR = 131052
+    MEDIA_UPLOAD_ERROR = 131053
+    PAIR_RATE_LIMIT = 131056
+    ACCOUNT_IN_MAINTENANCE = 131057
+    MESSAGE_UNAVAILABLE = 131060
+    RECIPIENT_NOT_SUPPORTED = 131062
+    TEMPLATE_PARAM_MISMATCH = 132000
+    TEMPLATE_NOT_FOUND = 132001
+
+    @property
+    def spec(self) -> ErrorSpec:
+        """This code's row of ``ERROR_CODES``."""
+        return ERROR_CODES[self]
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorSpec:
+    """What Meta says about one error code, and the defaults the simulator sends with it."""
+
+    code: int
+    title: str
+    details: str
+    http_status: int
+    delivery: Delivery
+    message: str | None = None
+    """The Graph ``message`` when it is not the usual ``"(#code) title"``."""
+
+    @property
+    def graph_message(self) -> str:
+        """The ``message`` of the Graph error envelope for this code."""
+        return self.message if self.message is not None else f"(#{self.code}) {self.title}"
+
+
+def _specs(*rows: ErrorSpec) -> Mapping[int, ErrorSpec]:
+    return MappingProxyType({row.code: row for row in rows})
+
+
+# fmt: off
+ERROR_CODES: Mapping[int, ErrorSpec] = _specs(
+    ErrorSpec(0, "Authentication error", "The access token could not be validated.", 401,
+              "sync", message="Authentication error: the access token could not be validated."),
+    ErrorSpec(4, "Application request limit reached",
+              "The app has made too many Graph API calls.", 400, "sync"),
+    ErrorSpec(10, "Permission denied",
+              "The app does not have the permission this request needs.", 403, "sync"),
+    ErrorSpec(100, "Invalid parameter",
+              "A parameter is missing, unknown or not valid.", 400, "sync"),
+    ErrorSpec(190, "Access token has expired", "The access token has expired or is invalid.",
+              401, "sync", message="Error validating access token: the session is invalid."),
+    ErrorSpec(200, "Permission missing",
+              "The app lacks the permission required for this action.", 403, "sync"),
+    ErrorSpec(368, "Temporarily blocked for policies violations",
+              "The account is temporarily blocked for violating WhatsApp policies.", 403, "sync"),
+    ErrorSpec(80007, "Rate limit issues",
+              "The WhatsApp Business Account has reached its rate limit.", 400, "sync"),
+    ErrorSpec(130429, "Rate limit hit",
+              "Message failed to send because the phone number has reached its throughput"
+              " limit (messages per second).", 400, "sync"),
+    ErrorSpec(131000, "Something went wrong", "An unknown error occurred.", 500, "both"),
+    ErrorSpec(131008, "Required parameter is missing",
+              "A required parameter is missing from the request.", 400, "sync"),
+    ErrorSpec(131009, "Parameter value is not valid",
+              "One or more parameter values are not valid.", 400, "both"),
+    ErrorSpec(131016, "Service unavailable",
+              "The service is temporarily unavailable; try again later.", 503, "sync"),
+    ErrorSpec(131026, "Message undeliverable",
+              "The message could not be delivered to the recipient.", 400, "async"),
+    ErrorSpec(131047, "Re-engagement message",
+              "Message failed to send because more than 24 hours have passed since the"
+              " customer last replied to this number.", 400, "async"),
+    ErrorSpec(131048, "Spam rate limit hit",
+              "Message failed to send because this phone number is restricted for sending"
+              " too many messages that users reported or blocked.", 400, "both"),
+    ErrorSpec(131049, "Message not delivered to maintain healthy ecosystem engagement",
+              "Meta chose not to deliver this message.", 400, "async"),
+    ErrorSpec(131051, "Message type unknown", "Message type is currently not supported.",
+              400, "both"),
+    ErrorSpec(131052, "Media download error",
+              "The media the user sent could not be downloaded.", 400, "async"),
+    ErrorSpec(131053, "Media upload error", "The media could not be uploaded.", 400, "async"),
+    ErrorSpec(131056, "(Business Account, Consumer Account) pair rate limit hit",
+              "Message failed to send because there were too many messages sent from this"
+              " phone number to the same phone number in a short period of time.", 400, "sync"),
+    ErrorSpec(131057, "Account in maintenance mode",
+              "The business account is in maintenance mode.", 400, "sync"),
+    ErrorSpec(131060, "Message unavailable", "The message is no longer available.", 400,
+              "async"),
+    ErrorSpec(131062, "Business-scoped user ID not supported",
+              "This message can't be sent to a business-scoped user ID.", 400, "sync"),
+    ErrorSpec(132000, "Template parameter count mismatch",
+              "The number of parameters does not match the number the template expects.",
+              400, "sync"),
+    ErrorSpec(132001, "Template does not exist",
+              "The template does not exist in the requested language.", 404, "sync"),
+)
+# fmt: on
+"""Every code the simulator knows: title, default details, HTTP status, how it arrives."""
+
+
+def spec_for(code: int) -> ErrorSpec:
+    """Return the row for ``code``, or a generic 400 row for a code not in the table."""
+    known = ERROR_CODES.get(code)
+    if known is not None:
+        return known
+    return ErrorSpec(code, "Unknown error", f"Error {code}.", 400, "sync")
+
+
+class ErrorData(MetaModel):
+    """The ``error_data`` object: Meta advises keying on ``details`` (and the code)."""
+
+    messaging_product: str | None = None
+    details: str | None = None
+
+
+class ErrorObject(MetaModel):
+    """An error inside a webhook: a ``failed`` status, a message, or ``value.errors``."""
+
+    code: int
+    title: str | None = None
+    message: str | None = None
+    error_data: ErrorData | None = None
+    href: str | None = None
+
+
+class GraphError(MetaModel):
+    """The object inside the Graph API error envelope."""
+
+    message: str
+    type: str | None = None
+    code: int
+    error_subcode: int | None = None
+    error_data: ErrorData | None = None
+    fbtrace_id: str | None = None
+
+
+class GraphErrorEnvelope(MetaModel):
+    """A Graph API error response body: ``{"error": {...}}``."""
+
+    error: GraphError
+
+
+_ENVELOPE = TypeAdapter(GraphErrorEnvelope)
+
+
+def error_object(
+    code: int,
+    *,
+    details: str | None = None,
+    title: str | None = None,
+    href: str | None = None,
+    with_message: bool = True,
+) -> ErrorObject:
+    """Build the error object of a failed status or an inbound message.
+
+    Defaults come from ``ERROR_CODES``. Failed statuses carry ``href``
+    (pass ``ERROR_DOCS_URL``); Meta's ``value.errors`` sample has no ``message``
+    (pass ``with_message=False``).
+    """
+    spec = spec_for(code)
+    title = spec.title if title is None else title
+    return ErrorObject(
+        code=code,
+        title=title,
+        message=title if with_message else None,
+        error_data=ErrorData(details=spec.details if details is None else details),
+        href=href,
+    )
+
+
+def error_envelope(
+    code: int,
+    *,
+    details: str | None = None,
+    message: str | None = None,
+    error_subcode: int | None = None,
+    fbtrace_id: str | None = None,
+) -> GraphErrorEnvelope:
+    """Build the Graph API error body answering a send that failed with ``code``."""
+    spec = spec_for(code)
+    return GraphErrorEnvelope(
+        error=GraphError(
+            message=spec.graph_message if message is None else message,
+            type="OAuthException",
+            code=code,
+            error_subcode=error_subcode,
+            error_data=ErrorData(
+                messaging_product="whatsapp", details=spec.details if details is None else details
+            ),
+            fbtrace_id=fbtrace_id,
+        )
+    )
+
+
+class GraphAPIError(ChannelError):
+    """An error Meta reports with a code; subclasses name the codes bots handle.
+
+    ``GraphAPIError(131047)`` and ``ReEngagementRequired()`` describe the same
+    error, but only ``graph_error(131047)`` picks the named class for you.
+    Defaults for title, details and HTTP status come from ``ERROR_CODES``.
+    """
+
+    codes: ClassVar[tuple[int, ...]] = ()
+    """The codes this class stands for; the first is its default."""
+
+    _by_code: ClassVar[dict[int, type[GraphAPIError]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for code in cls.codes:
+            GraphAPIError._by_code[code] = cls
+
+    def __init__(
+        self,
+        code: int | None = None,
+        *,
+        details: str | None = None,
+        message: str | None = None,
+        title: str | None = None,
+        http_status: int | None = None,
+        error_subcode: int | None = None,
+        fbtrace_id: str | None = None,
+    ) -> None:
+        if code is None:
+            if not self.codes:
+                raise TypeError(f"{type(self).__name__} needs an error code")
+            code = self.codes[0]
+        elif self.codes and code not in self.codes:
+            raise ValueError(f"{type(self).__name__} stands for codes {self.codes}, not {code}")
+        spec = spec_for(code)
+        self.code = code
+        self.title = spec.title if title is None else title
+        self.details = spec.details if details is None else details
+        self.message = spec.graph_message if message is None else message
+        self.http_status = spec.http_status if http_status is None else http_status
+        self.delivery: Delivery = spec.delivery
+        self.error_subcode = error_subcode
+        self.fbtrace_id = fbtrace_id
+        super().__init__(f"{self.message}: {self.details}")
+
+    def to_envelope(self) -> dict[str, Any]:
+        """The Graph API error body for this error, as a JSON-ready dict."""
+        return error_envelope(
+            self.code,
+            details=self.details,
+            message=self.message,
+            error_subcode=self.error_subcode,
+            fbtrace_id=self.fbtrace_id,
+        ).to_dict()
+
+    def to_error_object(self, *, href: str | None = ERROR_DOCS_URL) -> ErrorObject:
+        """This error as it appears in a ``failed`` status webhook."""
+        return error_object(self.code, details=self.details, title=self.title, href=href)
+
+    @classmethod
+    def from_envelope(
+        cls, body: Mapping[str, Any], *, http_status: int | None = None
+    ) -> GraphAPIError:
+        """Rebuild the named exception from a Graph API error body.
+
+        Raises ``PayloadError`` when ``body`` is not a Graph error envelope.
+        """
+        error = validate(_ENVELOPE, body, what="Graph API error body").error
+        details = error.error_data.details if error.error_data else None
+        return graph_error(
+            error.code,
+            details=details,
+            message=error.message,
+            http_status=http_status,
+            error_subcode=error.error_subcode,
+            fbtrace_id=error.fbtrace_id,
+        )
+
+    @classmethod
+    def from_error_object(cls, error: ErrorObject) -> GraphAPIError:
+        """Rebuild the named exception from an error object in a webhook."""
+        return graph_error(
+            error.code,
+            details=error.error_data.details if error.error_data else None,
+            title=error.title,
+        )
+
+
+def graph_error(
+    code: int,
+    *,
+    details: str | None = None,
+    message: str | None = None,
+    title: str | None = None,
+    http_status: int | None = None,
+    error_subcode: int | None = None,
+    fbtrace_id: str | None = None,
+) -> GraphAPIError:
+    """Return the named exception for ``code`` (``GraphAPIError`` itself if it has no name)."""
+    cls = GraphAPIError._by_code.get(code, GraphAPIError)
+    return cls(
+        code,
+        details=details,
+        message=message,
+        title=title,
+        http_status=http_status,
+        error_subcode=error_subcode,
+        fbtrace_id=fbtrace_id,
+    )
+
+
+class AuthError(GraphAPIError):
+    """The access token is missing, invalid or expired (190; 0 for other auth failures)."""
+
+    codes = (190, 0)
+
+
+class PermissionDenied(GraphAPIError):
+    """The app lacks a permission the request needs (10, 200)."""
+
+    codes = (10, 200)
+
+
+class InvalidParameter(GraphAPIError):
+    """A request field that is unknown, misspelled or of the wrong shape (100)."""
+
+    codes = (100,)
+
+
+class PolicyBlocked(GraphAPIError):
+    """The account is temporarily blocked for policy violations (368)."""
+
+    codes = (368,)
+
+
+class RateLimited(GraphAPIError):
+    """Root of the rate limits; Meta's advice is to back off and retry."""
+
+
+class AppRateLimited(RateLimited):
+    """The app made too many Graph API calls (4)."""
+
+    codes = (4,)
+
+
+class WabaRateLimited(RateLimited):
+    """The business account reached its rate limit (80007)."""
+
+    codes = (80007,)
+
+
+class ThroughputLimited(RateLimited):
+    """The phone number sent more messages per second than its throughput (130429)."""
+
+    codes = (130429,)
+
+
+class SpamRateLimited(RateLimited):
+    """The number is restricted for sending messages users flagged (131048)."""
+
+    codes = (131048,)
+
+
+class PairRateLimited(RateLimited):
+    """Too many messages to the same user in a short time (131056)."""
+
+    codes = (131056,)
+
+
+class GenericError(GraphAPIError):
+    """Meta's catch-all "Something went wrong" (131000)."""
+
+    codes = (131000,)
+
+
+class ParameterMissing(GraphAPIError):
+    """A required parameter is missing (131008)."""
+
+    codes = (131008,)
+
+
+class ParameterInvalid(GraphAPIError):
+    """A parameter value is not valid, or a reaction targets an unusable message (131009)."""
+
+    codes = (131009,)
+
+
+class ServiceUnavailable(GraphAPIError):
+    """The Cloud API is temporarily unavailable (131016)."""
+
+    codes = (131016,)
+
+
+class Undeliverable(GraphAPIError):
+    """The message could not reach the recipient (131026)."""
+
+    codes = (131026,)
+
+
+class ReEngagementRequired(GraphAPIError):
+    """More than 24 hours since the user's last message: only templates may be sent (131047)."""
+
+    codes = (131047,)
+
+
+class EcosystemLimited(GraphAPIError):
+    """Meta chose not to deliver the message, e.g. a marketing cap (131049)."""
+
+    codes = (131049,)
+
+
+class UnsupportedMessageType(GraphAPIError):
+    """A message type the API does not support, sent or received (131051)."""
+
+    codes = (131051,)
+
+
+class MediaDownloadError(GraphAPIError):
+    """Media a user sent could not be downloaded (131052)."""
+
+    codes = (131052,)
+
+
+class MediaUploadError(GraphAPIError):
+    """Media could not be uploaded (131053)."""
+
+    codes = (131053,)
+
+
+class AccountInMaintenance(GraphAPIError):
+    """The number is in maintenance, for instance during a throughput upgrade (131057)."""
+
+    codes = (131057,)
+
+
+class MessageUnavailable(GraphAPIError):
+    """An inbound message whose content is not available (131060)."""
+
+    codes = (131060,)
+
+
+class RecipientNotSupported(GraphAPIError):
+    """This message can't be addressed to a business-scoped user ID (131062)."""
+
+    codes = (131062,)
+
+
+class TemplateParamMismatch(GraphAPIError):
+    """The template got a different number of parameters than it expects (132000)."""
+
+    codes = (132000,)
+
+
+class TemplateNotFound(GraphAPIError):
+    """No template of that name exists in that language (132001)."""
+
+    codes = (132001,)

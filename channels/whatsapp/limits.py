@@ -1,0 +1,161 @@
+"""Meta's send-rate limits, as pure token buckets on an injected clock.
+
+Two limits guard the send API. The *pair rate* caps how fast one business
+number may message the same user: one message per 6 seconds on average, with
+bursts of up to 45 that borrow future quota (131056). The *throughput* caps
+how many messages per second one business number sends in all (80 by
+default, 130429). Both are token buckets: a bucket holds at most ``burst``
+tokens, refills at a steady rate, and each accepted message spends one. A
+rejected message spends nothing, so a bot that backs off recovers.
+
+The buckets read time only from the clock they are given, so on a
+:class:`~harness.clock.VirtualClock` the same sends at the same virtual times
+always meet the same answers. Arithmetic is exact (fractions of
+microseconds), so "one message per 6 s" means exactly that at the edge.
+Either limiter can be turned off (``enabled=False``) for scenarios that are
+not about rate limits. The simulator core calls :meth:`check`; nothing here
+knows about HTTP.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from fractions import Fraction
+
+from channels.whatsapp.errors import PairRateLimited, ThroughputLimited
+from harness.clock import Clock
+from harness.exceptions import ConfigError
+
+__all__ = ["PairRateLimiter", "ThroughputLimiter", "TokenBucketLimiter"]
+
+_MICROS = 1_000_000
+_ONE_MICRO = timedelta(microseconds=1)
+# Buckets that have refilled completely carry no information; past this many
+# keys the full ones are dropped so a long run with many users stays small.
+_PRUNE_AT = 10_000
+
+
+@dataclass
+class _Bucket:
+    tokens: Fraction
+    updated: datetime
+
+
+class TokenBucketLimiter(ABC):
+    """A token bucket per key: ``burst`` tokens at most, one more every ``interval`` seconds.
+
+    :meth:`check` spends a token for ``key`` or raises the error made by
+    :meth:`_error`; :meth:`peek` and :meth:`retry_after` look without
+    spending. Subclasses name the limit and the error.
+    """
+
+    def __init__(
+        self, clock: Clock, *, interval: float | Fraction, burst: int, enabled: bool = True
+    ) -> None:
+        interval = Fraction(interval)
+        if interval <= 0:
+            raise ConfigError(f"the refill interval must be positive, got {float(interval)} s")
+        if burst < 1:
+            raise ConfigError(f"the burst must be at least 1, got {burst}")
+        self.clock = clock
+        self.interval = interval
+        self.burst = burst
+        self.enabled = enabled
+        self._buckets: dict[str, _Bucket] = {}
+
+    def _refilled(self, key: str) -> _Bucket:
+        now = self.clock.now()
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            return _Bucket(Fraction(self.burst), now)
+        # A clock that went backwards refills nothing rather than draining.
+        elapsed = max((now - bucket.updated) // _ONE_MICRO, 0)
+        gained = Fraction(elapsed, _MICROS) / self.interval
+        return _Bucket(min(bucket.tokens + gained, Fraction(self.burst)), now)
+
+    def peek(self, key: str) -> float:
+        """How many messages ``key`` could send right now (fractions are partial refills)."""
+        return float(self._refilled(key).tokens)
+
+    def retry_after(self, key: str) -> float:
+        """Seconds until ``key`` may send again; 0 when it may send now (or the limit is off)."""
+        if not self.enabled:
+            return 0.0
+        missing = 1 - self._refilled(key).tokens
+        return float(max(missing, Fraction(0)) * self.interval)
+
+    def check(self, key: str) -> None:
+        """Spend one token for ``key``, or raise the limit's error and spend nothing."""
+        if not self.enabled:
+            return
+        bucket = self._refilled(key)
+        if bucket.tokens < 1:
+            raise self._error(key, float((1 - bucket.tokens) * self.interval))
+        bucket.tokens -= 1
+        self._buckets[key] = bucket
+        if len(self._buckets) > _PRUNE_AT:
+            self._prune()
+
+    def reset(self, key: str | None = None) -> None:
+        """Forget the history of ``key`` (or of every key): its bucket is full again."""
+        if key is None:
+            self._buckets.clear()
+        else:
+            self._buckets.pop(key, None)
+
+    def _prune(self) -> None:
+        for key in list(self._buckets):
+            if self._refilled(key).tokens >= self.burst:
+                del self._buckets[key]
+
+    @abstractmethod
+    def _error(self, key: str, wait: float) -> Exception:
+        """The exception raised when ``key`` is over the limit; ``wait`` is the seconds to go."""
+
+
+class PairRateLimiter(TokenBucketLimiter):
+    """Meta's pair rate: messages from one business number to the same user (131056).
+
+    One message per ``per_seconds`` (6) on average, bursts of up to ``burst``
+    (45) borrowing future quota. Key it by user (wa_id or BSUID), or by
+    ``f"{phone_number_id}:{user}"`` when several business numbers share it.
+    """
+
+    def __init__(
+        self, clock: Clock, per_seconds: float = 6, burst: int = 45, *, enabled: bool = True
+    ) -> None:
+        super().__init__(clock, interval=Fraction(per_seconds), burst=burst, enabled=enabled)
+
+    def _error(self, key: str, wait: float) -> Exception:
+        return PairRateLimited(
+            details=(
+                "Message failed to send because there were too many messages sent from this"
+                f" phone number to the same phone number ({key}) in a short period of time;"
+                f" the next message is allowed in {wait:g} s."
+            )
+        )
+
+
+class ThroughputLimiter(TokenBucketLimiter):
+    """Meta's throughput: messages per second one business number sends in all (130429).
+
+    ``mps`` (80 by default; Meta upgrades busy numbers to 1000) tokens at
+    most, refilling at ``mps`` per second. Key it by phone_number_id.
+    """
+
+    def __init__(self, clock: Clock, mps: int = 80, *, enabled: bool = True) -> None:
+        if mps < 1:
+            raise ConfigError(f"the throughput must be at least 1 message per second, got {mps}")
+        super().__init__(clock, interval=Fraction(1, mps), burst=mps, enabled=enabled)
+        self.mps = mps
+
+    def _error(self, key: str, wait: float) -> Exception:
+        return ThroughputLimited(
+            details=(
+                f"Message failed to send because phone number {key} reached its throughput"
+                f" limit of {self.mps} messages per second; retry in {wait:g} s."
+            )
+        )
+

@@ -1,0 +1,812 @@
+"""Record an agent's LLM and tool calls once; replay them offline, in order.
+
+:class:`RecordingLLMClient` wraps an :class:`~harness.llm.LLMClient` and
+:class:`ToolRecorder` wraps the agent's tools. Each runs in one of three
+modes (:class:`RecordMode`): ``record`` calls through and keeps every answer,
+``replay`` serves the kept answers without calling anything, ``passthrough``
+calls through and keeps nothing.
+
+A call is keyed by the sha256 of its canonical JSON (sorted keys, volatile
+fields removed), and the answers to one key are served in the order they
+were recorded, so a request asked twice gets its two answers. A replayed call
+that was never recorded either raises :class:`~harness.exceptions.Divergence`
+naming what differs from the nearest recorded call (``on_miss="raise"``) or
+goes live and is recorded (``on_miss="live"``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import inspect
+import json
+from collections import Counter, deque
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from operator import itemgetter
+from typing import Any, Generic, Literal, Protocol, TypeAlias, TypeVar
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, JsonValue
+
+from harness.exceptions import ConfigError, Divergence, HarnessError, RecordingError, UnknownTool
+from harness.llm import LLMClient, LLMResponse, SystemPrompt, json_default, request_body
+from harness.trace import Event, LLMExchange, ToolCall
+
+__all__ = [
+    "VOLATILE_PARAMS",
+    "LLMRecord",
+    "OnMiss",
+    "RecordMode",
+    "RecordedToolError",
+    "RecordingLLMClient",
+    "Sink",
+    "ToolRecord",
+    "ToolRecorder",
+    "canonical_json",
+    "canonical_key",
+]
+
+#: Request params left out of the key: they change from run to run without
+#: changing what is asked (per-request ids and user tags, transport options).
+VOLATILE_PARAMS: frozenset[str] = frozenset(
+    {"extra_headers", "extra_query", "idempotency_key", "metadata", "request_id", "timeout"}
+)
+
+#: What a replay does with a call it has no recording for.
+OnMiss: TypeAlias = Literal["raise", "live"]
+_ON_MISS: tuple[OnMiss, ...] = ("raise", "live")
+
+#: Receives one trace event per call (an LLM exchange or a tool call).
+Sink: TypeAlias = Callable[[Event], None]
+
+_NAMED_PARTS = frozenset({"model", "messages", "max_tokens", "system", "tools"})
+_PREVIEW = 48
+_MAX_LISTED = 4
+
+
+class RecordMode(StrEnum):
+    """How a recorder treats calls: keep them, serve kept ones, or stay out of the way."""
+
+    RECORD = "record"
+    REPLAY = "replay"
+    PASSTHROUGH = "passthrough"
+
+    @classmethod
+    def parse(cls, value: RecordMode | str) -> RecordMode:
+        """The mode named ``value``; a :class:`ConfigError` listing the valid ones otherwise."""
+        try:
+            return cls(value)
+        except ValueError:
+            valid = ", ".join(mode.value for mode in cls)
+            raise ConfigError(f"invalid record mode {value!r}; valid modes: {valid}") from None
+
+
+def _parse_on_miss(value: str) -> OnMiss:
+    for choice in _ON_MISS:
+        if value == choice:
+            return choice
+    raise ConfigError(f"invalid on_miss {value!r}; valid values: {', '.join(_ON_MISS)}")
+
+
+class RecordedToolError(HarnessError, RuntimeError):
+    """A tool call that failed when it was recorded, failing again on replay.
+
+    The original exception can't be rebuilt from a fixture, so replay raises
+    this with its recorded text (``"ValueError: no table free"``).
+    """
+
+    def __init__(self, tool: str, error: str) -> None:
+        super().__init__(f"tool {tool!r} failed when recorded: {error}")
+        self.tool = tool
+        self.error = error
+
+
+class _Clock(Protocol):
+    def now(self) -> datetime: ...
+
+
+class _UTCClock:
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=json_default
+)
+
+
+def canonical_json(value: Any) -> str:
+    """``value`` as compact JSON with sorted keys: equal requests give equal text."""
+    return _CANONICAL.encode(value)
+
+
+def canonical_key(value: Any) -> str:
+    """The sha256 hex digest of :func:`canonical_json` of ``value``."""
+    return hashlib.sha256(canonical_json(value).encode()).hexdigest()
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class LLMRecord(_Frozen):
+    """One recorded LLM exchange: the canonical request and the answer, with model and tokens."""
+
+    key: str
+    request: dict[str, JsonValue]
+    response: LLMResponse
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    recorded_at: AwareDatetime
+
+
+class ToolRecord(_Frozen):
+    """One recorded tool call: name, arguments, and the result or the error text."""
+
+    key: str
+    name: str
+    args: dict[str, JsonValue]
+    result: JsonValue = None
+    error: str | None = None
+    side_effect: bool = False
+    recorded_at: AwareDatetime
+
+
+_R = TypeVar("_R", LLMRecord, ToolRecord)
+_T = TypeVar("_T")
+_Parts: TypeAlias = dict[Hashable, int]
+
+
+class _Tape(Generic[_R]):
+    """Recorded answers by key, each served once, in recorded order.
+
+    The index used to find the nearest record on a miss is built on the
+    first miss, so loading and serving stay O(1) per record.
+    """
+
+    def __init__(self, records: Iterable[_R], parts: Callable[[_R], _Parts]) -> None:
+        self._parts: Callable[[_R], _Parts] = parts
+        self.records: list[_R] = []
+        self.plays: list[int] = []
+        self._queues: dict[str, deque[int]] = {}
+        self._counts: Counter[str] = Counter()
+        self._index: dict[Hashable, list[int]] | None = None
+        for record in records:
+            self.add(record, played=False)
+
+    def add(self, record: _R, *, played: bool) -> None:
+        position = len(self.records)
+        self.records.append(record)
+        self.plays.append(1 if played else 0)
+        self._counts[record.key] += 1
+        if not played:
+            self._queues.setdefault(record.key, deque()).append(position)
+        if self._index is not None:
+            for part in self._parts(record):
+                self._index.setdefault(part, []).append(position)
+
+    def take(self, key: str) -> _R | None:
+        queue = self._queues.get(key)
+        if not queue:
+            return None
+        position = queue.popleft()
+        self.plays[position] += 1
+        return self.records[position]
+
+    def count(self, key: str) -> int:
+        return self._counts[key]
+
+    def unused(self) -> list[tuple[int, _R]]:
+        return [
+            (i, r) for i, (r, n) in enumerate(zip(self.records, self.plays, strict=True)) if not n
+        ]
+
+    def nearest(self, parts: _Parts) -> tuple[int, _R] | None:
+        """The record sharing the most (weighted) parts; unused and earlier ones win ties."""
+        if not self.records:
+            return None
+        if self._index is None:
+            self._index = {}
+            for position, record in enumerate(self.records):
+                for part in self._parts(record):
+                    self._index.setdefault(part, []).append(position)
+        scores: Counter[int] = Counter()
+        for part, weight in parts.items():
+            for position in self._index.get(part, ()):
+                scores[position] += weight
+        if not scores:
+            best = next((i for i, n in enumerate(self.plays) if not n), 0)
+        else:
+            best = max(scores, key=lambda i: (scores[i], not self.plays[i], -i))
+        return best, self.records[best]
+
+
+class _Log(Generic[_T]):
+    """What a recorder recorded this run, kept in the order the calls were made."""
+
+    def __init__(self) -> None:
+        self._next = 0
+        self._items: list[tuple[int, _T]] = []
+
+    def reserve(self) -> int:
+        """A place in call order, taken before awaiting so concurrent calls stay ordered."""
+        self._next += 1
+        return self._next
+
+    def put(self, seq: int, item: _T) -> None:
+        bisect.insort(self._items, (seq, item), key=itemgetter(0))
+
+    def items(self) -> list[_T]:
+        return [item for _, item in self._items]
+
+
+class _Recorder(Generic[_R, _T]):
+    """What both recorders share: mode, miss policy, tape, log, clock and sink."""
+
+    _noun = "call"
+
+    def __init__(
+        self,
+        mode: RecordMode | str,
+        records: Iterable[_R],
+        on_miss: str,
+        sink: Sink | None,
+        clock: _Clock | None,
+    ) -> None:
+        self.mode = RecordMode.parse(mode)
+        self.on_miss: OnMiss = _parse_on_miss(on_miss)
+        self._tape: _Tape[_R] = _Tape(records, self._parts)
+        self._loaded = len(self._tape.records)
+        self._log: _Log[_T] = _Log()
+        self._sink = sink
+        self._clock: _Clock = _UTCClock() if clock is None else clock
+
+    def _parts(self, record: _R) -> _Parts:
+        raise NotImplementedError
+
+    def _materialize(self, item: _T) -> _R:
+        raise NotImplementedError
+
+    def _describe(self, record: _R) -> str:
+        raise NotImplementedError
+
+    @property
+    def records(self) -> list[_R]:
+        """Every record: those loaded for replay, then this run's, in call order."""
+        return self._tape.records[: self._loaded] + self.new_records
+
+    @property
+    def new_records(self) -> list[_R]:
+        """The records made in this run (live calls), in call order: what to append to a fixture."""
+        return [self._materialize(item) for item in self._log.items()]
+
+    def unused(self) -> list[_R]:
+        """Loaded records that were never served."""
+        return [record for _, record in self._tape.unused()]
+
+    @property
+    def all_played(self) -> bool:
+        """True when every loaded record was served."""
+        return not self._tape.unused()
+
+    def report(self) -> str:
+        """A few lines saying what was served, what went live, and what was never used."""
+        unused = self._tape.unused()
+        served = sum(1 for n in self._tape.plays[: self._loaded] if n)
+        lines = [
+            f"{type(self).__name__} ({self.mode.value}): {self._loaded} recorded {self._noun}s "
+            f"loaded, {served} served, {len(unused)} unused; {len(self._log.items())} recorded "
+            "this run"
+        ]
+        lines += [f"  unused #{i + 1}: {self._describe(record)}" for i, record in unused]
+        return "\n".join(lines)
+
+    def _emit(self, event: Event) -> None:
+        if self._sink is not None:
+            self._sink(event)
+
+    def _diverged(
+        self,
+        key: str,
+        parts: _Parts,
+        differ: Callable[[_R], list[str]],
+    ) -> Divergence:
+        recorded = self._tape.count(key)
+        if recorded:
+            difference = f"asked {recorded + 1} times, recorded {recorded}"
+            return Divergence(
+                f"replay diverged: {self._noun} {difference} (key {key[:12]})",
+                key=key,
+                differences=(difference,),
+            )
+        found = self._tape.nearest(parts)
+        if found is None:
+            difference = f"nothing recorded: this recorder holds no {self._noun}s"
+            return Divergence(
+                f"replay diverged: {difference} (key {key[:12]})",
+                key=key,
+                differences=(difference,),
+            )
+        position, record = found
+        differences = tuple(differ(record)) or ("differs in a way not itemised",)
+        shown = "; ".join(differences[:_MAX_LISTED])
+        if len(differences) > _MAX_LISTED:
+            shown += f"; and {len(differences) - _MAX_LISTED} more"
+        used = "unused" if not self._tape.plays[position] else "already served"
+        return Divergence(
+            f"replay diverged: {shown} (against recorded {self._noun} #{position + 1} of "
+            f"{len(self._tape.records)}, {used}; key {key[:12]})",
+            key=key,
+            differences=differences,
+        )
+
+
+@dataclass(slots=True)
+class _Pending:
+    """An exchange recorded this run, kept as canonical text until someone reads it."""
+
+    key: str
+    text: str
+    response: LLMResponse
+    at: datetime
+    record: LLMRecord | None = None
+
+
+class RecordingLLMClient(_Recorder[LLMRecord, _Pending]):
+    """An :class:`~harness.llm.LLMClient` that records, replays or passes through.
+
+    ``inner`` is the real client; replay with ``on_miss="raise"`` needs none.
+    ``volatile`` names params to leave out of the key besides
+    :data:`VOLATILE_PARAMS`. ``sink`` receives an ``LLMExchange`` per call,
+    stamped with ``clock.now()``.
+    """
+
+    _noun = "LLM request"
+
+    def __init__(
+        self,
+        inner: LLMClient | None,
+        mode: RecordMode | str = RecordMode.RECORD,
+        *,
+        records: Iterable[LLMRecord] = (),
+        on_miss: OnMiss = "raise",
+        volatile: Iterable[str] = (),
+        sink: Sink | None = None,
+        clock: _Clock | None = None,
+    ) -> None:
+        super().__init__(mode, records, on_miss, sink, clock)
+        if inner is None and (self.mode is not RecordMode.REPLAY or self.on_miss == "live"):
+            raise ConfigError(
+                f"RecordingLLMClient in {self.mode.value} mode with on_miss={self.on_miss!r} "
+                "needs an inner client to call"
+            )
+        self._inner = inner
+        self.volatile = VOLATILE_PARAMS | frozenset(volatile)
+
+    @classmethod
+    def replaying(
+        cls,
+        records: Iterable[LLMRecord],
+        *,
+        inner: LLMClient | None = None,
+        on_miss: OnMiss = "raise",
+        volatile: Iterable[str] = (),
+        sink: Sink | None = None,
+        clock: _Clock | None = None,
+    ) -> RecordingLLMClient:
+        """A client that replays ``records`` (say, a fixture's llm.jsonl)."""
+        return cls(
+            inner,
+            RecordMode.REPLAY,
+            records=records,
+            on_miss=on_miss,
+            volatile=volatile,
+            sink=sink,
+            clock=clock,
+        )
+
+    async def create(
+        self,
+        *,
+        model: str,
+        messages: Sequence[Mapping[str, Any]],
+        max_tokens: int,
+        system: SystemPrompt | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        **params: Any,
+    ) -> LLMResponse:
+        """Answer from the recording or the inner client, per the mode."""
+        body = request_body(
+            model=model,
+            messages=messages,
+            max_tokens=max_tokens,
+            system=system,
+            tools=tools,
+            params=params,
+            exclude=self.volatile,
+        )
+        text = canonical_json(body)
+        key = hashlib.sha256(text.encode()).hexdigest()
+        if self.mode is RecordMode.REPLAY:
+            # No await between the lookup and the return: concurrent replays can't race.
+            record = self._tape.take(key)
+            if record is not None:
+                self._emit_exchange(key, record.response, "recorded", None)
+                return record.response
+            if self.on_miss == "raise":
+                now = json.loads(text)
+                raise self._diverged(
+                    key, _llm_parts(now), lambda r: _llm_differences(r.request, now)
+                )
+        assert self._inner is not None  # __init__ refuses a missing inner client for these modes
+        seq = self._log.reserve() if self.mode is not RecordMode.PASSTHROUGH else 0
+        response = await self._inner.create(
+            model=model,
+            messages=messages,
+            max_tokens=max_tokens,
+            system=system,
+            tools=tools,
+            **params,
+        )
+        at = self._clock.now()
+        if self.mode is not RecordMode.PASSTHROUGH:
+            pending = _Pending(key, text, response, at)
+            self._log.put(seq, pending)
+            if self.mode is RecordMode.REPLAY:
+                self._tape.add(self._materialize(pending), played=True)
+        self._emit_exchange(key, response, "live", at)
+        return response
+
+    def _emit_exchange(
+        self,
+        key: str,
+        response: LLMResponse,
+        source: Literal["live", "recorded"],
+        at: datetime | None,
+    ) -> None:
+        if self._sink is None:
+            return
+        self._emit(
+            LLMExchange(
+                at=self._clock.now() if at is None else at,
+                key=key,
+                model=response.model,
+                stop_reason=response.stop_reason,
+                input_tokens=response.usage.input_tokens,
+                output_tokens=response.usage.output_tokens,
+                source=source,
+            )
+        )
+
+    def _materialize(self, item: _Pending) -> LLMRecord:
+        if item.record is None:
+            item.record = LLMRecord(
+                key=item.key,
+                request=json.loads(item.text),
+                response=item.response,
+                model=item.response.model,
+                input_tokens=item.response.usage.input_tokens,
+                output_tokens=item.response.usage.output_tokens,
+                recorded_at=item.at,
+            )
+        return item.record
+
+    def _parts(self, record: LLMRecord) -> _Parts:
+        return _llm_parts(record.request)
+
+    def _describe(self, record: LLMRecord) -> str:
+        messages = record.request.get("messages")
+        count = len(messages) if isinstance(messages, list) else 0
+        last = (
+            _quote(_message_text(messages[-1])) if isinstance(messages, list) and messages else ""
+        )
+        return f"{record.model}, {count} messages, last {last} (key {record.key[:12]})"
+
+
+class ToolRecorder(_Recorder[ToolRecord, ToolRecord]):
+    """The agent's tools, behind a recorder: side effects never run again on replay.
+
+    Register each tool with :meth:`register`, saying whether it has side
+    effects, and call it through :meth:`call`. Results must be JSON values
+    (pydantic models are dumped); record mode returns the tool's own result,
+    replay the recorded JSON. A tool that raises is recorded with its error
+    text and the exception propagates; replay raises
+    :class:`RecordedToolError` with that text.
+    """
+
+    _noun = "tool call"
+
+    def __init__(
+        self,
+        mode: RecordMode | str = RecordMode.RECORD,
+        *,
+        records: Iterable[ToolRecord] = (),
+        on_miss: OnMiss = "raise",
+        sink: Sink | None = None,
+        clock: _Clock | None = None,
+    ) -> None:
+        super().__init__(mode, records, on_miss, sink, clock)
+        self._tools: dict[str, tuple[Callable[..., Any], bool]] = {}
+
+    @classmethod
+    def replaying(
+        cls,
+        records: Iterable[ToolRecord],
+        *,
+        on_miss: OnMiss = "raise",
+        sink: Sink | None = None,
+        clock: _Clock | None = None,
+    ) -> ToolRecorder:
+        """A recorder that replays ``records`` (say, a fixture's tools.jsonl)."""
+        return cls(RecordMode.REPLAY, records=records, on_miss=on_miss, sink=sink, clock=clock)
+
+    def register(self, name: str, fn: Callable[..., Any], *, side_effect: bool) -> None:
+        """Add a tool (a sync or async function taking keyword arguments)."""
+        if name in self._tools:
+            raise ConfigError(f"tool {name!r} is already registered")
+        self._tools[name] = (fn, side_effect)
+
+    def tools(self) -> tuple[str, ...]:
+        """The registered tool names, in registration order."""
+        return tuple(self._tools)
+
+    def is_side_effecting(self, name: str) -> bool:
+        """Whether the tool changes the world (books, sends, charges) when called."""
+        return self._tool(name)[1]
+
+    def _tool(self, name: str) -> tuple[Callable[..., Any], bool]:
+        try:
+            return self._tools[name]
+        except KeyError:
+            known = ", ".join(self._tools) or "none"
+            raise UnknownTool(
+                f"no tool named {name!r} is registered (registered: {known})"
+            ) from None
+
+    async def call(self, name: str, args: Mapping[str, Any] | None = None, /, **kwargs: Any) -> Any:
+        """Call tool ``name`` with ``args`` (a mapping) or keyword arguments."""
+        fn = self._tool(name)[0]
+        if args is not None and kwargs:
+            raise ConfigError("pass a tool's arguments as one mapping or as keywords, not both")
+        arguments = dict(args) if args is not None else kwargs
+        text = canonical_json({"args": arguments, "name": name})
+        key = hashlib.sha256(text.encode()).hexdigest()
+        json_args: dict[str, JsonValue] = json.loads(text)["args"]
+        if self.mode is RecordMode.REPLAY:
+            record = self._tape.take(key)
+            if record is not None:
+                self._emit_call(record, "recorded")
+                if record.error is not None:
+                    raise RecordedToolError(name, record.error)
+                return record.result
+            if self.on_miss == "raise":
+                raise self._diverged(
+                    key,
+                    _tool_parts(name, json_args),
+                    lambda r: _tool_differences(r.name, r.args, name, json_args),
+                )
+        seq = self._log.reserve()
+        try:
+            result = fn(**arguments)
+            if inspect.isawaitable(result):
+                result = await result
+        except Exception as exc:  # any failure of the tool is part of what happened
+            self._keep(seq, key, name, json_args, None, f"{type(exc).__name__}: {exc}")
+            raise
+        self._keep(seq, key, name, json_args, _json_result(name, result), None)
+        return result
+
+    def _keep(
+        self,
+        seq: int,
+        key: str,
+        name: str,
+        args: dict[str, JsonValue],
+        result: JsonValue,
+        error: str | None,
+    ) -> None:
+        record = ToolRecord(
+            key=key,
+            name=name,
+            args=args,
+            result=result,
+            error=error,
+            side_effect=self.is_side_effecting(name),
+            recorded_at=self._clock.now(),
+        )
+        if self.mode is not RecordMode.PASSTHROUGH:
+            self._log.put(seq, record)
+            if self.mode is RecordMode.REPLAY:
+                self._tape.add(record, played=True)
+        self._emit_call(record, "live")
+
+    def _emit_call(self, record: ToolRecord, source: Literal["live", "recorded"]) -> None:
+        if self._sink is None:
+            return
+        self._emit(
+            ToolCall(
+                at=self._clock.now() if source == "recorded" else record.recorded_at,
+                name=record.name,
+                args=record.args,
+                result=record.result,
+                error=record.error,
+                side_effect=self.is_side_effecting(record.name),
+                source=source,
+            )
+        )
+
+    def _materialize(self, item: ToolRecord) -> ToolRecord:
+        return item
+
+    def _parts(self, record: ToolRecord) -> _Parts:
+        return _tool_parts(record.name, record.args)
+
+    def _describe(self, record: ToolRecord) -> str:
+        return f"{record.name}({_clip(canonical_json(record.args))})"
+
+
+def _json_result(name: str, result: Any) -> JsonValue:
+    try:
+        value: JsonValue = json.loads(canonical_json(result))
+    except (TypeError, ValueError) as exc:
+        raise RecordingError(
+            f"tool {name!r} returned a value that can't be recorded: {exc}"
+        ) from exc
+    return value
+
+
+# --- nearest-record parts and readable differences -------------------------------------------
+
+
+def _fingerprint(value: Any) -> int:
+    return hash(canonical_json(value))
+
+
+def _llm_parts(body: Mapping[str, Any]) -> _Parts:
+    """Per-part fingerprints of a request; system and tools weigh more than one message."""
+    parts: _Parts = {
+        ("model", body.get("model")): 1,
+        ("system", _fingerprint(body.get("system"))): 2,
+        ("tools", _fingerprint(body.get("tools"))): 2,
+    }
+    messages = body.get("messages") or []
+    parts[("messages", len(messages))] = 1
+    for i, message in enumerate(messages):
+        parts[("message", i, _fingerprint(message))] = 1
+    for name, value in body.items():
+        if name not in _NAMED_PARTS or name == "max_tokens":
+            parts[("param", name, _fingerprint(value))] = 1
+    return parts
+
+
+def _tool_parts(name: str, args: Mapping[str, Any]) -> _Parts:
+    # The tool's name outweighs any number of matching arguments.
+    parts: _Parts = {("tool", name): 1000}
+    for arg, value in args.items():
+        parts[("arg", arg, _fingerprint(value))] = 1
+    return parts
+
+
+def _clip(text: str, start: int = 0) -> str:
+    text = text.replace("\n", "\\n")
+    clipped = text[start : start + _PREVIEW]
+    return ("…" if start > 0 else "") + clipped + ("…" if start + _PREVIEW < len(text) else "")
+
+
+def _quote(text: str, start: int = 0) -> str:
+    return "'" + _clip(text, start) + "'"
+
+
+def _pair(recorded: str, now: str) -> str:
+    """``(recorded: '…'; now: '…')``, both shown from a little before where they part."""
+    common = 0
+    for a, b in zip(recorded, now, strict=False):
+        if a != b:
+            break
+        common += 1
+    start = max(0, common - 12)
+    return f"(recorded: {_quote(recorded, start)}; now: {_quote(now, start)})"
+
+
+def _text_of(value: Any) -> str:
+    return value if isinstance(value, str) else canonical_json(value)
+
+
+def _message_text(message: Any) -> str:
+    """A message as a person would skim it: ``user: text``, tool calls and results inline."""
+    if not isinstance(message, Mapping):
+        return _text_of(message)
+    content = message.get("content")
+    if isinstance(content, list):
+        pieces = []
+        for block in content:
+            kind = block.get("type") if isinstance(block, Mapping) else None
+            if kind == "text":
+                pieces.append(_text_of(block.get("text")))
+            elif kind == "tool_use":
+                pieces.append(f"tool_use {block.get('name')}({canonical_json(block.get('input'))})")
+            elif kind == "tool_result":
+                pieces.append(f"tool_result {_text_of(block.get('content'))}")
+            else:
+                pieces.append(canonical_json(block))
+        text = " | ".join(pieces)
+    else:
+        text = _text_of(content)
+    return f"{message.get('role')}: {text}"
+
+
+def _tool_names(tools: Any) -> dict[str, str]:
+    named: dict[str, str] = {}
+    for i, tool in enumerate(tools if isinstance(tools, list) else []):
+        name = tool.get("name") if isinstance(tool, Mapping) else None
+        named[str(name) if name is not None else f"#{i}"] = canonical_json(tool)
+    return named
+
+
+def _llm_differences(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
+    """What separates ``now`` from ``recorded``, most telling first, in plain words."""
+    out: list[str] = []
+    if recorded.get("model") != now.get("model"):
+        out.append(f"model: {recorded.get('model')} -> {now.get('model')}")
+    if canonical_json(recorded.get("system")) != canonical_json(now.get("system")):
+        out.append(
+            "system prompt differs "
+            + _pair(_text_of(recorded.get("system") or ""), _text_of(now.get("system") or ""))
+        )
+    old_tools, new_tools = _tool_names(recorded.get("tools")), _tool_names(now.get("tools"))
+    if old_tools != new_tools:
+        changes = [
+            f"{label}: {', '.join(names)}"
+            for label, names in (
+                ("added", [n for n in new_tools if n not in old_tools]),
+                ("removed", [n for n in old_tools if n not in new_tools]),
+                (
+                    "changed",
+                    [n for n in new_tools if old_tools.get(n, new_tools[n]) != new_tools[n]],
+                ),
+            )
+            if names
+        ]
+        out.append(f"tools differ ({'; '.join(changes) or 'order'})")
+    old_messages = list(recorded.get("messages") or [])
+    new_messages = list(now.get("messages") or [])
+    if len(old_messages) != len(new_messages):
+        out.append(f"messages: {len(new_messages)} now, {len(old_messages)} recorded")
+    for i, (old, new) in enumerate(zip(old_messages, new_messages, strict=False)):
+        if canonical_json(old) != canonical_json(new):
+            old_text, new_text = _message_text(old), _message_text(new)
+            if old_text == new_text:
+                old_text, new_text = canonical_json(old), canonical_json(new)
+            out.append(f"messages[{i}] differs {_pair(old_text, new_text)}")
+    params = sorted(
+        {n for n in recorded if n not in _NAMED_PARTS} | {n for n in now if n not in _NAMED_PARTS}
+    )
+    for name in ["max_tokens", *params]:
+        old_value, new_value = recorded.get(name, _ABSENT), now.get(name, _ABSENT)
+        if _show(old_value) != _show(new_value):
+            out.append(f"param {name}: {_show(old_value)} -> {_show(new_value)}")
+    return out
+
+
+def _tool_differences(
+    recorded_name: str, recorded: Mapping[str, Any], name: str, now: Mapping[str, Any]
+) -> list[str]:
+    """Which tool or which arguments separate a call from the nearest recorded one."""
+    out: list[str] = []
+    if recorded_name != name:
+        out.append(f"tool: {recorded_name} -> {name}")
+    for arg in sorted(set(recorded) | set(now)):
+        old_value, new_value = recorded.get(arg, _ABSENT), now.get(arg, _ABSENT)
+        if _show(old_value) != _show(new_value):
+            out.append(f"arg {arg}: {_show(old_value)} -> {_show(new_value)}")
+    return out
+
+
+_ABSENT = object()
+
+
+def _show(value: Any) -> str:
+    return "(absent)" if value is _ABSENT else _clip(canonical_json(value))
