@@ -103,7 +103,7 @@ class ObservableClock(Clock, Protocol):
 def _seconds(seconds: float) -> float:
     value = float(seconds)
     if not math.isfinite(value):
-        raise ClockError(f"can't sleep {seconds!r} seconds: the duration must be finite")
+        raise ClockError(f"{seconds!r} is not a finite number of seconds")
     return value
 
 
@@ -746,8 +746,10 @@ def wall_clock_from(clock: ObservableClock, *, ignore: Sequence[str] = ()) -> It
     ``datetime.now()``, ``datetime.utcnow()``, ``date.today()``,
     ``time.time()`` and ``time.monotonic()`` return the clock's current time
     and follow it as it jumps, so an agent called in-process sees virtual
-    time. The asyncio event loop keeps real monotonic time (freezegun's
-    ``real_asyncio``), so ``asyncio.sleep`` and timeouts still work.
+    time (naive readings such as ``datetime.now()`` are in UTC). The asyncio
+    event loop keeps real monotonic time (freezegun's ``real_asyncio``), so
+    ``asyncio.sleep`` and timeouts still work; ``loop.time()`` is the way to
+    measure real durations inside.
     Everything is restored on exit, also after an exception.
 
     The patch is process-wide: it may be nested for the same clock (the last

@@ -255,6 +255,7 @@ class _Recorder(Generic[_R, _T]):
         on_miss: str,
         sink: Sink | None,
         clock: _Clock | None,
+        on_record: Callable[[_R], None] | None,
     ) -> None:
         self.mode = RecordMode.parse(mode)
         self.on_miss: OnMiss = _parse_on_miss(on_miss)
@@ -263,6 +264,7 @@ class _Recorder(Generic[_R, _T]):
         self._log: _Log[_T] = _Log()
         self._sink = sink
         self._clock: _Clock = _UTCClock() if clock is None else clock
+        self._on_record: Callable[[_R], None] | None = on_record
 
     def _parts(self, record: _R) -> _Parts:
         raise NotImplementedError
@@ -303,6 +305,16 @@ class _Recorder(Generic[_R, _T]):
         ]
         lines += [f"  unused #{i + 1}: {self._describe(record)}" for i, record in unused]
         return "\n".join(lines)
+
+    def _keep(self, seq: int, item: _T) -> None:
+        """File a record made this run; replay also marks it served, for the report."""
+        self._log.put(seq, item)
+        if self.mode is RecordMode.REPLAY or self._on_record is not None:
+            record = self._materialize(item)
+            if self.mode is RecordMode.REPLAY:
+                self._tape.add(record, played=True)
+            if self._on_record is not None:
+                self._on_record(record)
 
     def _emit(self, event: Event) -> None:
         if self._sink is not None:
@@ -361,7 +373,10 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending]):
     ``inner`` is the real client; replay with ``on_miss="raise"`` needs none.
     ``volatile`` names params to leave out of the key besides
     :data:`VOLATILE_PARAMS`. ``sink`` receives an ``LLMExchange`` per call,
-    stamped with ``clock.now()``.
+    stamped with ``clock.now()``; ``on_record`` receives each new record as
+    it is made (to append to a fixture's llm.jsonl as you go; under
+    concurrency that is completion order, while :attr:`records` keeps call
+    order).
     """
 
     _noun = "LLM request"
@@ -376,8 +391,9 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending]):
         volatile: Iterable[str] = (),
         sink: Sink | None = None,
         clock: _Clock | None = None,
+        on_record: Callable[[LLMRecord], None] | None = None,
     ) -> None:
-        super().__init__(mode, records, on_miss, sink, clock)
+        super().__init__(mode, records, on_miss, sink, clock, on_record)
         if inner is None and (self.mode is not RecordMode.REPLAY or self.on_miss == "live"):
             raise ConfigError(
                 f"RecordingLLMClient in {self.mode.value} mode with on_miss={self.on_miss!r} "
@@ -385,28 +401,6 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending]):
             )
         self._inner = inner
         self.volatile = VOLATILE_PARAMS | frozenset(volatile)
-
-    @classmethod
-    def replaying(
-        cls,
-        records: Iterable[LLMRecord],
-        *,
-        inner: LLMClient | None = None,
-        on_miss: OnMiss = "raise",
-        volatile: Iterable[str] = (),
-        sink: Sink | None = None,
-        clock: _Clock | None = None,
-    ) -> RecordingLLMClient:
-        """A client that replays ``records`` (say, a fixture's llm.jsonl)."""
-        return cls(
-            inner,
-            RecordMode.REPLAY,
-            records=records,
-            on_miss=on_miss,
-            volatile=volatile,
-            sink=sink,
-            clock=clock,
-        )
 
     async def create(
         self,
@@ -453,10 +447,7 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending]):
         )
         at = self._clock.now()
         if self.mode is not RecordMode.PASSTHROUGH:
-            pending = _Pending(key, text, response, at)
-            self._log.put(seq, pending)
-            if self.mode is RecordMode.REPLAY:
-                self._tape.add(self._materialize(pending), played=True)
+            self._keep(seq, _Pending(key, text, response, at))
         self._emit_exchange(key, response, "live", at)
         return response
 
@@ -514,7 +505,8 @@ class ToolRecorder(_Recorder[ToolRecord, ToolRecord]):
     (pydantic models are dumped); record mode returns the tool's own result,
     replay the recorded JSON. A tool that raises is recorded with its error
     text and the exception propagates; replay raises
-    :class:`RecordedToolError` with that text.
+    :class:`RecordedToolError` with that text. ``sink``, ``clock`` and
+    ``on_record`` work as for :class:`RecordingLLMClient`.
     """
 
     _noun = "tool call"
@@ -527,21 +519,10 @@ class ToolRecorder(_Recorder[ToolRecord, ToolRecord]):
         on_miss: OnMiss = "raise",
         sink: Sink | None = None,
         clock: _Clock | None = None,
+        on_record: Callable[[ToolRecord], None] | None = None,
     ) -> None:
-        super().__init__(mode, records, on_miss, sink, clock)
+        super().__init__(mode, records, on_miss, sink, clock, on_record)
         self._tools: dict[str, tuple[Callable[..., Any], bool]] = {}
-
-    @classmethod
-    def replaying(
-        cls,
-        records: Iterable[ToolRecord],
-        *,
-        on_miss: OnMiss = "raise",
-        sink: Sink | None = None,
-        clock: _Clock | None = None,
-    ) -> ToolRecorder:
-        """A recorder that replays ``records`` (say, a fixture's tools.jsonl)."""
-        return cls(RecordMode.REPLAY, records=records, on_miss=on_miss, sink=sink, clock=clock)
 
     def register(self, name: str, fn: Callable[..., Any], *, side_effect: bool) -> None:
         """Add a tool (a sync or async function taking keyword arguments)."""
@@ -572,9 +553,9 @@ class ToolRecorder(_Recorder[ToolRecord, ToolRecord]):
         if args is not None and kwargs:
             raise ConfigError("pass a tool's arguments as one mapping or as keywords, not both")
         arguments = dict(args) if args is not None else kwargs
-        text = canonical_json({"args": arguments, "name": name})
-        key = hashlib.sha256(text.encode()).hexdigest()
-        json_args: dict[str, JsonValue] = json.loads(text)["args"]
+        lenient = self.mode is RecordMode.PASSTHROUGH  # nothing is kept, so never refuse
+        json_args: dict[str, JsonValue] = _as_json(arguments, f"tool {name!r} arguments", lenient)
+        key = canonical_key({"args": json_args, "name": name})
         if self.mode is RecordMode.REPLAY:
             record = self._tape.take(key)
             if record is not None:
@@ -594,12 +575,13 @@ class ToolRecorder(_Recorder[ToolRecord, ToolRecord]):
             if inspect.isawaitable(result):
                 result = await result
         except Exception as exc:  # any failure of the tool is part of what happened
-            self._keep(seq, key, name, json_args, None, f"{type(exc).__name__}: {exc}")
+            self._finish(seq, key, name, json_args, None, f"{type(exc).__name__}: {exc}")
             raise
-        self._keep(seq, key, name, json_args, _json_result(name, result), None)
+        json_result = _as_json(result, f"tool {name!r} result", lenient)
+        self._finish(seq, key, name, json_args, json_result, None)
         return result
 
-    def _keep(
+    def _finish(
         self,
         seq: int,
         key: str,
@@ -618,9 +600,7 @@ class ToolRecorder(_Recorder[ToolRecord, ToolRecord]):
             recorded_at=self._clock.now(),
         )
         if self.mode is not RecordMode.PASSTHROUGH:
-            self._log.put(seq, record)
-            if self.mode is RecordMode.REPLAY:
-                self._tape.add(record, played=True)
+            self._keep(seq, record)
         self._emit_call(record, "live")
 
     def _emit_call(self, record: ToolRecord, source: Literal["live", "recorded"]) -> None:
@@ -648,14 +628,21 @@ class ToolRecorder(_Recorder[ToolRecord, ToolRecord]):
         return f"{record.name}({_clip(canonical_json(record.args))})"
 
 
-def _json_result(name: str, result: Any) -> JsonValue:
+def _as_json(value: Any, what: str, lenient: bool) -> Any:
+    """``value`` as plain JSON data; what JSON can't hold is refused, or shown by repr."""
     try:
-        value: JsonValue = json.loads(canonical_json(result))
+        return json.loads(canonical_json(value))
     except (TypeError, ValueError) as exc:
-        raise RecordingError(
-            f"tool {name!r} returned a value that can't be recorded: {exc}"
-        ) from exc
-    return value
+        if lenient:
+            return json.loads(json.dumps(value, default=_repr_default))
+        raise RecordingError(f"{what} can't be recorded as JSON: {exc}") from exc
+
+
+def _repr_default(value: object) -> Any:
+    try:
+        return json_default(value)
+    except TypeError:
+        return repr(value)
 
 
 # --- nearest-record parts and readable differences -------------------------------------------

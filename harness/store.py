@@ -249,6 +249,10 @@ class MemoryStore:
         return self._data
 
     def _live(self, full: str) -> _Entry | None:
+        return self._purged().entries.get(full)
+
+    def _purged(self) -> _MemoryData:
+        """The open data, without the keys whose time is up."""
         data = self._open()
         now = data.clock.now()
         while data.expiries and data.expiries[0][0] <= now:
@@ -256,23 +260,23 @@ class MemoryStore:
             entry = data.entries.get(due)
             if entry is not None and entry.expires is not None and entry.expires <= now:
                 del data.entries[due]
-        return data.entries.get(full)
+        return data
 
     def _put(self, full: str, value: bytes, ttl: float | None) -> None:
-        data = self._open()
+        data = self._purged()
         expires = None
         if ttl is not None:
             expires = data.clock.now() + timedelta(seconds=ttl)
             heapq.heappush(data.expiries, (expires, next(data.order), full))
-            if len(data.expiries) > 64 and len(data.expiries) > 4 * len(data.entries):
-                # Keys set again and again with long TTLs leave stale reminders; rebuild.
-                data.expiries = [
-                    (e.expires, next(data.order), k)
-                    for k, e in data.entries.items()
-                    if e.expires is not None
-                ]
-                heapq.heapify(data.expiries)
         data.entries[full] = _Entry(value, expires)
+        if len(data.expiries) > 64 + 2 * len(data.entries):
+            # Keys set again and again with TTLs leave stale reminders behind; rebuild.
+            data.expiries = [
+                (e.expires, next(data.order), k)
+                for k, e in data.entries.items()
+                if e.expires is not None
+            ]
+            heapq.heapify(data.expiries)
 
     @staticmethod
     def _value(full: str, entry: _Entry) -> bytes:
@@ -353,6 +357,8 @@ class RedisStore:
         host does not answer at all.
         """
         where = _safe_url(url)
+        if retries < 0 or not connect_timeout > 0 or not timeout > 0:
+            raise ConfigError("retries must be 0 or more, and timeouts positive")
         scheme = urlsplit(url).scheme.lower()
         if scheme not in REDIS_SCHEMES:
             raise ConfigError(

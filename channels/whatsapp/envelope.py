@@ -289,8 +289,9 @@ def batch_webhooks(
 
     ``how`` says where updates share a level: ``"entries"`` keeps one entry
     per body; ``"changes"`` puts changes of the same WABA in one entry;
-    ``"items"`` also merges values for the same number and kind (messages or
-    statuses) into one, concatenating their items and contacts. Order is kept.
+    ``"items"`` also merges neighbouring values for the same number and kind
+    (messages or statuses), concatenating their items and contacts. The order
+    of updates is always kept.
     Raises ``ValueError`` past ``MAX_UPDATES_PER_WEBHOOK`` updates.
     """
     parsed = [p if isinstance(p, WebhookPayload) else parse_webhook(p) for p in payloads]
@@ -316,23 +317,24 @@ def batch_webhooks(
 
 
 def _merge_changes(changes: Sequence[Change | OtherChange]) -> list[Change | OtherChange]:
+    # Only neighbours merge, so the order of updates is kept; reordering is a separate fault.
     merged: list[Change | OtherChange] = []
-    slot: dict[tuple[str, str, str], int] = {}
     for change in changes:
-        if not isinstance(change, Change):
+        last = merged[-1] if merged else None
+        if isinstance(change, Change) and isinstance(last, Change) and _same_slot(last, change):
+            merged[-1] = last.model_copy(update={"value": _merge_values(last.value, change.value)})
+        else:
             merged.append(change)
-            continue
-        value = change.value
-        kind = "messages" if value.messages else "statuses" if value.statuses else "errors"
-        key = (value.metadata.phone_number_id, value.metadata.display_phone_number, kind)
-        if key not in slot:
-            slot[key] = len(merged)
-            merged.append(change)
-            continue
-        into = merged[slot[key]]
-        assert isinstance(into, Change)  # only Change items are recorded in ``slot``
-        merged[slot[key]] = into.model_copy(update={"value": _merge_values(into.value, value)})
     return merged
+
+
+def _same_slot(first: Change, second: Change) -> bool:
+    a, b = first.value, second.value
+    return (
+        a.metadata == b.metadata
+        and bool(a.messages) == bool(b.messages)
+        and bool(a.statuses) == bool(b.statuses)
+    )
 
 
 def _merge_values(first: Value, second: Value) -> Value:

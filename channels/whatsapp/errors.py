@@ -4,9 +4,10 @@ An error reaches a bot two ways: synchronously, as the Graph API error
 envelope ``{"error": {...}}`` answering a send, or asynchronously, as an error
 object inside a ``failed`` status (or an inbound message). ``ERROR_CODES``
 describes each code Meta documents; ``error_envelope`` and ``error_object``
-build the two shapes; ``graph_error`` raises-ready the named exception for a
-code. Where Meta is silent the defaults follow the facts document, section 9:
-400 with the code in the body for rate limits, 500 for 131000, 404 for 132001.
+build the two shapes; ``graph_error`` returns the named exception for a code,
+ready to raise, and each exception renders both shapes. Where Meta is silent
+the defaults follow the facts document, section 9: 400 with the code in the
+body for rate limits, 500 for 131000, 404 for 132001.
 
     harness.exceptions.ChannelError
     └── GraphAPIError                    any code; renders both shapes

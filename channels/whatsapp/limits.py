@@ -158,4 +158,3 @@ class ThroughputLimiter(TokenBucketLimiter):
                 f" limit of {self.mps} messages per second; retry in {wait:g} s."
             )
         )
-

@@ -27,37 +27,68 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
 from channels.whatsapp.errors import (
-    GraphAPIError,
     InvalidParameter,
     ParameterInvalid,
     ParameterMissing,
+    TemplateNotFound,
+    TemplateParamMismatch,
     UnsupportedMessageType,
 )
 from channels.whatsapp.ids import is_bsuid
-from channels.whatsapp.templates import TemplateRegistry
 
 __all__ = [
-    "CAPTION_MAX",
+    "DEFAULT_LIMITS",
     "MESSAGE_TYPES",
-    "TEXT_MAX",
     "SendAction",
+    "SendLimits",
     "SendValidator",
+    "TemplateRegistry",
+    "TemplateSpec",
     "ValidatedSend",
     "normalize_wa_id",
     "parse_json_body",
 ]
 
-TEXT_MAX: Final = 4096
-"""Longest text body."""
-CAPTION_MAX: Final = 1024
-"""Longest media caption (image per Meta; video and document assumed the same)."""
-CALLBACK_DATA_MAX: Final = 512
+
+@dataclass(frozen=True, slots=True)
+class SendLimits:
+    """Meta's size limits on send bodies (facts document, section 8), in code points or items.
+
+    The defaults are Meta's; a scenario may tighten or loosen them (older
+    documentation gives lists a 1024-character body, for instance).
+    """
+
+    text_body: int = 4096
+    caption: int = 1024
+    """Image per Meta; video and document assumed the same."""
+    callback_data: int = 512
+    filename: int = 255
+    header_text: int = 60
+    footer_text: int = 60
+    button_body: int = 1024
+    buttons: int = 3
+    button_id: int = 256
+    button_title: int = 20
+    list_body: int = 4096
+    list_button: int = 20
+    sections: int = 10
+    rows: int = 10
+    """Rows in all sections together."""
+    section_title: int = 24
+    row_id: int = 200
+    row_title: int = 24
+    row_description: int = 72
+    template_name: int = 512
+
+
+DEFAULT_LIMITS: Final = SendLimits()
+"""Meta's limits as documented."""
 MESSAGE_TYPES: Final = frozenset(
     {"text", "image", "audio", "video", "document", "sticker", "interactive", "template",
      "reaction", "location", "contacts"}
@@ -120,6 +151,74 @@ class ValidatedSend:
         return self.to if self.to is not None else self.recipient
 
 
+@dataclass(frozen=True, slots=True)
+class TemplateSpec:
+    """An approved message template in one language, and the parameters it takes."""
+
+    name: str
+    language: str
+    body_params: int = 0
+    header_params: int = 0
+    category: str = "utility"
+
+
+class TemplateRegistry:
+    """The templates a business number has approved, by name and language code.
+
+    A send naming a template or language it lacks answers 132001; one giving
+    the body or header a different number of parameters answers 132000.
+    """
+
+    def __init__(self, templates: Iterable[TemplateSpec] = ()) -> None:
+        self._specs: dict[tuple[str, str], TemplateSpec] = {}
+        for spec in templates:
+            self.add(spec)
+
+    @classmethod
+    def default(cls) -> TemplateRegistry:
+        """A few templates most bots and samples use: ``hello_world`` and two utilities."""
+        return cls(
+            [
+                TemplateSpec("hello_world", "en_US"),
+                TemplateSpec("appointment_reminder", "en_US", body_params=2),
+                TemplateSpec("order_update", "en_US", body_params=1),
+            ]
+        )
+
+    def add(self, spec: TemplateSpec) -> None:
+        """Approve ``spec`` (replacing any template of the same name and language)."""
+        self._specs[spec.name, spec.language] = spec
+
+    def get(self, name: str, language: str) -> TemplateSpec | None:
+        """The template ``name`` in ``language``, or ``None``."""
+        return self._specs.get((name, language))
+
+    def __iter__(self) -> Iterator[TemplateSpec]:
+        return iter(list(self._specs.values()))
+
+    def check(self, name: str, language: str, params: Mapping[str, int]) -> TemplateSpec:
+        """Return the template, or raise 132001 / 132000 as Meta would.
+
+        ``params`` counts the parameters the send gave, by component type
+        (``"body"``, ``"header"``; other components are not counted).
+        """
+        spec = self.get(name, language)
+        if spec is None:
+            languages = sorted(lang for (n, lang) in self._specs if n == name)
+            known = f" (it exists in {', '.join(languages)})" if languages else ""
+            raise TemplateNotFound(
+                details=f"template.name: template {name!r} does not exist in {language}{known}"
+            )
+        for part, expected in (("body", spec.body_params), ("header", spec.header_params)):
+            given = params.get(part, 0)
+            if given != expected:
+                raise TemplateParamMismatch(
+                    details=f"template.components: {name} ({language}) expects {expected}"
+                    f" {part} parameter(s), got {given}"
+                )
+        return spec
+
+
 def parse_json_body(raw: bytes) -> object:
     """Decode a request body as JSON, or raise ``InvalidParameter`` (100).
 
@@ -134,7 +233,7 @@ def parse_json_body(raw: bytes) -> object:
         return json.loads(raw, parse_constant=refuse)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError alike
         problem = str(exc) if isinstance(exc, ValueError) else "nested too deeply"
-        raise _param(f"the request body is not valid JSON ({problem})") from None
+        raise _param("", f"the request body is not valid JSON ({problem})") from None
 
 
 def normalize_wa_id(value: str) -> str | None:
@@ -148,8 +247,9 @@ def normalize_wa_id(value: str) -> str | None:
     return digits if _WA_ID.fullmatch(digits) else None
 
 
-def _param(problem: str) -> InvalidParameter:
-    return InvalidParameter(message=f"(#100) {problem}", details=problem)
+def _param(path: str, problem: str) -> InvalidParameter:
+    details = f"{path}: {problem}" if path else problem
+    return InvalidParameter(message=f"(#100) {details}", details=details)
 
 
 def _missing(path: str) -> ParameterMissing:
@@ -260,23 +360,25 @@ class SendValidator:
         *,
         templates: TemplateRegistry | None = None,
         media_exists: Callable[[str], bool] | None = None,
+        limits: SendLimits = DEFAULT_LIMITS,
     ) -> None:
+        self.limits = limits
         self.templates = TemplateRegistry.default() if templates is None else templates
         self.media_exists = media_exists
 
     def validate(self, phone_number_id: str, body: object) -> ValidatedSend:
         """Validate one decoded body sent to ``phone_number_id``'s messages endpoint."""
         if not isinstance(body, dict):
-            raise _param(f"the request body must be a JSON object, not {_kind(body)}")
+            raise _param("", f"the request body must be a JSON object, not {_kind(body)}")
         if "messaging_product" not in body:
-            raise _param("the parameter messaging_product is required")
+            raise _param("messaging_product", "required parameter is missing")
         if body["messaging_product"] != "whatsapp":
-            raise _param('messaging_product must be "whatsapp"')
+            raise _param("messaging_product", 'must be "whatsapp"')
         reading = "status" in body
         allowed = _READ_KEYS if reading else _MESSAGE_KEYS
         unknown = sorted(key for key in body if key not in allowed)
         if unknown:
-            raise _param(f"param {unknown[0]} is not a valid parameter for this request")
+            raise _param(unknown[0], "not a valid parameter for this request")
         if reading:
             return self._read(phone_number_id, body)
         return self._message(phone_number_id, body)
@@ -306,13 +408,25 @@ class SendValidator:
             if kind == "reaction":
                 raise _invalid("context", "a reaction can't quote a message")
             context_id = _str(_obj(body, "context", "context"), "message_id", "context.message_id")
-        callback = _opt_str(body, "biz_opaque_callback_data", "biz_opaque_callback_data",
-                            max_len=CALLBACK_DATA_MAX, min_len=0)  # fmt: skip
+        callback = _opt_str(
+            body,
+            "biz_opaque_callback_data",
+            "biz_opaque_callback_data",
+            max_len=self.limits.callback_data,
+            min_len=0,
+        )
         parts = self._content(kind, body)
         return ValidatedSend(
-            phone_number_id, "message", body, type=kind, recipient_type=recipient_type,
-            context_id=context_id, biz_opaque_callback_data=callback, **who, **parts,
-        )  # fmt: skip
+            phone_number_id,
+            "message",
+            body,
+            type=kind,
+            recipient_type=recipient_type,
+            context_id=context_id,
+            biz_opaque_callback_data=callback,
+            **who,
+            **parts,
+        )
 
     def _addressee(self, body: dict[str, Any], recipient_type: str) -> dict[str, str]:
         if recipient_type == "group":
@@ -338,7 +452,7 @@ class SendValidator:
         if kind == "text":
             if "preview_url" in content and not isinstance(content["preview_url"], bool):
                 raise _invalid("text.preview_url", "must be a boolean")
-            return {"text": _str(content, "body", "text.body", max_len=TEXT_MAX)}
+            return {"text": _str(content, "body", "text.body", max_len=self.limits.text_body)}
         if kind in MEDIA_TYPES:
             return self._media(content, kind, captioned=kind in ("image", "video", "document"))
         if kind == "interactive":
@@ -374,16 +488,18 @@ class SendValidator:
         if "caption" in content:
             if not captioned:
                 raise _invalid(f"{path}.caption", f"{path} messages can't have a caption")
-            found["text"] = _str(content, "caption", f"{path}.caption", max_len=CAPTION_MAX,
-                                 min_len=0)  # fmt: skip
+            found["text"] = _str(
+                content, "caption", f"{path}.caption", max_len=self.limits.caption, min_len=0
+            )
         if "filename" in content:
             if path != "document":
                 raise _invalid(f"{path}.filename", "only documents have a filename")
-            _str(content, "filename", f"{path}.filename", max_len=255)
+            _str(content, "filename", f"{path}.filename", max_len=self.limits.filename)
         return found
 
     def _interactive(self, content: dict[str, Any]) -> dict[str, Any]:
         kind = _str(content, "type", "interactive.type")
+        text: str | None
         if kind == "button":
             text = self._buttons(content)
         elif kind == "list":
@@ -400,7 +516,7 @@ class SendValidator:
         """Check the footer and return the body text, shared by buttons and lists."""
         footer = _opt_obj(content, "footer", "interactive.footer")
         if footer is not None:
-            _str(footer, "text", "interactive.footer.text", max_len=60)
+            _str(footer, "text", "interactive.footer.text", max_len=self.limits.footer_text)
         body = _obj(content, "body", "interactive.body")
         return _str(body, "text", "interactive.body.text", max_len=body_max)
 
@@ -411,21 +527,26 @@ class SendValidator:
             if kind not in _BUTTON_HEADERS:
                 raise _invalid("interactive.header.type", "must be text, image, video or document")
             if kind == "text":
-                _str(header, "text", "interactive.header.text", max_len=60)
+                _str(header, "text", "interactive.header.text", max_len=self.limits.header_text)
             else:
                 media = _obj(header, kind, f"interactive.header.{kind}")
                 self._media(media, f"interactive.header.{kind}", captioned=False)
-        text = self._frame(content, body_max=1024)
+        text = self._frame(content, body_max=self.limits.button_body)
         action = _obj(content, "action", "interactive.action")
         path = "interactive.action.buttons"
         titles: set[str] = set()
         ids: set[str] = set()
-        for button, at in _items(_list(action, "buttons", path, most=3), path):
+        for button, at in _items(_list(action, "buttons", path, most=self.limits.buttons), path):
             if _str(button, "type", f"{at}.type") != "reply":
                 raise _invalid(f"{at}.type", 'must be "reply"')
             reply = _obj(button, "reply", f"{at}.reply")
-            _unique(ids, _str(reply, "id", f"{at}.reply.id", max_len=256), f"{at}.reply.id", "id")
-            title = _str(reply, "title", f"{at}.reply.title", max_len=20)
+            _unique(
+                ids,
+                _str(reply, "id", f"{at}.reply.id", max_len=self.limits.button_id),
+                f"{at}.reply.id",
+                "id",
+            )
+            title = _str(reply, "title", f"{at}.reply.title", max_len=self.limits.button_title)
             _unique(titles, title, f"{at}.reply.title", "title")
         return text
 
@@ -434,29 +555,37 @@ class SendValidator:
         if header is not None:
             if _str(header, "type", "interactive.header.type") != "text":
                 raise _invalid("interactive.header.type", "a list header can only be text")
-            _str(header, "text", "interactive.header.text", max_len=60)
-        text = self._frame(content, body_max=TEXT_MAX)
+            _str(header, "text", "interactive.header.text", max_len=self.limits.header_text)
+        text = self._frame(content, body_max=self.limits.list_body)
         action = _obj(content, "action", "interactive.action")
-        _str(action, "button", "interactive.action.button", max_len=20)
+        _str(action, "button", "interactive.action.button", max_len=self.limits.list_button)
         path = "interactive.action.sections"
-        sections = _items(_list(action, "sections", path, most=10), path)
+        sections = _items(_list(action, "sections", path, most=self.limits.sections), path)
         ids: set[str] = set()
         rows_seen = 0
         for section, at in sections:
             if len(sections) > 1 or "title" in section:
-                _str(section, "title", f"{at}.title", max_len=24)
+                _str(section, "title", f"{at}.title", max_len=self.limits.section_title)
             for row, row_at in _items(_list(section, "rows", f"{at}.rows"), f"{at}.rows"):
                 rows_seen += 1
-                if rows_seen > 10:
-                    raise _invalid(row_at, "a list can hold at most 10 rows in all its sections")
-                row_id = _str(row, "id", f"{row_at}.id", max_len=200)
+                if rows_seen > self.limits.rows:
+                    raise _invalid(
+                        row_at, f"a list holds at most {self.limits.rows} rows in all its sections"
+                    )
+                row_id = _str(row, "id", f"{row_at}.id", max_len=self.limits.row_id)
                 _unique(ids, row_id, f"{row_at}.id", "row id")
-                _str(row, "title", f"{row_at}.title", max_len=24)
-                _opt_str(row, "description", f"{row_at}.description", max_len=72, min_len=0)
+                _str(row, "title", f"{row_at}.title", max_len=self.limits.row_title)
+                _opt_str(
+                    row,
+                    "description",
+                    f"{row_at}.description",
+                    max_len=self.limits.row_description,
+                    min_len=0,
+                )
         return text
 
     def _template(self, content: dict[str, Any]) -> dict[str, Any]:
-        name = _str(content, "name", "template.name", max_len=512)
+        name = _str(content, "name", "template.name", max_len=self.limits.template_name)
         language = _obj(content, "language", "template.language")
         code = _str(language, "code", "template.language.code", max_len=16)
         counts: dict[str, int] = {}
@@ -481,7 +610,3 @@ class SendValidator:
             if "phones" in contact:
                 _items(_list(contact, "phones", f"{at}.phones", least=0), f"{at}.phones")
         return {}
-
-
-def _check_is_graph_error(error: GraphAPIError) -> GraphAPIError:
-    return error

@@ -1,0 +1,405 @@
+"""The fake Graph API: the WhatsApp Cloud API endpoints a bot calls, as a Starlette app.
+
+``create_graph_app`` serves, for any version written ``v<major>.<minor>``:
+
+- ``POST /{version}/{phone_number_id}/messages``: messages, read receipts
+  and typing indicators, validated by :class:`SendValidator`, then handed to
+  the :class:`SendHandler` (the simulator core decides window, rate limits
+  and delivery), answered in Meta's success shape;
+- ``POST /{version}/{phone_number_id}/media``, ``GET`` and ``DELETE
+  /{version}/{media_id}`` and the download URLs ``GET /_media/{token}``;
+- ``GET /openapi.json``, the document describing all of it (no token needed).
+
+Every Graph endpoint wants an access token, as ``Authorization: Bearer`` or
+the ``access_token`` query parameter. Every failure answers Meta's error
+envelope with a fresh ``fbtrace_id``; a bad request never answers 500. Only a
+bug in the simulator does: code 131000, logged with its traceback.
+
+Choices where Meta's documentation is silent: a path without a version, or
+with a version not written ``v<major>.<minor>`` (``v25``, ``latest``), is
+refused (400, code 100) rather than served as Graph's default version, so a
+bot building its URLs wrongly finds out here; a path no endpoint serves
+answers 404 and a method an endpoint does not take answers 405, both with
+code 100.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import re
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final, Protocol
+
+from starlette.applications import Starlette
+from starlette.datastructures import UploadFile
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from channels.whatsapp.errors import AuthError, GenericError, GraphAPIError, InvalidParameter
+from channels.whatsapp.ids import new_fbtrace_id, new_wamid
+from channels.whatsapp.media import MediaStore
+from channels.whatsapp.openapi import build_openapi
+from channels.whatsapp.validation import (
+    DEFAULT_LIMITS,
+    SendLimits,
+    SendValidator,
+    TemplateRegistry,
+    ValidatedSend,
+    parse_json_body,
+)
+from harness.clock import Clock
+
+__all__ = ["AcceptAll", "SendHandler", "SendOutcome", "create_graph_app", "success_body"]
+
+_log = logging.getLogger(__name__)
+_VERSION: Final = re.compile(r"v[0-9]+\.[0-9]+")
+_EXPIRED_SUBCODE: Final = 463
+_ANY_METHOD: Final = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+
+
+@dataclass(frozen=True, slots=True)
+class SendOutcome:
+    """What the simulator made of an accepted send.
+
+    ``wamid`` is the new message's id (``None`` for read receipts and typing
+    indicators). ``wa_id`` replaces the normalized number echoed in
+    ``contacts[0].wa_id`` (Meta echoes the user's canonical id), and ``user_id``
+    the BSUID echoed for a send by ``recipient``. ``message_status`` is echoed
+    on ``messages[0]``; templates get ``"accepted"`` when it is unset.
+    """
+
+    wamid: str | None = None
+    wa_id: str | None = None
+    user_id: str | None = None
+    message_status: str | None = None
+
+
+class SendHandler(Protocol):
+    """Decides what happens to a valid send: returns its outcome or raises a ``GraphAPIError``."""
+
+    async def __call__(self, send: ValidatedSend) -> SendOutcome:
+        """Accept ``send`` (window, rate limits, delivery) or raise Meta's error for it."""
+        ...
+
+
+@dataclass
+class AcceptAll:
+    """A handler that accepts every send, records it, and gives messages fresh wamids."""
+
+    rng: random.Random = field(default_factory=lambda: random.Random(0))
+    sends: list[ValidatedSend] = field(default_factory=list)
+
+    async def __call__(self, send: ValidatedSend) -> SendOutcome:
+        """Record ``send``; a message gets a new wamid, a read receipt none."""
+        self.sends.append(send)
+        if send.action != "message":
+            return SendOutcome()
+        return SendOutcome(wamid=new_wamid(self.rng, send.to or "", outbound=True))
+
+
+def success_body(send: ValidatedSend, outcome: SendOutcome) -> dict[str, Any]:
+    """Meta's HTTP 200 body for an accepted send.
+
+    A message answers ``contacts`` (the input as sent, with the ``wa_id``, or
+    ``user_id`` for a BSUID send) and ``messages`` with the wamid; a read
+    receipt or typing indicator answers ``{"success": true}``.
+    """
+    if send.action != "message":
+        return {"success": True}
+    if outcome.wamid is None:
+        raise ValueError("the send handler accepted a message without giving it a wamid")
+    contact: dict[str, Any] = {"input": send.input}
+    if send.recipient is not None:
+        contact["user_id"] = outcome.user_id or send.recipient
+    elif send.to is not None:
+        contact["wa_id"] = outcome.wa_id or send.to
+    message: dict[str, Any] = {"id": outcome.wamid}
+    status = outcome.message_status or ("accepted" if send.type == "template" else None)
+    if status is not None:
+        message["message_status"] = status
+    if send.group_id is not None:
+        message["group_id"] = send.group_id
+    return {"messaging_product": "whatsapp", "contacts": [contact], "messages": [message]}
+
+
+def _unknown_object(method: str, object_id: str) -> InvalidParameter:
+    details = (
+        f"Unsupported {method.lower()} request. There is no object with ID '{object_id}' that"
+        " this access token can use for this operation."
+    )
+    return InvalidParameter(message=f"(#100) {details}", details=details)
+
+
+class _GraphAPI:
+    """The endpoints, sharing the configuration ``create_graph_app`` was given."""
+
+    def __init__(
+        self,
+        *,
+        tokens: Mapping[str, datetime | None],
+        phone_numbers: Mapping[str, str],
+        on_send: SendHandler,
+        media: MediaStore,
+        clock: Clock,
+        validator: SendValidator,
+        rng: random.Random,
+        openapi: dict[str, Any],
+    ) -> None:
+        self.tokens = tokens
+        self.phone_numbers = phone_numbers
+        self.on_send = on_send
+        self.store = media
+        self.clock = clock
+        self.validator = validator
+        self.rng = rng
+        self.openapi = openapi
+
+    # -- rendering --------------------------------------------------------------
+
+    def error(self, exc: GraphAPIError, headers: Mapping[str, str] | None = None) -> JSONResponse:
+        """Meta's error envelope for ``exc``, at its HTTP status."""
+        body = exc.to_envelope()
+        trace = exc.fbtrace_id or new_fbtrace_id(self.rng)
+        body["error"]["fbtrace_id"] = trace
+        extra = {"x-fb-trace-id": trace, **(headers or {})}
+        if exc.http_status == 401:
+            extra.setdefault("WWW-Authenticate", 'OAuth "Facebook Platform" "invalid_token"')
+        return JSONResponse(body, status_code=exc.http_status, headers=extra)
+
+    def guarded(
+        self, endpoint: Callable[[Request], Awaitable[Response]]
+    ) -> Callable[[Request], Awaitable[Response]]:
+        """Wrap an endpoint so every failure answers Meta's envelope (500 only for bugs)."""
+
+        async def run(request: Request) -> Response:
+            try:
+                return await endpoint(request)
+            except GraphAPIError as exc:
+                return self.error(exc)
+            except Exception:
+                _log.exception("the fake Graph API failed on %s %s", request.method, request.url)
+                return self.error(GenericError(details="The simulator failed on this request."))
+
+        return run
+
+    async def http_error(self, request: Request, exc: Exception) -> Response:
+        """Routing errors (no such path, wrong method) in Meta's envelope."""
+        status = exc.status_code if isinstance(exc, HTTPException) else 500
+        path = request.url.path
+        if status == 405:
+            details = f"Unsupported {request.method.lower()} request on {path}."
+        elif status == 404:
+            return self.error(_unknown_path(path))
+        else:
+            details = f"The request could not be handled ({status})."
+        headers = dict(exc.headers or {}) if isinstance(exc, HTTPException) else {}
+        error = InvalidParameter(message=f"(#100) {details}", details=details, http_status=status)
+        return self.error(error, headers)
+
+    async def internal_error(self, request: Request, exc: Exception) -> Response:
+        """Whatever escaped the endpoints: 131000, logged (Starlette also re-raises it)."""
+        return self.error(GenericError(details="The simulator failed on this request."))
+
+    # -- checks shared by the endpoints -----------------------------------------
+
+    def check_version(self, request: Request) -> None:
+        """Refuse a path whose first segment is not a version such as ``v25.0``."""
+        version = request.path_params["version"]
+        if _VERSION.fullmatch(version) is None:
+            details = (
+                f"Unknown API version {version!r}: Graph API paths start with a version"
+                " such as v25.0."
+            )
+            raise InvalidParameter(message=f"(#100) {details}", details=f"version: {details}")
+
+    def authenticate(self, request: Request) -> None:
+        """Require a known, unexpired access token (header first, then query parameter)."""
+        header = request.headers.get("authorization")
+        token: str | None
+        if header is not None:
+            scheme, _, token = header.strip().partition(" ")
+            if scheme.lower() != "bearer" or not token.strip():
+                raise _auth_error("the Authorization header must be 'Bearer <access token>'.")
+            token = token.strip()
+        else:
+            token = request.query_params.get("access_token")
+        if not token:
+            raise _auth_error("an access token is needed for this request.")
+        if token not in self.tokens:
+            raise _auth_error("the access token is not valid.")
+        expires = self.tokens[token]
+        if expires is not None and self.clock.now() >= expires:
+            raise AuthError(
+                message="Error validating access token: the session has expired.",
+                details=f"The access token expired at {expires.isoformat()}.",
+                error_subcode=_EXPIRED_SUBCODE,
+            )
+
+    def phone_number(self, request: Request) -> str:
+        """The path's phone_number_id, which must be one of the business's numbers."""
+        phone_number_id: str = request.path_params["phone_number_id"]
+        if phone_number_id not in self.phone_numbers:
+            raise _unknown_object(request.method, phone_number_id)
+        return phone_number_id
+
+    # -- endpoints --------------------------------------------------------------
+
+    async def send(self, request: Request) -> Response:
+        """``POST /{version}/{phone_number_id}/messages``."""
+        self.check_version(request)
+        self.authenticate(request)
+        phone_number_id = self.phone_number(request)
+        body = parse_json_body(await request.body())
+        send = self.validator.validate(phone_number_id, body)
+        outcome = await self.on_send(send)
+        return JSONResponse(success_body(send, outcome))
+
+    async def upload(self, request: Request) -> Response:
+        """``POST /{version}/{phone_number_id}/media`` (multipart form)."""
+        self.check_version(request)
+        self.authenticate(request)
+        phone_number_id = self.phone_number(request)
+        content_type = request.headers.get("content-type", "")
+        if not content_type.lower().startswith("multipart/form-data"):
+            raise _form_error("", "media uploads are multipart/form-data")
+        try:
+            form = await request.form(max_files=1, max_fields=16)
+        except Exception as exc:  # python-multipart raises several kinds on bad bodies
+            raise _form_error("", f"the multipart body can't be read ({exc})") from None
+        try:
+            if form.get("messaging_product") != "whatsapp":
+                raise _form_error("messaging_product", 'required, and must be "whatsapp"')
+            upload = form.get("file")
+            if not isinstance(upload, UploadFile):
+                raise _form_error("file", "required: the file to upload, as a file part")
+            mime_type = form.get("type")
+            if not isinstance(mime_type, str) or not mime_type:
+                raise _form_error("type", "required: the file's MIME type")
+            data = await upload.read()
+            media_id = self.store.upload(
+                data, mime_type, filename=upload.filename, phone_number_id=phone_number_id
+            )
+        finally:
+            await form.close()
+        return JSONResponse({"id": media_id})
+
+    async def media(self, request: Request) -> Response:
+        """``GET /{version}/{media_id}`` (metadata and a fresh download URL) and ``DELETE``."""
+        self.check_version(request)
+        self.authenticate(request)
+        media_id: str = request.path_params["media_id"]
+        found = self.store.get(media_id)
+        owner = request.query_params.get("phone_number_id")
+        if found is None or (owner is not None and found.phone_number_id not in (None, owner)):
+            raise _unknown_object(request.method, media_id)
+        if request.method == "DELETE":
+            self.store.delete(media_id)
+            return JSONResponse({"success": True})
+        return JSONResponse(self.store.describe(found))
+
+    async def download(self, request: Request) -> Response:
+        """``GET /_media/{token}``: the file behind a download URL, while it is valid."""
+        self.authenticate(request)
+        media = self.store.download(request.path_params["token"])
+        if media is None:
+            details = "This media URL does not exist or has expired; ask the media id again."
+            raise InvalidParameter(message=f"(#100) {details}", details=details, http_status=404)
+        return Response(media.data, media_type=media.mime_type)
+
+    async def versionless(self, request: Request) -> Response:
+        """Paths without a version (``/{phone_number_id}/messages``): refused, or unknown."""
+        first = request.url.path.strip("/").split("/", 1)[0]
+        if _VERSION.fullmatch(first) is not None:
+            raise _unknown_path(request.url.path)
+        details = f"The path {request.url.path} lacks a Graph API version such as v25.0."
+        raise InvalidParameter(message=f"(#100) {details}", details=f"version: {details}")
+
+    async def document(self, request: Request) -> Response:
+        """``GET /openapi.json``."""
+        return JSONResponse(self.openapi)
+
+
+def _unknown_path(path: str) -> InvalidParameter:
+    details = f"Unknown path components: no endpoint serves {path}."
+    return InvalidParameter(message=f"(#100) {details}", details=details, http_status=404)
+
+
+def _auth_error(problem: str) -> AuthError:
+    return AuthError(
+        message=f"Error validating access token: {problem}", details=problem.capitalize()
+    )
+
+
+def _form_error(field: str, problem: str) -> InvalidParameter:
+    details = f"{field}: {problem}" if field else problem
+    return InvalidParameter(message=f"(#100) {details}", details=details)
+
+
+def create_graph_app(
+    *,
+    access_tokens: Collection[str] | Mapping[str, datetime | None],
+    phone_numbers: Mapping[str, str],
+    on_send: SendHandler,
+    media: MediaStore,
+    clock: Clock,
+    templates: TemplateRegistry | None = None,
+    public_url: str = "http://graph.local",
+    limits: SendLimits = DEFAULT_LIMITS,
+    rng: random.Random | None = None,
+    routes: Sequence[BaseRoute] = (),
+    openapi_paths: Mapping[str, Mapping[str, Any]] | None = None,
+    openapi_schemas: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Starlette:
+    """Build the fake Graph API.
+
+    ``access_tokens`` are the tokens it accepts; given as a mapping, each
+    token's value is the instant (on ``clock``) it expires, after which it
+    answers 190 with subcode 463 (``None``: never). ``phone_numbers`` maps each
+    business phone_number_id to its display number. ``routes`` (the
+    harness's control endpoints) are matched before the Graph routes, and
+    ``openapi_paths`` / ``openapi_schemas`` describe them in ``/openapi.json``.
+    ``rng`` draws the ``fbtrace_id`` of error bodies (seeded with 0 if unset).
+    """
+    tokens = (
+        dict(access_tokens)
+        if isinstance(access_tokens, Mapping)
+        else dict.fromkeys(access_tokens, None)
+    )
+    api = _GraphAPI(
+        tokens=tokens,
+        phone_numbers=dict(phone_numbers),
+        on_send=on_send,
+        media=media,
+        clock=clock,
+        validator=SendValidator(templates=templates, media_exists=media.exists, limits=limits),
+        rng=random.Random(0) if rng is None else rng,
+        openapi=build_openapi(
+            extra_paths=openapi_paths,
+            extra_schemas=openapi_schemas,
+            limits=limits,
+            server_url=public_url,
+        ),
+    )
+    graph_routes = [
+        Route("/openapi.json", api.guarded(api.document), methods=["GET"]),
+        Route("/_media/{token}", api.guarded(api.download), methods=["GET"]),
+        Route("/{version}/{phone_number_id}/messages", api.guarded(api.send), methods=["POST"]),
+        Route("/{version}/{phone_number_id}/media", api.guarded(api.upload), methods=["POST"]),
+        Route("/{version}/{media_id}", api.guarded(api.media), methods=["GET", "DELETE"]),
+        *(
+            Route(path, api.guarded(api.versionless), methods=_ANY_METHOD)
+            for path in ("/{phone_number_id}/messages", "/{phone_number_id}/media", "/{object_id}")
+        ),
+    ]
+    app = Starlette(
+        routes=[*routes, *graph_routes],
+        exception_handlers={HTTPException: api.http_error, Exception: api.internal_error},
+    )
+    app.state.validator = api.validator
+    app.state.media = media
+    return app

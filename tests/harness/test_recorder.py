@@ -1,0 +1,728 @@
+"""The recorders: keys, record/replay/passthrough, divergence diagnostics, tools."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from harness.exceptions import ConfigError, Divergence, RecordingError, UnknownTool
+from harness.llm import LLMResponse, SystemPrompt, TextBlock, ToolUseBlock, Usage
+from harness.recorder import (
+    VOLATILE_PARAMS,
+    LLMRecord,
+    RecordedToolError,
+    RecordingLLMClient,
+    RecordMode,
+    ToolRecord,
+    ToolRecorder,
+    canonical_json,
+    canonical_key,
+)
+from harness.trace import Event, LLMExchange, ToolCall
+
+START = datetime(2025, 6, 13, 18, 0, tzinfo=UTC)
+SYSTEM = "You are the booking assistant of Trattoria Roma. Confirm before booking."
+BOOK_TOOL = {"name": "book_table", "input_schema": {"type": "object", "properties": {}}}
+AVAILABILITY_TOOL = {"name": "check_availability", "input_schema": {"type": "object"}}
+
+
+class StepClock:
+    """A clock that moves one second each time it is read."""
+
+    def __init__(self) -> None:
+        self.current = START
+
+    def now(self) -> datetime:
+        self.current += timedelta(seconds=1)
+        return self.current
+
+
+class FakeLLM:
+    """Answers "answer 1", "answer 2"... and keeps the requests it was sent."""
+
+    def __init__(self, delays: Sequence[int] = ()) -> None:
+        self.calls: list[dict[str, Any]] = []
+        self.delays = list(delays)
+
+    async def create(
+        self,
+        *,
+        model: str,
+        messages: Sequence[Mapping[str, Any]],
+        max_tokens: int,
+        system: SystemPrompt | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        **params: Any,
+    ) -> LLMResponse:
+        self.calls.append({"model": model, "messages": messages, "system": system, **params})
+        n = len(self.calls)
+        for _ in range(self.delays[n - 1] if n <= len(self.delays) else 0):
+            await asyncio.sleep(0)
+        return LLMResponse(
+            id=f"msg_{n}",
+            model=f"{model}-20250514",
+            content=(TextBlock(text=f"answer {n}"),),
+            stop_reason="end_turn",
+            usage=Usage(input_tokens=100 * n, output_tokens=n),
+        )
+
+
+def chat(*texts: str) -> list[dict[str, Any]]:
+    """Alternating user and assistant messages."""
+    return [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": text}
+        for i, text in enumerate(texts)
+    ]
+
+
+def ask(**changes: Any) -> dict[str, Any]:
+    """Keyword arguments of a typical request, with ``changes`` applied."""
+    kwargs: dict[str, Any] = {
+        "model": "claude-test",
+        "system": SYSTEM,
+        "tools": [BOOK_TOOL, AVAILABILITY_TOOL],
+        "messages": chat("a table for 4 on Friday?", "8pm is free. Book it?", "yes please"),
+        "max_tokens": 512,
+        "temperature": 0.2,
+    }
+    kwargs.update(changes)
+    return kwargs
+
+
+async def recorded(*requests: dict[str, Any]) -> list[LLMRecord]:
+    recorder = RecordingLLMClient(FakeLLM(), "record", clock=StepClock())
+    for kwargs in requests:
+        await recorder.create(**kwargs)
+    return recorder.records
+
+
+async def divergence(records: list[LLMRecord], **changes: Any) -> Divergence:
+    client = RecordingLLMClient(None, "replay", records=records)
+    with pytest.raises(Divergence) as caught:
+        await client.create(**ask(**changes))
+    return caught.value
+
+
+# --- keys ---------------------------------------------------------------------------------------
+
+
+def test_canonical_json_sorts_keys_and_is_compact() -> None:
+    assert canonical_json({"b": [1, {"d": 1, "c": "é"}], "a": None}) == (
+        '{"a":null,"b":[1,{"c":"é","d":1}]}'
+    )
+    assert canonical_key({"b": 1, "a": 2}) == canonical_key({"a": 2, "b": 1})
+    assert len(canonical_key({})) == 64
+
+
+async def test_key_ignores_dict_order_and_volatile_params() -> None:
+    records = await recorded(
+        ask(),
+        dict(reversed(list(ask(metadata={"user_id": "u1"}, request_id="req_1").items()))),
+        ask(messages=[{"content": m["content"], "role": m["role"]} for m in ask()["messages"]]),
+    )
+
+    assert "metadata" in VOLATILE_PARAMS
+    assert len({record.key for record in records}) == 1
+    assert "metadata" not in records[1].request
+
+
+async def test_key_changes_with_anything_that_is_asked() -> None:
+    records = await recorded(ask(), ask(temperature=0.3), ask(top_k=3), ask(system=SYSTEM + "!"))
+
+    assert len({record.key for record in records}) == 4
+
+
+async def test_extra_volatile_params_are_left_out() -> None:
+    recorder = RecordingLLMClient(FakeLLM(), volatile=["trace_id"])
+    await recorder.create(**ask(trace_id="a"))
+    await recorder.create(**ask(trace_id="b"))
+
+    first, second = recorder.records
+    assert first.key == second.key
+    assert "trace_id" not in first.request
+
+
+async def test_response_blocks_key_like_their_dict_form() -> None:
+    blocks = (TextBlock(text="Checking."), ToolUseBlock(id="t1", name="f", input={"x": 1}))
+    as_models = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": blocks}]
+    as_dicts = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [block.model_dump() for block in blocks]},
+    ]
+
+    first, second = await recorded(ask(messages=as_models), ask(messages=as_dicts))
+
+    assert first.key == second.key
+
+
+async def test_record_keeps_a_snapshot_of_the_request() -> None:
+    messages = chat("hi")
+    recorder = RecordingLLMClient(FakeLLM())
+    await recorder.create(**ask(messages=messages))
+    messages.append({"role": "assistant", "content": "changed later"})
+    messages[0]["content"] = "edited later"
+
+    assert recorder.records[0].request["messages"] == [{"role": "user", "content": "hi"}]
+
+
+# --- record and replay --------------------------------------------------------------------------
+
+
+async def test_record_keeps_model_tokens_and_time() -> None:
+    inner = FakeLLM()
+    recorder = RecordingLLMClient(inner, RecordMode.RECORD, clock=StepClock())
+
+    response = await recorder.create(**ask())
+
+    (record,) = recorder.records
+    assert response.text == "answer 1"
+    assert record.response == response
+    assert (record.model, record.input_tokens, record.output_tokens) == (
+        "claude-test-20250514",
+        100,
+        1,
+    )
+    assert record.recorded_at == START + timedelta(seconds=1)
+    assert record.request["temperature"] == 0.2
+    assert inner.calls[0]["temperature"] == 0.2
+    assert LLMRecord.model_validate_json(record.model_dump_json()) == record
+
+
+async def test_volatile_params_still_reach_the_inner_client() -> None:
+    inner = FakeLLM()
+    await RecordingLLMClient(inner).create(**ask(metadata={"user_id": "u1"}))
+
+    assert inner.calls[0]["metadata"] == {"user_id": "u1"}
+
+
+async def test_on_record_sees_each_record_as_it_is_made() -> None:
+    made: list[LLMRecord] = []
+    recorder = RecordingLLMClient(FakeLLM(), on_record=made.append)
+
+    await recorder.create(**ask())
+    assert [r.response.text for r in made] == ["answer 1"]
+    await recorder.create(**ask(temperature=0.5))
+
+    assert made == recorder.records
+
+
+async def test_records_replay_after_a_json_lines_round_trip() -> None:
+    lines = [record.model_dump_json() for record in await recorded(ask(), ask(top_k=2))]
+    client = RecordingLLMClient(
+        None, "replay", records=[LLMRecord.model_validate_json(line) for line in lines]
+    )
+
+    assert (await client.create(**ask(top_k=2))).text == "answer 2"
+    assert (await client.create(**ask())).text == "answer 1"
+
+
+async def test_a_request_asked_twice_gets_its_two_answers_in_order() -> None:
+    records = await recorded(ask(), ask())
+    client = RecordingLLMClient(None, "replay", records=records)
+
+    first = await client.create(**ask())
+    second = await client.create(**ask())
+
+    assert (first.text, second.text) == ("answer 1", "answer 2")
+    with pytest.raises(Divergence) as caught:
+        await client.create(**ask())
+    assert caught.value.differences == ("asked 3 times, recorded 2",)
+    assert caught.value.key == records[0].key
+
+
+async def test_replay_never_calls_the_inner_client() -> None:
+    records = await recorded(ask())
+    inner = FakeLLM()
+    client = RecordingLLMClient(inner, "replay", records=records)
+
+    assert (await client.create(**ask())).text == "answer 1"
+    assert inner.calls == []
+
+
+async def test_on_miss_live_calls_through_and_records() -> None:
+    records = await recorded(ask())
+    inner = FakeLLM()
+    client = RecordingLLMClient(inner, "replay", records=records, on_miss="live")
+
+    replayed = await client.create(**ask())
+    live = await client.create(**ask(temperature=0.9))
+
+    assert replayed.text == "answer 1"
+    assert live.text == "answer 1"  # the fresh inner client's first answer
+    assert len(inner.calls) == 1
+    assert [r.request.get("temperature") for r in client.new_records] == [0.9]
+    assert [r.response for r in client.records] == [records[0].response, live]
+    assert client.unused() == []
+
+
+async def test_unused_recordings_are_reported() -> None:
+    records = await recorded(ask(), ask(messages=chat("cancel my booking")))
+    client = RecordingLLMClient(None, "replay", records=records)
+    await client.create(**ask())
+
+    assert client.unused() == [records[1]]
+    assert not client.all_played
+    report = client.report()
+    assert "2 recorded LLM requests loaded, 1 served, 1 unused" in report
+    assert "unused #2" in report
+    assert "cancel my booking" in report
+
+    await client.create(**ask(messages=chat("cancel my booking")))
+    assert client.all_played
+
+
+async def test_passthrough_records_nothing_but_feeds_the_sink() -> None:
+    inner = FakeLLM()
+    events: list[Event] = []
+    client = RecordingLLMClient(inner, "passthrough", sink=events.append)
+
+    await client.create(**ask())
+    await client.create(**ask())
+
+    assert len(inner.calls) == 2
+    assert client.records == []
+    assert [e.source for e in events if isinstance(e, LLMExchange)] == ["live", "live"]
+
+
+async def test_sink_gets_one_exchange_per_call() -> None:
+    events: list[Event] = []
+    clock = StepClock()
+    recorder = RecordingLLMClient(FakeLLM(), sink=events.append, clock=clock)
+    await recorder.create(**ask())
+    client = RecordingLLMClient(
+        None, "replay", records=recorder.records, sink=events.append, clock=clock
+    )
+    await client.create(**ask())
+
+    live, replayed = events
+    assert isinstance(live, LLMExchange)
+    assert isinstance(replayed, LLMExchange)
+    assert live.key == replayed.key == recorder.records[0].key
+    assert (live.source, replayed.source) == ("live", "recorded")
+    assert (replayed.model, replayed.input_tokens, replayed.output_tokens) == (
+        "claude-test-20250514",
+        100,
+        1,
+    )
+    assert replayed.stop_reason == "end_turn"
+    assert live.at == START + timedelta(seconds=1)
+    assert replayed.at == START + timedelta(seconds=2)
+
+
+async def test_concurrent_recording_keeps_call_order() -> None:
+    # The first call finishes last; records still follow the order of the calls.
+    recorder = RecordingLLMClient(FakeLLM(delays=[5, 0, 2]))
+
+    await asyncio.gather(*(recorder.create(**ask(messages=chat(f"q{i}"))) for i in range(3)))
+
+    assert [r.request["messages"] for r in recorder.records] == [chat(f"q{i}") for i in range(3)]
+
+
+async def test_concurrent_replay_serves_each_answer_once() -> None:
+    records = await recorded(ask(), ask(), ask(messages=chat("other")))
+    client = RecordingLLMClient(None, "replay", records=records)
+
+    answers = await asyncio.gather(
+        client.create(**ask()),
+        client.create(**ask(messages=chat("other"))),
+        client.create(**ask()),
+    )
+
+    assert sorted(a.text for a in answers) == ["answer 1", "answer 2", "answer 3"]
+    assert answers[1].text == "answer 3"
+    assert client.all_played
+
+
+# --- divergence ---------------------------------------------------------------------------------
+
+
+async def test_nothing_recorded_says_so() -> None:
+    error = await divergence([])
+
+    assert error.differences == ("nothing recorded: this recorder holds no LLM requests",)
+    assert str(error).startswith("replay diverged: nothing recorded")
+
+
+async def test_divergence_names_the_system_prompt() -> None:
+    error = await divergence(await recorded(ask()), system=SYSTEM.replace("Roma", "Milano"))
+
+    (difference,) = error.differences
+    assert difference.startswith("system prompt differs (recorded: '")
+    assert "Roma" in difference
+    assert "Milano" in difference
+
+
+async def test_divergence_names_added_and_removed_tools() -> None:
+    error = await divergence(
+        await recorded(ask()), tools=[BOOK_TOOL, {"name": "cancel_booking", "input_schema": {}}]
+    )
+
+    assert error.differences == (
+        "tools differ (added: cancel_booking; removed: check_availability)",
+    )
+
+
+async def test_divergence_names_a_changed_tool() -> None:
+    changed = {**BOOK_TOOL, "description": "Book a table."}
+    error = await divergence(await recorded(ask()), tools=[changed, AVAILABILITY_TOOL])
+
+    assert error.differences == ("tools differ (changed: book_table)",)
+
+
+async def test_divergence_names_the_message_that_differs() -> None:
+    messages = chat("a table for 4 on Friday?", "8pm is free. Book it?", "no, make it 9pm")
+    error = await divergence(await recorded(ask()), messages=messages)
+
+    assert error.differences == (
+        "messages[2] differs (recorded: 'user: yes please'; now: 'user: no, make it 9pm')",
+    )
+
+
+async def test_divergence_counts_messages() -> None:
+    messages = [*ask()["messages"], {"role": "assistant", "content": "Booked!"}]
+    error = await divergence(await recorded(ask()), messages=messages)
+
+    assert error.differences == ("messages: 4 now, 3 recorded",)
+
+
+async def test_divergence_names_params() -> None:
+    error = await divergence(
+        await recorded(ask(top_k=5)), temperature=0.7, max_tokens=1024, stop_sequences=["END"]
+    )
+
+    assert error.differences == (
+        "param max_tokens: 512 -> 1024",
+        'param stop_sequences: (absent) -> ["END"]',
+        "param temperature: 0.2 -> 0.7",
+        "param top_k: 5 -> (absent)",
+    )
+
+
+async def test_divergence_names_the_model() -> None:
+    error = await divergence(await recorded(ask()), model="claude-other")
+
+    assert error.differences == ("model: claude-test -> claude-other",)
+
+
+async def test_divergence_previews_long_texts_near_the_change() -> None:
+    long = "Please remember that my daughter is allergic to peanuts and shellfish. " * 3
+    records = await recorded(ask(messages=chat(long + "Friday")))
+    error = await divergence(records, messages=chat(long + "Saturday"))
+
+    (difference,) = error.differences
+    assert "…" in difference
+    assert "Friday" in difference
+    assert "Saturday" in difference
+    assert len(difference) < 200
+
+
+async def test_divergence_compares_with_the_nearest_recorded_request() -> None:
+    turn1 = ask(messages=chat("a table for 4 on Friday?"))
+    turn2 = ask(messages=chat("a table for 4 on Friday?", "8pm is free. Book it?", "yes"))
+    turn3 = ask(messages=chat("a table for 4 on Friday?", "8pm?", "yes", "Booked.", "thanks"))
+    records = await recorded(turn1, turn2, turn3)
+    changed = chat("a table for 4 on Friday?", "8pm is free. Book it?", "yes!")
+
+    error = await divergence(records, messages=changed, temperature=0.5)
+
+    assert error.differences == (
+        "messages[2] differs (recorded: 'user: yes'; now: 'user: yes!')",
+        "param temperature: 0.2 -> 0.5",
+    )
+    assert "against recorded LLM request #2 of 3, unused" in str(error)
+
+
+async def test_divergence_message_is_one_line_led_by_what_differs() -> None:
+    changes: dict[str, Any] = {
+        "system": "multi\nline",
+        "temperature": 0.9,
+        "messages": chat("x\ny"),
+    }
+    error = await divergence(await recorded(ask()), **changes)
+
+    message = str(error)
+    assert "\n" not in message
+    assert message.startswith("replay diverged: system prompt differs")
+    assert error.key == canonical_key(ask(**changes))
+
+
+# --- configuration ------------------------------------------------------------------------------
+
+
+def test_mode_parsing_lists_the_valid_modes() -> None:
+    assert RecordMode.parse("replay") is RecordMode.REPLAY
+    assert RecordMode.parse(RecordMode.RECORD) is RecordMode.RECORD
+    with pytest.raises(ConfigError, match="valid modes: record, replay, passthrough"):
+        RecordMode.parse("rewind")
+
+
+def test_constructors_validate_mode_and_on_miss() -> None:
+    with pytest.raises(ConfigError, match="'playback'"):
+        RecordingLLMClient(FakeLLM(), "playback")
+    with pytest.raises(ConfigError, match="valid values: raise, live"):
+        RecordingLLMClient(FakeLLM(), on_miss="ignore")  # type: ignore[arg-type]  # on purpose
+    with pytest.raises(ConfigError, match="valid modes"):
+        ToolRecorder("REPLAY")
+
+
+def test_an_inner_client_is_needed_unless_replay_only() -> None:
+    RecordingLLMClient(None, "replay")
+    with pytest.raises(ConfigError, match="needs an inner client"):
+        RecordingLLMClient(None, "replay", records=[], on_miss="live")
+    with pytest.raises(ConfigError, match="needs an inner client"):
+        RecordingLLMClient(None, "record")
+    with pytest.raises(ConfigError, match="needs an inner client"):
+        RecordingLLMClient(None, "passthrough")
+
+
+# --- tools --------------------------------------------------------------------------------------
+
+
+class Restaurant:
+    """Tools with a side effect to count: bookings made."""
+
+    def __init__(self) -> None:
+        self.bookings: list[dict[str, Any]] = []
+
+    def book_table(self, date: str, party_size: int) -> dict[str, Any]:
+        self.bookings.append({"date": date, "party_size": party_size})
+        return {"booking_id": f"B{len(self.bookings)}", "date": date}
+
+    async def availability(self, date: str) -> list[str]:
+        await asyncio.sleep(0)
+        return ["19:30", "21:00"] if date.endswith("13") else []
+
+    def cancel(self, booking_id: str) -> None:
+        raise ValueError(f"no booking {booking_id}")
+
+
+def tools_for(restaurant: Restaurant, mode: str = "record", **options: Any) -> ToolRecorder:
+    recorder = ToolRecorder(mode, **options)
+    recorder.register("book_table", restaurant.book_table, side_effect=True)
+    recorder.register("availability", restaurant.availability, side_effect=False)
+    recorder.register("cancel", restaurant.cancel, side_effect=True)
+    return recorder
+
+
+async def recorded_tools() -> list[ToolRecord]:
+    recorder = tools_for(Restaurant(), clock=StepClock())
+    await recorder.call("availability", date="2025-06-13")
+    await recorder.call("book_table", {"date": "2025-06-13", "party_size": 4})
+    with pytest.raises(ValueError, match="no booking B9"):
+        await recorder.call("cancel", booking_id="B9")
+    return recorder.records
+
+
+async def test_tools_record_sync_and_async_results() -> None:
+    restaurant = Restaurant()
+    recorder = tools_for(restaurant, clock=StepClock())
+
+    slots = await recorder.call("availability", date="2025-06-13")
+    booking = await recorder.call("book_table", date="2025-06-13", party_size=4)
+
+    assert slots == ["19:30", "21:00"]
+    assert booking == {"booking_id": "B1", "date": "2025-06-13"}
+    first, second = recorder.records
+    assert (first.name, first.args, first.result, first.side_effect) == (
+        "availability",
+        {"date": "2025-06-13"},
+        ["19:30", "21:00"],
+        False,
+    )
+    assert (second.name, second.side_effect, second.error) == ("book_table", True, None)
+    assert ToolRecord.model_validate_json(second.model_dump_json()) == second
+
+
+async def test_tool_replay_never_runs_side_effects() -> None:
+    records = await recorded_tools()
+    restaurant = Restaurant()
+    replay = tools_for(restaurant, "replay", records=records)
+
+    booking = await replay.call("book_table", party_size=4, date="2025-06-13")
+    slots = await replay.call("availability", {"date": "2025-06-13"})
+
+    assert booking == {"booking_id": "B1", "date": "2025-06-13"}
+    assert slots == ["19:30", "21:00"]
+    assert restaurant.bookings == []
+
+
+async def test_tool_errors_are_recorded_and_replayed() -> None:
+    records = await recorded_tools()
+    assert records[2].error == "ValueError: no booking B9"
+    assert records[2].result is None
+    replay = tools_for(Restaurant(), "replay", records=records)
+
+    with pytest.raises(RecordedToolError, match="no booking B9") as caught:
+        await replay.call("cancel", booking_id="B9")
+    assert caught.value.tool == "cancel"
+
+
+async def test_mapping_and_keyword_arguments_key_alike() -> None:
+    recorder = tools_for(Restaurant())
+    await recorder.call("availability", {"date": "2025-06-13"})
+    await recorder.call("availability", date="2025-06-13")
+
+    first, second = recorder.records
+    assert first.key == second.key == canonical_key({"args": first.args, "name": "availability"})
+    with pytest.raises(ConfigError, match="not both"):
+        await recorder.call("availability", {"date": "x"}, date="y")
+
+
+async def test_tool_registry() -> None:
+    recorder = tools_for(Restaurant())
+
+    assert recorder.tools() == ("book_table", "availability", "cancel")
+    assert recorder.is_side_effecting("book_table")
+    assert not recorder.is_side_effecting("availability")
+    with pytest.raises(ConfigError, match="already registered"):
+        recorder.register("cancel", Restaurant().cancel, side_effect=False)
+    with pytest.raises(UnknownTool, match=r"'refund'.*registered: book_table, availability"):
+        await recorder.call("refund", amount=10)
+    with pytest.raises(LookupError):
+        recorder.is_side_effecting("refund")
+
+
+async def test_tool_divergence_names_the_argument() -> None:
+    replay = tools_for(Restaurant(), "replay", records=await recorded_tools())
+
+    with pytest.raises(Divergence) as caught:
+        await replay.call("book_table", date="2025-06-13", party_size=5, notes="window")
+
+    assert caught.value.differences == (
+        'arg notes: (absent) -> "window"',
+        "arg party_size: 4 -> 5",
+    )
+    assert "tool call #2 of 3, unused" in str(caught.value)
+
+
+async def test_tool_divergence_names_the_tool() -> None:
+    recorder = tools_for(Restaurant(), "replay", records=(await recorded_tools())[:2])
+    recorder.register("reschedule", Restaurant().book_table, side_effect=True)
+
+    with pytest.raises(Divergence) as caught:
+        await recorder.call("reschedule", date="2025-06-13", party_size=4)
+
+    assert caught.value.differences == ("tool: book_table -> reschedule",)
+
+
+async def test_tool_asked_more_often_than_recorded() -> None:
+    replay = tools_for(Restaurant(), "replay", records=await recorded_tools())
+    await replay.call("availability", date="2025-06-13")
+
+    with pytest.raises(Divergence, match="asked 2 times, recorded 1"):
+        await replay.call("availability", date="2025-06-13")
+
+
+async def test_tool_on_miss_live_runs_and_records() -> None:
+    restaurant = Restaurant()
+    replay = tools_for(restaurant, "replay", records=await recorded_tools(), on_miss="live")
+
+    booking = await replay.call("book_table", date="2025-06-14", party_size=2)
+
+    assert booking == {"booking_id": "B1", "date": "2025-06-14"}
+    assert restaurant.bookings == [{"date": "2025-06-14", "party_size": 2}]
+    assert [r.args for r in replay.new_records] == [{"date": "2025-06-14", "party_size": 2}]
+    assert len(replay.records) == 4
+    assert len(replay.unused()) == 3
+
+
+async def test_tool_on_record_gets_live_records() -> None:
+    made: list[ToolRecord] = []
+    replay = tools_for(
+        Restaurant(),
+        "replay",
+        records=await recorded_tools(),
+        on_miss="live",
+        on_record=made.append,
+    )
+    await replay.call("availability", date="2025-06-13")
+    await replay.call("availability", date="2025-06-20")
+
+    assert [(r.args, r.result) for r in made] == [({"date": "2025-06-20"}, [])]
+
+
+async def test_tool_unused_report() -> None:
+    replay = tools_for(Restaurant(), "replay", records=await recorded_tools())
+    await replay.call("availability", date="2025-06-13")
+
+    report = replay.report()
+    assert "3 recorded tool calls loaded, 1 served, 2 unused" in report
+    assert 'unused #2: book_table({"date":"2025-06-13","party_size":4})' in report
+    assert [r.name for r in replay.unused()] == ["book_table", "cancel"]
+
+
+async def test_tool_passthrough_runs_and_records_nothing() -> None:
+    restaurant = Restaurant()
+    events: list[Event] = []
+    recorder = tools_for(restaurant, "passthrough", sink=events.append)
+
+    await recorder.call("book_table", date="2025-06-13", party_size=4)
+
+    assert len(restaurant.bookings) == 1
+    assert recorder.records == []
+    assert [e.kind for e in events] == ["tool"]
+
+
+async def test_tool_sink_events() -> None:
+    events: list[Event] = []
+    clock = StepClock()
+    recorder = tools_for(Restaurant(), sink=events.append, clock=clock)
+    await recorder.call("book_table", date="2025-06-13", party_size=4)
+    with pytest.raises(ValueError, match="no booking"):
+        await recorder.call("cancel", booking_id="B9")
+    replay = tools_for(Restaurant(), "replay", records=recorder.records, sink=events.append)
+    await replay.call("book_table", date="2025-06-13", party_size=4)
+
+    booked, failed, replayed = events
+    assert isinstance(booked, ToolCall)
+    assert isinstance(failed, ToolCall)
+    assert isinstance(replayed, ToolCall)
+    assert (booked.name, booked.side_effect, booked.source) == ("book_table", True, "live")
+    assert booked.args == {"date": "2025-06-13", "party_size": 4}
+    assert booked.result == {"booking_id": "B1", "date": "2025-06-13"}
+    assert booked.at == START + timedelta(seconds=1)
+    assert failed.error == "ValueError: no booking B9"
+    assert (replayed.source, replayed.result) == ("recorded", booked.result)
+
+
+async def test_tool_results_must_be_json() -> None:
+    recorder = ToolRecorder()
+    recorder.register("opaque", lambda: object(), side_effect=False)
+
+    with pytest.raises(RecordingError, match="'opaque' result"):
+        await recorder.call("opaque")
+    with pytest.raises(RecordingError, match="'opaque' arguments"):
+        await recorder.call("opaque", {"x": object()})
+
+
+async def test_tool_passthrough_shows_what_json_cannot_hold() -> None:
+    events: list[Event] = []
+    recorder = ToolRecorder("passthrough", sink=events.append)
+    marker = object()
+    recorder.register("echo", lambda thing: thing, side_effect=False)
+
+    assert await recorder.call("echo", thing=marker) is marker
+
+    (event,) = events
+    assert isinstance(event, ToolCall)
+    assert event.result == repr(marker)
+    assert event.args == {"thing": repr(marker)}
+
+
+async def test_concurrent_tool_replay() -> None:
+    records = await recorded_tools()
+    restaurant = Restaurant()
+    replay = tools_for(restaurant, "replay", records=records)
+
+    slots, booking = await asyncio.gather(
+        replay.call("availability", date="2025-06-13"),
+        replay.call("book_table", date="2025-06-13", party_size=4),
+    )
+
+    assert slots == ["19:30", "21:00"]
+    assert booking["booking_id"] == "B1"
+    assert restaurant.bookings == []
