@@ -59,7 +59,7 @@ __all__ = ["AcceptAll", "SendHandler", "SendOutcome", "create_graph_app", "succe
 _log = logging.getLogger(__name__)
 _VERSION: Final = re.compile(r"v[0-9]+\.[0-9]+")
 _EXPIRED_SUBCODE: Final = 463
-_ANY_METHOD: Final = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+_ANY_METHOD: Final = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "QUERY"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,8 +302,19 @@ class _GraphAPI:
             return JSONResponse({"success": True})
         return JSONResponse(self.store.describe(found))
 
+    def method_not_allowed(self, request: Request, allowed: str) -> Response | None:
+        """A 405 for a route that takes every method, so ``/{version}/{media_id}`` never does."""
+        if request.method in allowed.split(", "):
+            return None
+        details = f"Unsupported {request.method.lower()} request on {request.url.path}."
+        error = InvalidParameter(message=f"(#100) {details}", details=details, http_status=405)
+        return self.error(error, {"Allow": allowed})
+
     async def download(self, request: Request) -> Response:
         """``GET /_media/{token}``: the file behind a download URL, while it is valid."""
+        refused = self.method_not_allowed(request, "GET, HEAD")
+        if refused is not None:
+            return refused
         self.authenticate(request)
         media = self.store.download(request.path_params["token"])
         if media is None:
@@ -321,7 +332,7 @@ class _GraphAPI:
 
     async def document(self, request: Request) -> Response:
         """``GET /openapi.json``."""
-        return JSONResponse(self.openapi)
+        return self.method_not_allowed(request, "GET, HEAD") or JSONResponse(self.openapi)
 
 
 def _unknown_path(path: str) -> InvalidParameter:
@@ -386,8 +397,8 @@ def create_graph_app(
         ),
     )
     graph_routes = [
-        Route("/openapi.json", api.guarded(api.document), methods=["GET"]),
-        Route("/_media/{token}", api.guarded(api.download), methods=["GET"]),
+        Route("/openapi.json", api.guarded(api.document), methods=_ANY_METHOD),
+        Route("/_media/{token}", api.guarded(api.download), methods=_ANY_METHOD),
         Route("/{version}/{phone_number_id}/messages", api.guarded(api.send), methods=["POST"]),
         Route("/{version}/{phone_number_id}/media", api.guarded(api.upload), methods=["POST"]),
         Route("/{version}/{media_id}", api.guarded(api.media), methods=["GET", "DELETE"]),

@@ -53,7 +53,6 @@ from channels.whatsapp.messages import (
     button_reply,
     list_reply,
     parse_message,
-    text_message,
 )
 from channels.whatsapp.statuses import pricing, status
 from channels.whatsapp.validation import TemplateRegistry, ValidatedSend
@@ -286,7 +285,7 @@ class WhatsAppSimulator:
         first_second: datetime | None = None
         for i, body in enumerate(texts):
             if i:
-                await self.clock.sleep(gap)
+                await self._pass(gap, "burst gap")
             stamp = first_second if self.faults.same_second else None
             wamids.append(
                 await self.receive(user, {"type": "text", "text": {"body": body}}, timestamp=stamp)
@@ -305,7 +304,7 @@ class WhatsAppSimulator:
             raise ConfigError(f"user {who.key} has no interactive message to tap")
         interactive = dict(sent.send.body.get("interactive") or {})
         options = _options(interactive)
-        for option_id, title, description in options:
+        for option_id, title, description in options:  # noqa: B007  # used after the loop
             if choice in (option_id, title):
                 break
         else:
@@ -403,6 +402,14 @@ class WhatsAppSimulator:
         await clock.run_until(before + delta, reason=reason)
         self.record(ClockJump(at=clock.now(), previous=before, reason=reason))
         await self.settle()
+
+    async def _pass(self, seconds: float, reason: str) -> None:
+        """Let time pass between two user actions, running what falls due meanwhile."""
+        clock = self.clock
+        if isinstance(clock, VirtualClock):
+            await clock.run_until(clock.now() + timedelta(seconds=seconds), reason=reason)
+        else:
+            await clock.sleep(seconds)
 
     async def _quiesce(self, real_quiet: float) -> None:
         clock = self.clock

@@ -479,7 +479,10 @@ class SendValidator:
             found: dict[str, Any] = {"media_id": media_id}
         elif "link" in content:
             link = _str(content, "link", f"{path}.link")
-            url = urlsplit(link)
+            try:
+                url = urlsplit(link)
+            except ValueError:  # an unbalanced IPv6 bracket, for one
+                url = urlsplit("")
             if url.scheme not in ("http", "https") or not url.netloc:
                 raise _invalid(f"{path}.link", "must be an http or https URL")
             found = {"media_link": link}

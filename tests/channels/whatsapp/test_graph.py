@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -462,7 +463,7 @@ def mutated_sends(draw: st.DrawFn) -> dict[str, Any]:
             del parent[key]
         else:
             strategy = {"wrong": _WRONG, "long": _LONG, "any": _json}[operation]
-            parent[key] = draw(strategy)
+            parent[key] = copy.deepcopy(draw(strategy))  # _WRONG's lists are shared
     return body
 
 

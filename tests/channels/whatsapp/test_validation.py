@@ -521,6 +521,7 @@ def test_media_reference(validator: SendValidator, kind: str) -> None:
     fails(validator, {**body, kind: both}, 131009, kind)
     fails(validator, {**body, kind: {"link": "ftp://example.com/a"}}, 131009, f"{kind}.link")
     fails(validator, {**body, kind: {"link": "https://"}}, 131009, f"{kind}.link")
+    fails(validator, {**body, kind: {"link": "http://[::1"}}, 131009, f"{kind}.link")
 
 
 @pytest.mark.parametrize("kind", ["image", "video", "document"])

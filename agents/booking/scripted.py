@@ -1,0 +1,447 @@
+"""A deterministic, offline stand-in for the language model behind the booking agent.
+
+:class:`ScriptedModel` implements :class:`~harness.llm.LLMClient`: it reads
+the request the way a model would (the system prompt for today's date, what
+is known about the customer and the house policies; the conversation for
+the day and time asked for, proposals and tool results) and answers in the
+Messages shape, with text and ``tool_use`` blocks, ``stop_reason`` and token
+usage estimated from text length. The same request always gets the same
+answer, ids included, so recordings made with it replay exactly.
+
+It holds a real booking dialogue: it searches once a day is known, offers
+times (only step-free ones when the customer needs step-free access), books
+a chosen time, books a proposal the customer confirms, cancels, restates the
+customer's needs, quotes the policies, and never asks again for a day or a
+time it was given. Like many real models it is eager: it calls
+``book_appointment`` as soon as a day and an available time are known,
+trusting the tool to say when confirmation is needed. The agent's
+confirmation gate is what makes it ask (see :mod:`agents.booking.core`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+from agents.booking.constraints import extract_constraints
+from agents.booking.language import (
+    find_date,
+    find_time,
+    format_day,
+    is_cancel_request,
+    is_confirmation,
+    is_greeting,
+    is_policy_question,
+    is_rejection,
+)
+from harness.llm import LLMResponse, SystemPrompt, TextBlock, ToolUseBlock, Usage
+
+__all__ = ["ScriptedModel"]
+
+_TODAY = re.compile(r"Today is \w+ (\d{4}-\d{2}-\d{2})")
+_BUSINESS = re.compile(r"booking assistant of (.+?), a ")
+_BOOKING_LINE = re.compile(r"Booking (BK-\d+): .*?\((\d{4}-\d{2}-\d{2})\) at (\d{2}:\d{2})")
+_REFERENCE = re.compile(r"\bbk-?(\d+)\b", re.IGNORECASE)
+
+
+@dataclass
+class _Event:
+    role: str
+    kind: str  # "text", "tool_use" or "tool_result"
+    text: str = ""
+    name: str = ""
+    id: str = ""
+    data: Any = None
+    is_error: bool = False
+
+
+@dataclass
+class _Reading:
+    """What the model understood from one request."""
+
+    today: date | None
+    business: str
+    name: str
+    access: list[str]
+    dietary: list[str]
+    bookings: list[tuple[str, str, str]]
+    policies: str
+    events: list[_Event] = field(default_factory=list)
+
+    @property
+    def needs(self) -> list[str]:
+        return [*self.access, *self.dietary]
+
+    @property
+    def step_free(self) -> bool:
+        return bool(self.access)
+
+
+def _system_text(system: SystemPrompt | None) -> str:
+    if system is None:
+        return ""
+    if isinstance(system, str):
+        return system
+    return "\n".join(str(block.get("text", "")) for block in system)
+
+
+def _section(text: str, heading: str) -> str:
+    start = text.find(f"## {heading}")
+    if start < 0:
+        return ""
+    body = text[start + len(heading) + 3 :]
+    end = body.find("\n## ")
+    return (body if end < 0 else body[:end]).strip()
+
+
+def _listed(profile: str, label: str) -> list[str]:
+    for line in profile.splitlines():
+        if line.startswith(f"- {label}:"):
+            value = line.split(":", 1)[1].split(" (", 1)[0]
+            return [item.strip() for item in value.split(",") if item.strip()]
+    return []
+
+
+def _events(messages: Sequence[Mapping[str, Any]]) -> list[_Event]:
+    events: list[_Event] = []
+    for message in messages:
+        role = str(message.get("role", ""))
+        content = message.get("content")
+        if isinstance(content, str):
+            events.append(_Event(role, "text", text=content))
+            continue
+        for block in content if isinstance(content, list) else []:
+            kind = block.get("type")
+            if kind == "text":
+                events.append(_Event(role, "text", text=str(block.get("text", ""))))
+            elif kind == "tool_use":
+                events.append(
+                    _Event(role, "tool_use", name=str(block.get("name")), id=str(block.get("id")),
+                           data=dict(block.get("input") or {}))
+                )  # fmt: skip
+            elif kind == "tool_result":
+                raw = block.get("content")
+                if isinstance(raw, list):
+                    raw = "".join(str(part.get("text", "")) for part in raw)
+                try:
+                    data = json.loads(raw) if isinstance(raw, str) else raw
+                except ValueError:
+                    data = raw
+                events.append(
+                    _Event(role, "tool_result", id=str(block.get("tool_use_id")), data=data,
+                           is_error=bool(block.get("is_error")))
+                )  # fmt: skip
+    return events
+
+
+def _read(system: SystemPrompt | None, messages: Sequence[Mapping[str, Any]]) -> _Reading:
+    text = _system_text(system)
+    today = _TODAY.search(text)
+    business = _BUSINESS.search(text)
+    profile = _section(text, "Customer")
+    names = _listed(profile, "Name")
+    return _Reading(
+        today=date.fromisoformat(today.group(1)) if today else None,
+        business=business.group(1) if business else "us",
+        name=names[0] if names else "",
+        access=_listed(profile, "Access needs"),
+        dietary=_listed(profile, "Dietary needs"),
+        bookings=[m.groups() for m in _BOOKING_LINE.finditer(profile)],  # type: ignore[misc]
+        policies=_section(text, "House policies"),
+        events=_events(messages),
+    )
+
+
+def _status(event: _Event) -> str | None:
+    if isinstance(event.data, dict):
+        value = event.data.get("status")
+        return str(value) if value is not None else None
+    return None
+
+
+class ScriptedModel:
+    """An :class:`~harness.llm.LLMClient` that answers from rules instead of a network call."""
+
+    def __init__(self, *, chars_per_token: int = 4) -> None:
+        self.chars_per_token = chars_per_token
+        #: How many requests it answered.
+        self.calls = 0
+
+    async def create(
+        self,
+        *,
+        model: str,
+        messages: Sequence[Mapping[str, Any]],
+        max_tokens: int,
+        system: SystemPrompt | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        **params: Any,
+    ) -> LLMResponse:
+        """Answer one Messages API request, deterministically."""
+        self.calls += 1
+        request = json.dumps(
+            {"model": model, "system": system, "messages": messages, "tools": tools},
+            sort_keys=True,
+            default=str,
+        )
+        reading = _read(system, messages)
+        offered = {str(tool.get("name")) for tool in tools or ()}
+        blocks = _Turn(reading, offered).answer()
+        digest = hashlib.sha256(request.encode()).hexdigest()
+        content: list[TextBlock | ToolUseBlock] = []
+        for i, block in enumerate(blocks):
+            if isinstance(block, str):
+                content.append(TextBlock(text=block))
+            else:
+                name, args = block
+                content.append(ToolUseBlock(id=f"toolu_{digest[:20]}{i:02d}", name=name, input=args))
+        uses_tool = any(isinstance(b, ToolUseBlock) for b in content)
+        written = json.dumps([b.model_dump() for b in content], sort_keys=True)
+        return LLMResponse(
+            id=f"msg_{digest[:24]}",
+            model=model,
+            content=tuple(content),
+            stop_reason="tool_use" if uses_tool else "end_turn",
+            usage=Usage(
+                input_tokens=max(1, len(request) // self.chars_per_token),
+                output_tokens=max(1, len(written) // self.chars_per_token),
+            ),
+        )
+
+
+_Block = str | tuple[str, dict[str, Any]]
+
+
+class _Turn:
+    """The decision for one request."""
+
+    def __init__(self, reading: _Reading, offered: set[str]) -> None:
+        self.r = reading
+        self.offered = offered
+
+    # -- reading the conversation ------------------------------------------
+
+    def _user_texts(self) -> list[tuple[int, str]]:
+        return [
+            (i, e.text) for i, e in enumerate(self.r.events) if e.role == "user" and e.kind == "text"
+        ]
+
+    def _last_completed(self) -> int:
+        """Index after the last booking or cancellation that went through."""
+        for i in range(len(self.r.events) - 1, -1, -1):
+            event = self.r.events[i]
+            if event.kind == "tool_result" and _status(event) in ("booked", "cancelled"):
+                return i + 1
+        return 0
+
+    def _facts(self) -> tuple[date | None, str | None]:
+        """The day and time asked for since the last completed booking; latest mention wins."""
+        start = self._last_completed()
+        day: date | None = None
+        slot: str | None = None
+        for i, text in self._user_texts():
+            if i < start:
+                continue
+            found_day = find_date(text, self.r.today) if self.r.today else _iso_date(text)
+            found_slot = find_time(text)
+            day = found_day or day
+            slot = found_slot or slot
+        return day, slot
+
+    def _use(self, tool_use_id: str) -> _Event | None:
+        for event in self.r.events:
+            if event.kind == "tool_use" and event.id == tool_use_id:
+                return event
+        return None
+
+    def _latest_proposal(self) -> dict[str, Any] | None:
+        for i in range(len(self.r.events) - 1, -1, -1):
+            event = self.r.events[i]
+            if event.kind == "tool_result" and _status(event) == "needs_confirmation":
+                use = self._use(event.id)
+                if use is not None:
+                    return dict(use.data)
+        return None
+
+    def _room(self, day: str, slot: str) -> str | None:
+        for i in range(len(self.r.events) - 1, -1, -1):
+            event = self.r.events[i]
+            if event.kind == "tool_result" and isinstance(event.data, dict):
+                if event.data.get("date") != day:
+                    continue
+                for found in event.data.get("slots") or ():
+                    if found.get("time") == slot:
+                        room = str(found.get("room"))
+                        return room + (" (step-free)" if found.get("step_free") else "")
+        return None
+
+    # -- answering ------------------------------------------------------------
+
+    def answer(self) -> list[_Block]:
+        events = self.r.events
+        if events and events[-1].role == "user" and events[-1].kind == "tool_result":
+            result = events[-1]
+            use = self._use(result.id)
+            if use is not None:
+                return self._after_tool(use, result)
+        return self._fresh()
+
+    def _tool(self, name: str, args: dict[str, Any], lead: str) -> list[_Block]:
+        if name not in self.offered:
+            return ["Sorry, I can't reach the booking system right now. Please try again later."]
+        return [lead, (name, args)]
+
+    def _noted(self, text: str) -> str:
+        said = [c.label for c in extract_constraints(text)]
+        return f" Thanks for telling me; I've noted: {', '.join(said)}." if said else ""
+
+    def _fresh(self) -> list[_Block]:
+        texts = self._user_texts()
+        text = texts[-1][1] if texts else ""
+        today = self.r.today
+        new_day = find_date(text, today) if today else _iso_date(text)
+        new_slot = find_time(text)
+        if is_policy_question(text):
+            return [f"Here are our house policies:\n\n{self.r.policies}"]
+        if is_cancel_request(text):
+            return self._cancel(text)
+        if new_day is None and new_slot is None:
+            proposal = self._latest_proposal()
+            if proposal is not None and is_confirmation(text):
+                return self._tool("book_appointment", proposal, "Booking it now.")
+            if is_rejection(text):
+                return ["No problem. Which day and time would suit you instead?"]
+        day, slot = self._facts()
+        if day is not None:
+            return self._tool(
+                "search_slots", {"date": day.isoformat()}, f"Let me check {format_day(day)}."
+            )
+        noted = self._noted(text)
+        if slot is not None:
+            return [f"{noted} Which day would you like to come at {slot}?".strip()]
+        hello = f"Hello {self.r.name}!" if self.r.name else "Hello!"
+        if is_greeting(text) or len(texts) <= 1:
+            return [
+                f"{hello} I can book you a table at {self.r.business}.{noted} "
+                "Which day would you like to come?"
+            ]
+        return [f"{noted} I can book, change or cancel a table. Which day would you like?".strip()]
+
+    def _cancel(self, text: str) -> list[_Block]:
+        reference = _REFERENCE.search(text)
+        booking_id = f"BK-{int(reference.group(1)):04d}" if reference else None
+        if booking_id is None and self.r.bookings:
+            booking_id = self.r.bookings[-1][0]
+        if booking_id is None:
+            return ["I can't find a booking to cancel. What is its reference (like BK-0001)?"]
+        return self._tool("cancel_booking", {"booking_id": booking_id}, "Cancelling it now.")
+
+    def _after_tool(self, use: _Event, result: _Event) -> list[_Block]:
+        data = result.data if isinstance(result.data, dict) else {}
+        if result.is_error:
+            reason = str(data.get("error", "something went wrong")).rstrip(".")
+            if use.name == "search_slots":
+                return [f"Sorry, I can't look that up: {reason}. Which other day would suit you?"]
+            return [f"Sorry, that didn't work: {reason}. Shall we try another day or time?"]
+        if use.name == "search_slots":
+            return self._after_search(data)
+        if use.name == "book_appointment":
+            return [self._after_booking(use.data, data)]
+        if use.name == "cancel_booking":
+            return [self._after_cancel(data)]
+        return ["Done."]
+
+    def _after_search(self, data: dict[str, Any]) -> list[_Block]:
+        day_text = str(data.get("day") or data.get("date"))
+        slots = [s for s in data.get("slots") or () if isinstance(s, dict)]
+        usable = [s for s in slots if s.get("step_free") or not self.r.step_free]
+        times = [str(s.get("time")) for s in usable]
+        step_free = " step-free" if self.r.step_free else ""
+        _, slot = self._facts()
+        if slot is not None and slot in times:
+            args: dict[str, Any] = {"date": data.get("date"), "slot": slot}
+            if self.r.needs:
+                args["notes"] = "; ".join(self.r.needs)
+            if self.r.step_free:
+                args["step_free"] = True
+            return self._tool("book_appointment", args, f"{day_text} at {slot} is free.")
+        if not times:
+            return [f"Sorry, we have no free{step_free} table on {day_text}. Would another day suit you?"]
+        why = ""
+        if slot is not None:
+            if any(s.get("time") == slot for s in slots):
+                why = f"Our {slot} seating is on the mezzanine, up a flight of stairs. "
+            else:
+                why = f"There's no free table at {slot} on {day_text}. "
+        needs = f" I've noted: {', '.join(self.r.needs)}." if self.r.needs else ""
+        return [
+            f"{why}On {day_text} we have free{step_free} tables at {_join(times)}.{needs} "
+            "Which time would you like?"
+        ]
+
+    def _after_booking(self, args: dict[str, Any], data: dict[str, Any]) -> str:
+        day_iso = str(data.get("date") or args.get("date"))
+        slot = str(data.get("slot") or args.get("slot"))
+        try:
+            day_text = format_day(date.fromisoformat(day_iso))
+        except ValueError:
+            day_text = day_iso
+        room = self._room(day_iso, slot)
+        where = f" in the {room}" if room else ""
+        notes = str(data.get("notes") or args.get("notes") or "")
+        status = data.get("status")
+        if status == "needs_confirmation":
+            noted = f" I've noted: {notes}." if notes else ""
+            return f"I can book you a table on {day_text} at {slot}{where}.{noted} Shall I confirm it?"
+        if status == "booked":
+            passed = f" I've passed on your notes: {notes}." if notes else ""
+            return (
+                f"Booked! Your table on {day_text} at {slot}{where} is confirmed; your reference "
+                f"is {data.get('booking_id')}.{passed} See you then!"
+            )
+        if status == "already_booked":
+            return (
+                f"That's already booked ({data.get('booking_id')}): {day_text} at {slot}. "
+                "See you then!"
+            )
+        if status == "full":
+            return f"Sorry, the {slot} seating on {day_text} has just filled up. Would another time suit you?"
+        if status == "not_step_free":
+            return f"The {slot} seating is on the mezzanine, which isn't step-free. Shall I look for a garden-room time?"
+        if status == "past":
+            return f"The {slot} seating on {day_text} has already started. Would another time suit you?"
+        return "Sorry, I couldn't book that. Shall we try another time?"
+
+    def _after_cancel(self, data: dict[str, Any]) -> str:
+        booking_id = data.get("booking_id")
+        status = data.get("status")
+        if status == "cancelled":
+            try:
+                when = f" on {format_day(date.fromisoformat(str(data.get('date'))))} at {data.get('slot')}"
+            except ValueError:
+                when = ""
+            return f"Your booking {booking_id}{when} is cancelled. I hope to see you another time!"
+        if status == "already_cancelled":
+            return f"Booking {booking_id} was already cancelled."
+        return f"I can't find a booking {booking_id} under your number."
+
+
+def _iso_date(text: str) -> date | None:
+    match = re.search(r"\b(\d{4})-(\d{2})-(\d{2})\b", text)
+    if match is None:
+        return None
+    try:
+        return date(*(int(g) for g in match.groups()))
+    except ValueError:
+        return None
+
+
+def _join(items: Sequence[str]) -> str:
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]

@@ -1,0 +1,488 @@
+"""The simulator end to end, in-process, with an independent bot as the agent."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import httpx
+import pytest
+
+from channels.whatsapp.config import SimulatorConfig, StatusTiming
+from channels.whatsapp.faults import FaultProfile
+from channels.whatsapp.simulator import WhatsAppSimulator
+from channels.whatsapp.transport import GraphRedirect
+from harness.clock import VirtualClock
+from harness.exceptions import ConfigError, HandshakeError
+from harness.trace import DeliveryAttempt, InboundMessage, OutboundSend, StatusUpdate
+from tests.channels.whatsapp.echo_bot import BotConfig, EchoBot
+
+WA_ID = "5511987654321"
+
+
+def _bot_config(config: SimulatorConfig, **kw: object) -> BotConfig:
+    return BotConfig(
+        app_secret=config.app_secret,
+        verify_token=config.verify_token,
+        access_token=config.access_token,
+        phone_number_id=config.phone_number_id,
+        graph_url=config.public_url,
+        **kw,  # type: ignore[arg-type]  # test-only pass-through of BotConfig fields
+    )
+
+
+async def _pair(
+    config: SimulatorConfig | None = None,
+    faults: FaultProfile | None = None,
+    seed: int = 0,
+    **bot: object,
+) -> tuple[WhatsAppSimulator, EchoBot]:
+    config = config or SimulatorConfig()
+    sim = WhatsAppSimulator(config, clock=VirtualClock(), faults=faults, seed=seed)
+    echo = EchoBot(_bot_config(config, **bot), sim.graph_client())
+    sim.connect(echo.app())
+    sim.add_user(WA_ID, "Ana")
+    return sim, echo
+
+
+@pytest.fixture
+async def pair() -> AsyncIterator[tuple[WhatsAppSimulator, EchoBot]]:
+    sim, echo = await _pair()
+    yield sim, echo
+    await sim.aclose()
+
+
+def _kinds(sim: WhatsAppSimulator) -> list[str]:
+    return [e.kind for e in sim.events]
+
+
+async def test_a_message_gets_a_reply_and_its_statuses_in_order(
+    pair: tuple[WhatsAppSimulator, EchoBot],
+) -> None:
+    sim, echo = pair
+    start = sim.clock.now()
+    await sim.say(WA_ID, "hello")
+    await sim.settle()
+    conv = sim.conversation()
+    [inbound] = conv.inbound()
+    assert inbound.text == "hello"
+    assert inbound.user == WA_ID
+    assert [r.text for r in conv.replies()] == ["echo: hello"]
+    [receipt] = [s for s in conv.sends() if s.type == "mark_read"]
+    assert receipt.request["message_id"] == inbound.wamid
+    reply = conv.replies()[0]
+    assert reply.in_window is True
+    assert reply.wamid is not None
+    statuses = conv.statuses()
+    assert [s.status for s in statuses] == ["sent", "delivered", "read"]
+    assert {s.wamid for s in statuses} == {reply.wamid}
+    # the default timing: 1, 2 and 5 virtual seconds after the send
+    offsets = [(s.at - reply.at).total_seconds() for s in statuses]
+    assert offsets == [1.0, 2.0, 5.0]
+    assert (sim.clock.now() - start) < timedelta(minutes=2)
+    # the bot saw the same statuses, with Meta's shape
+    assert [s["status"] for s in echo.statuses] == ["sent", "delivered", "read"]
+    assert echo.statuses[0]["pricing"]["category"] == "service"
+    assert echo.statuses[0]["recipient_id"] == WA_ID
+
+
+async def test_webhook_bytes_are_signed_with_the_app_secret(
+    pair: tuple[WhatsAppSimulator, EchoBot],
+) -> None:
+    sim, echo = pair
+    await sim.say(WA_ID, "olá, ação ✓")
+    await sim.settle()
+    body, signature = echo.raw_bodies[0], echo.signatures[0]
+    expected = hmac.new(sim.config.app_secret.encode(), body, hashlib.sha256).hexdigest()
+    assert signature == f"sha256={expected}"
+    assert b"\\u00e1" in body  # non-ASCII escaped as Meta does
+    payload = json.loads(body)
+    value = payload["entry"][0]["changes"][0]["value"]
+    assert payload["entry"][0]["id"] == sim.config.waba_id
+    assert value["metadata"]["phone_number_id"] == sim.config.phone_number_id
+    assert value["contacts"][0]["wa_id"] == WA_ID
+    assert value["contacts"][0]["profile"]["name"] == "Ana"
+    assert value["contacts"][0]["user_id"]  # the BSUID era
+    assert isinstance(value["messages"][0]["timestamp"], str)
+    assert list(payload["entry"][0]["changes"][0]) == ["value", "field"]
+
+
+async def test_redelivery_sends_identical_bytes_and_signature(
+    pair: tuple[WhatsAppSimulator, EchoBot],
+) -> None:
+    sim, echo = pair
+    [wamid] = await sim.say(WA_ID, "book 9am")
+    await sim.settle()
+    assert await sim.redeliver(user=WA_ID) == wamid
+    await sim.settle()
+    assert echo.raw_bodies[0] == echo.raw_bodies[-1]
+    assert echo.signatures[0] == echo.signatures[-1]
+    copies = sim.conversation().inbound(duplicates=True)
+    assert [m.duplicate for m in copies] == [False, True]
+    # the bot dedupes on raw bytes, so it answered once
+    assert len(sim.conversation().replies()) == 1
+
+
+async def test_handshake_happens_once_before_the_first_delivery() -> None:
+    config = SimulatorConfig()
+    sim = WhatsAppSimulator(config, clock=VirtualClock())
+    seen: list[str] = []
+
+    echo = EchoBot(_bot_config(config), sim.graph_client())
+    app = echo.app()
+
+    async def spy(scope, receive, send):  # type: ignore[no-untyped-def]  # raw ASGI
+        seen.append(scope["method"])
+        await app(scope, receive, send)
+
+    sim.connect(spy)
+    sim.add_user(WA_ID)
+    await sim.say(WA_ID, "one")
+    await sim.say(WA_ID, "two")
+    await sim.settle()
+    assert seen[0] == "GET"
+    assert seen.count("GET") == 1
+    await sim.aclose()
+
+
+async def test_a_wrong_verify_token_stops_the_run() -> None:
+    config = SimulatorConfig(verify_token="right")
+    sim = WhatsAppSimulator(config, clock=VirtualClock())
+    echo = EchoBot(_bot_config(config), sim.graph_client())
+    echo.config.verify_token = "wrong"
+    sim.connect(echo.app())
+    sim.add_user(WA_ID)
+    with pytest.raises(HandshakeError, match=r"verification handshake.*403"):
+        await sim.say(WA_ID, "hi")
+    await sim.aclose()
+
+
+async def test_free_form_outside_the_window_fails_on_a_status() -> None:
+    sim, echo = await _pair()
+    await sim.say(WA_ID, "hi")
+    await sim.settle()
+    await sim.advance(25 * 3600)
+    status_code, body = await echo.send(
+        {"messaging_product": "whatsapp", "to": WA_ID, "type": "text", "text": {"body": "late"}}
+    )
+    assert status_code == 200  # accepted first, as Meta does
+    wamid = body["messages"][0]["id"]
+    await sim.settle()
+    conv = sim.conversation()
+    late = conv.send_for(wamid)
+    assert late is not None
+    assert late.in_window is False
+    assert conv.sends_outside_window() == [late]
+    [failed] = [s for s in conv.statuses("failed") if s.wamid == wamid]
+    assert failed.errors[0].code == 131047
+    assert echo.statuses[-1]["status"] == "failed"
+    assert echo.statuses[-1]["errors"][0]["code"] == 131047
+    # a template goes through
+    status_code, body = await echo.send(
+        {
+            "messaging_product": "whatsapp",
+            "to": WA_ID,
+            "type": "template",
+            "template": {"name": "hello_world", "language": {"code": "en_US"}},
+        }
+    )
+    assert status_code == 200
+    await sim.settle()
+    template_statuses = sim.conversation().statuses()
+    assert [s.status for s in template_statuses if s.wamid == body["messages"][0]["id"]] == [
+        "sent",
+        "delivered",
+        "read",
+    ]
+    await sim.aclose()
+
+
+async def test_the_window_can_fail_synchronously() -> None:
+    sim, echo = await _pair(SimulatorConfig(window_error="sync"))
+    await sim.say(WA_ID, "hi")
+    await sim.settle()
+    await sim.advance(timedelta(hours=24, seconds=1))
+    status_code, body = await echo.send(
+        {"messaging_product": "whatsapp", "to": WA_ID, "type": "text", "text": {"body": "x"}}
+    )
+    assert status_code == 400
+    assert body["error"]["code"] == 131047
+    refused = [s for s in sim.conversation().sends() if s.error is not None]
+    assert refused[0].error is not None
+    assert refused[0].error.code == 131047
+    await sim.aclose()
+
+
+async def test_a_user_message_reopens_the_window() -> None:
+    sim, _echo = await _pair()
+    await sim.say(WA_ID, "hi")
+    await sim.settle()
+    await sim.advance(30 * 3600)
+    await sim.say(WA_ID, "back again")
+    await sim.settle()
+    assert all(r.in_window for r in sim.conversation().replies())
+    assert sim.conversation().statuses("failed") == []
+    await sim.aclose()
+
+
+async def test_non_200_is_retried_on_the_schedule() -> None:
+    sim, _echo = await _pair(fail_first=2)
+    await sim.say(WA_ID, "hello")
+    await sim.settle()
+    attempts = [e for e in sim.events if isinstance(e, DeliveryAttempt)]
+    first = [a for a in attempts if a.items == attempts[0].items]
+    assert [a.attempt for a in first] == [1, 2, 3]
+    assert [a.status_code for a in first] == [500, 500, 200]
+    # default schedule: again at once, then 10 s after the first attempt
+    assert [(a.at - first[0].at).total_seconds() for a in first] == [0.0, 0.0, 10.0]
+    assert "retry" in first[1].faults
+    copies = sim.conversation().inbound(duplicates=True)
+    assert [m.duplicate for m in copies] == [False, True, True]
+    assert [r.text for r in sim.conversation().replies()] == ["echo: hello"]
+    await sim.aclose()
+
+
+async def test_retries_stop_after_seven_days() -> None:
+    config = SimulatorConfig()
+    sim, _echo = await _pair(config, fail_first=10_000)
+    await sim.say(WA_ID, "anyone?")
+    await sim.advance(timedelta(days=8))
+    attempts = [e for e in sim.events if isinstance(e, DeliveryAttempt)]
+    assert len(attempts) == 1 + len(config.retry_offsets())
+    span = attempts[-1].at - attempts[0].at
+    assert span <= timedelta(days=7)
+    assert span > timedelta(days=6)
+    await sim.aclose()
+
+
+async def test_duplicates_fault_sends_every_update_twice_with_the_same_bytes() -> None:
+    sim, echo = await _pair(faults=FaultProfile(duplicate=1.0))
+    await sim.say(WA_ID, "once")
+    await sim.settle()
+    inbound_posts = [b for b in echo.raw_bodies if b'"messages":[' in b]
+    assert len(inbound_posts) == 2
+    assert inbound_posts[0] == inbound_posts[1]
+    dupes = [e for e in sim.events if isinstance(e, DeliveryAttempt) and "duplicate" in e.faults]
+    assert dupes
+    await sim.aclose()
+
+
+async def test_batching_puts_several_updates_in_one_post() -> None:
+    sim, echo = await _pair(faults=FaultProfile(batch=5, batch_window=3.0))
+    await sim.say(WA_ID, ["one", "two", "three"], gap=0.5)
+    await sim.settle()
+    first = json.loads(echo.raw_bodies[0])
+    assert len(first["entry"][0]["changes"][0]["value"]["messages"]) == 3
+    assert any("batched" in e.faults for e in sim.events if isinstance(e, DeliveryAttempt))
+    assert [m.text for m in sim.conversation().inbound()] == ["one", "two", "three"]
+    await sim.aclose()
+
+
+async def test_reordering_lets_a_later_message_overtake() -> None:
+    # seed chosen so that the first message is held back and the second is not
+    for seed in range(50):
+        sim, _echo = await _pair(faults=FaultProfile(seed=seed, reorder=0.5, reorder_window=5.0))
+        await sim.say(WA_ID, ["first", "second"], gap=1.0)
+        await sim.settle()
+        texts = [m.text for m in sim.conversation().inbound()]
+        await sim.aclose()
+        if texts == ["second", "first"]:
+            break
+    else:
+        pytest.fail("no seed in 0..49 reordered two messages at reorder=0.5")
+
+
+async def test_status_faults() -> None:
+    sim, echo = await _pair(faults=FaultProfile(status_missing=1.0))
+    await sim.say(WA_ID, "x")
+    await sim.settle()
+    assert sim.conversation().statuses() == []
+    await sim.aclose()
+
+    sim, echo = await _pair(faults=FaultProfile(skip_delivered=1.0))
+    await sim.say(WA_ID, "x")
+    await sim.settle()
+    assert [s.status for s in sim.conversation().statuses()] == ["sent", "read"]
+    await sim.aclose()
+
+    sim, echo = await _pair(faults=FaultProfile(status_out_of_order=1.0))
+    await sim.say(WA_ID, "x")
+    await sim.settle()
+    assert [s.status for s in sim.conversation().statuses()] == ["read", "delivered", "sent"]
+    assert [s["status"] for s in echo.statuses] == ["read", "delivered", "sent"]
+    await sim.aclose()
+
+    sim, _echo = await _pair(faults=FaultProfile(status_late=1.0, status_late_delay=30.0))
+    await sim.say(WA_ID, "x")
+    await sim.settle()
+    statuses = sim.conversation().statuses()
+    reply = sim.conversation().replies()[0]
+    assert [(s.at - reply.at).total_seconds() for s in statuses] == [31.0, 32.0, 35.0]
+    await sim.aclose()
+
+
+async def test_no_read_status_when_timing_says_never() -> None:
+    config = SimulatorConfig(statuses=StatusTiming(read=None))
+    sim, _echo = await _pair(config)
+    await sim.say(WA_ID, "x")
+    await sim.settle()
+    assert [s.status for s in sim.conversation().statuses()] == ["sent", "delivered"]
+    await sim.aclose()
+
+
+async def test_bursts_and_same_second_timestamps() -> None:
+    sim, echo = await _pair(faults=FaultProfile(fragment=1.0, same_second=True, fragment_gap=0.4))
+    wamids = await sim.say(WA_ID, "I would like a table for two on friday")
+    await sim.settle()
+    assert len(wamids) >= 2
+    stamps = {m["timestamp"] for m in echo.messages}
+    assert len(stamps) == 1
+    texts = [m.text for m in sim.conversation().inbound()]
+    assert " ".join(t or "" for t in texts) == "I would like a table for two on friday"
+    await sim.aclose()
+
+
+async def test_same_seed_same_trace_different_seed_different_faults() -> None:
+    async def run(seed: int) -> list[str]:
+        sim, _echo = await _pair(
+            faults=FaultProfile(seed=seed, duplicate=0.5, reorder=0.5, status_missing=0.3),
+            seed=seed,
+        )
+        await sim.say(WA_ID, ["a", "b", "c", "d"], gap=1.0)
+        await sim.settle()
+        events = [e.model_dump_json(exclude={"latency_ms"}) for e in sim.events]
+        await sim.aclose()
+        return events
+
+    assert await run(1) == await run(1)
+    assert await run(1) != await run(2)
+
+
+async def test_tap_answers_the_last_interactive_message(
+    pair: tuple[WhatsAppSimulator, EchoBot],
+) -> None:
+    sim, _echo = pair
+    await sim.say(WA_ID, "menu")
+    await sim.settle()
+    buttons = [r for r in sim.conversation().replies() if r.type == "interactive"]
+    assert buttons
+    await sim.tap(WA_ID, "Move")
+    await sim.settle()
+    tapped = sim.conversation().inbound()[-1]
+    assert tapped.type == "interactive"
+    assert tapped.reply_id == "move"
+    assert tapped.context_id == buttons[0].wamid
+    assert sim.conversation().replies()[-1].text == "you chose Move"
+    with pytest.raises(ConfigError, match="no button or row 'nope'"):
+        await sim.tap(WA_ID, "nope")
+
+
+async def test_user_media_can_be_downloaded_by_the_bot(
+    pair: tuple[WhatsAppSimulator, EchoBot],
+) -> None:
+    sim, echo = pair
+    await sim.send_media(
+        WA_ID, "image", b"\xff\xd8fake-jpeg", mime_type="image/jpeg", caption="menu"
+    )
+    await sim.settle()
+    assert echo.downloads == [b"\xff\xd8fake-jpeg"]
+    assert sim.conversation().replies()[-1].text == "got 11 bytes"
+    inbound = sim.conversation().inbound()[-1]
+    assert inbound.type == "image"
+    assert inbound.text == "menu"
+
+
+async def test_any_inbound_type_can_be_injected(pair: tuple[WhatsAppSimulator, EchoBot]) -> None:
+    sim, echo = pair
+    await sim.receive(
+        WA_ID, {"type": "location", "location": {"latitude": 37.46, "longitude": -122.21}}
+    )
+    await sim.settle()
+    assert echo.messages[-1]["location"]["latitude"] == 37.46
+    assert sim.conversation().replies()[-1].text == "can't handle location"
+
+
+async def test_an_unknown_recipient_fails_with_131026(
+    pair: tuple[WhatsAppSimulator, EchoBot],
+) -> None:
+    sim, echo = pair
+    await sim.say(WA_ID, "hi")
+    await sim.settle()
+    code, _body = await echo.send(
+        {
+            "messaging_product": "whatsapp",
+            "to": "15550009999",
+            "type": "text",
+            "text": {"body": "?"},
+        }
+    )
+    assert code == 200
+    await sim.settle()
+    failed = sim.conversation().statuses("failed")
+    assert [f.errors[0].code for f in failed] == [131026]
+
+
+async def test_pair_rate_limit_answers_131056(pair: tuple[WhatsAppSimulator, EchoBot]) -> None:
+    sim, echo = pair
+    await sim.say(WA_ID, "hi")
+    await sim.settle()
+    body = {"messaging_product": "whatsapp", "to": WA_ID, "type": "text", "text": {"body": "."}}
+    codes = [(await echo.send(body))[0] for _ in range(60)]
+    assert 400 in codes
+    refused = [s for s in sim.conversation().sends() if s.error is not None]
+    assert refused == []  # rate-limit refusals are answered, not sends
+    assert echo.send_results[-1][1]["error"]["code"] == 131056
+
+
+async def test_mark_read_of_an_unknown_message_is_refused(
+    pair: tuple[WhatsAppSimulator, EchoBot],
+) -> None:
+    _sim, echo = pair
+    code, body = await echo.send(
+        {"messaging_product": "whatsapp", "status": "read", "message_id": "wamid.nope"}
+    )
+    assert code == 400
+    assert body["error"]["code"] == 131009
+
+
+async def test_bot_that_hard_codes_metas_host_reaches_the_simulator() -> None:
+    config = SimulatorConfig()
+    sim = WhatsAppSimulator(config, clock=VirtualClock())
+    client = httpx.AsyncClient(transport=GraphRedirect(sim.graph_transport()))
+    bot_config = _bot_config(config)
+    bot_config.graph_url = "https://graph.facebook.com"
+    echo = EchoBot(bot_config, client)
+    sim.connect(echo.app())
+    sim.add_user(WA_ID)
+    await sim.say(WA_ID, "hi")
+    await sim.settle()
+    assert [r.text for r in sim.conversation().replies()] == ["echo: hi"]
+    await client.aclose()
+    await sim.aclose()
+
+
+async def test_trace_events_carry_virtual_times_in_order(
+    pair: tuple[WhatsAppSimulator, EchoBot],
+) -> None:
+    sim, _echo = pair
+    await sim.say(WA_ID, "a")
+    await sim.settle()
+    await sim.advance(3600, reason="an hour later")
+    await sim.say(WA_ID, "b")
+    await sim.settle()
+    times = [e.at for e in sim.events]
+    assert times == sorted(times)
+    kinds = set(_kinds(sim))
+    assert {"inbound", "send", "status", "delivery", "clock"} <= kinds
+    jump = next(e for e in sim.events if e.kind == "clock")
+    assert jump.reason == "an hour later"
+    turns = sim.conversation().turns
+    assert [t.texts for t in turns] == [["a"], ["b"]]
+    assert all(
+        isinstance(e, InboundMessage | OutboundSend | StatusUpdate | DeliveryAttempt)
+        or e.kind == "clock"
+        for e in sim.events
+    )
