@@ -105,7 +105,7 @@ from harness.recorder import (
     canonical_json,
     canonical_key,
 )
-from harness.redact import (
+from harness.redaction import (
     REDACTED,
     Redactor,
     is_sensitive_key,

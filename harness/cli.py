@@ -8,6 +8,7 @@ Channel plugins add their own subcommands (see :mod:`harness.plugins`).
 from __future__ import annotations
 
 import sys
+
 import click
 
 from harness import __version__

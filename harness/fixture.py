@@ -15,7 +15,7 @@ written, so a crash loses at most the line in flight; the loader drops a torn
 last line with a :class:`FixtureWarning` instead of failing. JSON files are
 written to a temporary file and renamed into place. Every path a fixture
 stores is relative to its directory, with forward slashes. Everything written
-goes through :class:`~harness.redact.Redactor` first, so secrets never land
+goes through :class:`~harness.redaction.Redactor` first, so secrets never land
 in a fixture.
 """
 
@@ -44,7 +44,7 @@ from harness.exceptions import (
     FixtureNotFound,
     SchemaVersionError,
 )
-from harness.redact import Redactor
+from harness.redaction import Redactor
 from harness.trace import EVENT_ADAPTER, Conversation, Event
 
 __all__ = [

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
@@ -17,16 +16,15 @@ _CLEARED_NAMES = ("REDIS_URL",)
 
 
 @pytest.fixture(autouse=True)
-def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """No test sees an API key, a Redis URL or the harness's own settings by accident."""
     for name in list(os.environ):
         if name.startswith(_CLEARED_PREFIXES) or name in _CLEARED_NAMES:
             monkeypatch.delenv(name, raising=False)
-    yield
 
 
 @pytest.fixture
-async def redis_url() -> AsyncIterator[str]:
+async def redis_url() -> str:
     """The URL of a live Redis server; skips (fails under CI) when none answers."""
     import redis.asyncio as aioredis
 
@@ -40,7 +38,7 @@ async def redis_url() -> AsyncIterator[str]:
             pytest.fail(message + " (CI must start one)")
         pytest.skip(message)
     await client.aclose()
-    yield TEST_REDIS_URL
+    return TEST_REDIS_URL
 
 
 @pytest.fixture

@@ -34,7 +34,7 @@ class Constraint(BaseModel):
 # (pattern, kind, label); the first pattern of a label that matches wins.
 _RULES: Final[tuple[tuple[re.Pattern[str], Literal["accessibility", "dietary"], str], ...]] = (
     (re.compile(r"\bwheel\s?chair"), "accessibility", "wheelchair user"),
-    (re.compile(r"\bstep[- ]?free\b|\bno (stairs|steps)\b|\bcan'?t (do|manage|climb) (stairs|steps)"),
+    (re.compile(r"\bstep[- ]?free\b|\bno (stairs|steps)\b|\bcan'?t (do|manage|climb) stairs"),
      "accessibility", "step-free access"),
     (re.compile(r"\b(walker|crutches|mobility (scooter|aid|issues?)|zimmer frame)\b"),
      "accessibility", "limited mobility"),
@@ -61,9 +61,7 @@ def extract_constraints(text: str) -> list[Constraint]:
     return found
 
 
-def merge_constraints(
-    known: Iterable[Constraint], new: Iterable[Constraint]
-) -> list[Constraint]:
+def merge_constraints(known: Iterable[Constraint], new: Iterable[Constraint]) -> list[Constraint]:
     """``known`` followed by whatever of ``new`` is not already in it."""
     merged = list(known)
     for constraint in new:

@@ -151,7 +151,7 @@ def _read(system: SystemPrompt | None, messages: Sequence[Mapping[str, Any]]) ->
         name=names[0] if names else "",
         access=_listed(profile, "Access needs"),
         dietary=_listed(profile, "Dietary needs"),
-        bookings=[m.groups() for m in _BOOKING_LINE.finditer(profile)],  # type: ignore[misc]
+        bookings=[(m[1], m[2], m[3]) for m in _BOOKING_LINE.finditer(profile)],
         policies=_section(text, "House policies"),
         events=_events(messages),
     )
@@ -199,7 +199,9 @@ class ScriptedModel:
                 content.append(TextBlock(text=block))
             else:
                 name, args = block
-                content.append(ToolUseBlock(id=f"toolu_{digest[:20]}{i:02d}", name=name, input=args))
+                content.append(
+                    ToolUseBlock(id=f"toolu_{digest[:20]}{i:02d}", name=name, input=args)
+                )
         uses_tool = any(isinstance(b, ToolUseBlock) for b in content)
         written = json.dumps([b.model_dump() for b in content], sort_keys=True)
         return LLMResponse(
@@ -228,7 +230,9 @@ class _Turn:
 
     def _user_texts(self) -> list[tuple[int, str]]:
         return [
-            (i, e.text) for i, e in enumerate(self.r.events) if e.role == "user" and e.kind == "text"
+            (i, e.text)
+            for i, e in enumerate(self.r.events)
+            if e.role == "user" and e.kind == "text"
         ]
 
     def _last_completed(self) -> int:
@@ -277,7 +281,8 @@ class _Turn:
                 for found in event.data.get("slots") or ():
                     if found.get("time") == slot:
                         room = str(found.get("room"))
-                        return room + (" (step-free)" if found.get("step_free") else "")
+                        where = "on the" if room == "mezzanine" else "in the"
+                        return f"{where} {room}" + (" (step-free)" if found.get("step_free") else "")
         return None
 
     # -- answering ------------------------------------------------------------
@@ -371,7 +376,7 @@ class _Turn:
                 args["step_free"] = True
             return self._tool("book_appointment", args, f"{day_text} at {slot} is free.")
         if not times:
-            return [f"Sorry, we have no free{step_free} table on {day_text}. Would another day suit you?"]
+            return [f"Sorry, there's no free{step_free} table on {day_text}. Another day, perhaps?"]
         why = ""
         if slot is not None:
             if any(s.get("time") == slot for s in slots):
@@ -392,12 +397,14 @@ class _Turn:
         except ValueError:
             day_text = day_iso
         room = self._room(day_iso, slot)
-        where = f" in the {room}" if room else ""
+        where = f" {room}" if room else ""
         notes = str(data.get("notes") or args.get("notes") or "")
         status = data.get("status")
         if status == "needs_confirmation":
             noted = f" I've noted: {notes}." if notes else ""
-            return f"I can book you a table on {day_text} at {slot}{where}.{noted} Shall I confirm it?"
+            return (
+                f"I can book you a table on {day_text} at {slot}{where}.{noted} Shall I confirm it?"
+            )
         if status == "booked":
             passed = f" I've passed on your notes: {notes}." if notes else ""
             return (
@@ -409,20 +416,22 @@ class _Turn:
                 f"That's already booked ({data.get('booking_id')}): {day_text} at {slot}. "
                 "See you then!"
             )
+        another = " Would another time suit you?"
         if status == "full":
-            return f"Sorry, the {slot} seating on {day_text} has just filled up. Would another time suit you?"
+            return f"Sorry, the {slot} seating on {day_text} has just filled up.{another}"
         if status == "not_step_free":
-            return f"The {slot} seating is on the mezzanine, which isn't step-free. Shall I look for a garden-room time?"
+            return f"The {slot} seating is on the mezzanine, which isn't step-free.{another}"
         if status == "past":
-            return f"The {slot} seating on {day_text} has already started. Would another time suit you?"
-        return "Sorry, I couldn't book that. Shall we try another time?"
+            return f"The {slot} seating on {day_text} has already started.{another}"
+        return f"Sorry, I couldn't book that.{another}"
 
     def _after_cancel(self, data: dict[str, Any]) -> str:
         booking_id = data.get("booking_id")
         status = data.get("status")
         if status == "cancelled":
             try:
-                when = f" on {format_day(date.fromisoformat(str(data.get('date'))))} at {data.get('slot')}"
+                day = format_day(date.fromisoformat(str(data.get("date"))))
+                when = f" on {day} at {data.get('slot')}"
             except ValueError:
                 when = ""
             return f"Your booking {booking_id}{when} is cancelled. I hope to see you another time!"

@@ -168,7 +168,9 @@ class BookingSettings(BaseModel):
         return [name for name, value in needed.items() if not value]
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> BookingSettings:
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, **overrides: Any
+    ) -> BookingSettings:
         """Settings from ``environ`` (``os.environ`` when None), then ``overrides``.
 
         Empty variables count as unset. A bad value raises

@@ -23,7 +23,7 @@ __all__ = ["FailedSend", "Proposal", "StateStore", "UserState"]
 class Proposal(BaseModel):
     """A booking the agent offered and the customer has not (or has just) confirmed.
 
-    ``message_wamid`` is the interactive message that carried the Confirm
+    ``message_wamids`` are the interactive messages that carried its Confirm
     button; ``confirmed_by`` the message that confirmed it; ``booking_id``
     is set once it is booked.
     """
@@ -36,7 +36,7 @@ class Proposal(BaseModel):
     notes: str = ""
     step_free: bool = False
     proposed_at: AwareDatetime
-    message_wamid: str | None = None
+    message_wamids: list[str] = Field(default_factory=list)
     confirmed_by: str | None = None
     booking_id: str | None = None
 

@@ -18,6 +18,7 @@ them. The agent, not the model, adds the ``customer`` argument.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, date, datetime, time, tzinfo
 from typing import Any, Final
 
@@ -102,9 +103,7 @@ def room_of(slot: str) -> tuple[str, bool]:
 class Calendar:
     """Seatings, tables and bookings, kept in a store shared by every worker."""
 
-    def __init__(
-        self, store: Store, clock: Clock, *, tables: int = 2, zone: tzinfo = UTC
-    ) -> None:
+    def __init__(self, store: Store, clock: Clock, *, tables: int = 2, zone: tzinfo = UTC) -> None:
         self._store = store
         self._clock = clock
         self.tables = tables
@@ -131,7 +130,9 @@ class Calendar:
         if len(slot) == 4 and slot[1] == ":":
             slot = "0" + slot
         if slot not in SEATINGS:
-            raise ToolInputError(f"there is no seating at {value!r}; seatings: {', '.join(SEATINGS)}")
+            raise ToolInputError(
+                f"there is no seating at {value!r}; seatings: {', '.join(SEATINGS)}"
+            )
         return slot
 
     def _started(self, day: date, slot: str) -> bool:
@@ -152,7 +153,9 @@ class Calendar:
             left = self.tables - await self._taken(day, slot)
             if left > 0:
                 room, step_free = room_of(slot)
-                slots.append({"time": slot, "room": room, "step_free": step_free, "tables_left": left})
+                slots.append(
+                    {"time": slot, "room": room, "step_free": step_free, "tables_left": left}
+                )
         return {"date": day.isoformat(), "day": format_day(day), "slots": slots}
 
     async def book_appointment(
@@ -171,17 +174,17 @@ class Calendar:
         if await self._store.incr(seats) > self.tables:
             await self._store.incr(seats, -1)
             return {**base, "status": "full"}
-        number = await self._store.incr("cal:seq")
+        booking_id = f"BK-{await self._store.incr('cal:seq'):04d}"
         booking = {
             **base,
-            "booking_id": f"BK-{number:04d}",
+            "booking_id": booking_id,
             "customer": customer,
             "notes": notes,
             "step_free": room_step_free,
             "status": "booked",
         }
-        await self._store.set(f"cal:booking:{booking['booking_id']}", json.dumps(booking))
-        await self._store.append(f"cal:customer:{customer}", booking["booking_id"])
+        await self._store.set(f"cal:booking:{booking_id}", json.dumps(booking))
+        await self._store.append(f"cal:customer:{customer}", booking_id)
         return {key: value for key, value in booking.items() if key != "customer"}
 
     async def cancel_booking(self, booking_id: str, customer: str) -> dict[str, Any]:
@@ -220,7 +223,7 @@ def register_tools(recorder: ToolRecorder, calendar: Calendar) -> None:
 
     A tool the recorder already knows (the harness may register its own) is left alone.
     """
-    functions = {
+    functions: dict[str, Callable[..., Any]] = {
         "search_slots": calendar.search_slots,
         "book_appointment": calendar.book_appointment,
         "cancel_booking": calendar.cancel_booking,

@@ -28,6 +28,11 @@ import httpx
 from starlette.types import ASGIApp
 
 from channels.whatsapp.config import SimulatorConfig
+from channels.whatsapp.control import (
+    CONTROL_OPENAPI_PATHS,
+    CONTROL_OPENAPI_SCHEMAS,
+    control_routes,
+)
 from channels.whatsapp.delivery import (
     AsgiTarget,
     Deliverer,
@@ -58,7 +63,7 @@ from channels.whatsapp.statuses import pricing, status
 from channels.whatsapp.validation import TemplateRegistry, ValidatedSend
 from channels.whatsapp.window import SessionWindows
 from harness.clock import Clock, VirtualClock
-from harness.exceptions import ConfigError
+from harness.exceptions import ConfigError, DeliveryError
 from harness.store import MemoryStore, Store
 from harness.trace import (
     ClockJump,
@@ -118,6 +123,7 @@ class WhatsAppSimulator:
         seed: int = 0,
         templates: TemplateRegistry | None = None,
         sink: Callable[[Event], None] | None = None,
+        control: bool = False,
     ) -> None:
         self.config = config or SimulatorConfig()
         self.clock: Clock = clock or VirtualClock()
@@ -146,7 +152,12 @@ class WhatsAppSimulator:
             clock=self.clock,
             templates=self.templates,
             public_url=self.config.public_url,
+            routes=control_routes(self) if control else (),
+            openapi_paths=CONTROL_OPENAPI_PATHS if control else None,
+            openapi_schemas=CONTROL_OPENAPI_SCHEMAS if control else None,
         )
+        #: When set (by :meth:`run_paced`), virtual time follows real time.
+        self.paced = False
         self._users: dict[str, SimUser] = {}
         self._sent: dict[str, _Sent] = {}
         self._inbound: dict[str, tuple[SimUser, dict[str, Any]]] = {}
@@ -382,6 +393,9 @@ class WhatsAppSimulator:
         if real_quiet is None:
             real_quiet = 0.3 if self._remote else 0.0
         clock = self.clock
+        if self.paced:
+            await self._quiesce(max(real_quiet, 0.05))
+            return
         while True:
             await self._quiesce(real_quiet)
             if not isinstance(clock, VirtualClock):
@@ -402,6 +416,27 @@ class WhatsAppSimulator:
         await clock.run_until(before + delta, reason=reason)
         self.record(ClockJump(at=clock.now(), previous=before, reason=reason))
         await self.settle()
+
+    async def run_paced(self, *, tick: float = 0.05) -> None:
+        """Move virtual time along with real time until cancelled (for ``harness serve``).
+
+        Statuses and retries then come at their real pace; :meth:`advance`
+        still jumps ahead at once.
+        """
+        clock = self.clock
+        if not isinstance(clock, VirtualClock):
+            raise ConfigError("pacing needs a VirtualClock")
+        self.paced = True
+        loop = asyncio.get_running_loop()
+        last = loop.time()
+        try:
+            while True:
+                await asyncio.sleep(tick)
+                now = loop.time()
+                await clock.run_until(clock.now() + timedelta(seconds=now - last), reason="paced")
+                last = now
+        finally:
+            self.paced = False
 
     async def _pass(self, seconds: float, reason: str) -> None:
         """Let time pass between two user actions, running what falls due meanwhile."""
@@ -441,7 +476,7 @@ class WhatsAppSimulator:
 
     def _deliverer_or_fail(self) -> Deliverer:
         if self._deliverer is None:
-            raise ConfigError("the simulator has no agent to deliver to; call connect() first")
+            raise DeliveryError("the simulator has no agent to deliver to; connect one first")
         return self._deliverer
 
     async def _ensure_handshake(self) -> None:

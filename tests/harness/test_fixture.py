@@ -39,7 +39,7 @@ from harness.fixture import (
     make_span,
     read_jsonl,
 )
-from harness.redact import REDACTED
+from harness.redaction import REDACTED
 from harness.trace import (
     ClockJump,
     Conversation,

@@ -10,13 +10,13 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-import harness.redact
-from harness.redact import REDACTED, Redactor, is_sensitive_key, redact
+import harness.redaction
+from harness.redaction import REDACTED, Redactor, is_sensitive_key, redact
 
 
 def test_all_is_sorted() -> None:
     # isort order, as ruff keeps it: CONSTANTS, then Classes, then functions.
-    names = harness.redact.__all__
+    names = harness.redaction.__all__
     assert names == sorted(names, key=lambda n: (not n.isupper(), not n[0].isupper(), n))
 
 

@@ -1,0 +1,144 @@
+"""``harness serve``: the WhatsApp simulator on its own, with its control API."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import click
+
+from channels.whatsapp.config import SimulatorConfig
+from channels.whatsapp.faults import FaultProfile
+from channels.whatsapp.server import BackgroundServer
+from channels.whatsapp.simulator import WhatsAppSimulator
+from harness.clock import VirtualClock
+from harness.exceptions import ConfigError
+
+__all__ = ["serve_command", "simulator_options"]
+
+_DEFAULTS = SimulatorConfig()
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def simulator_options(command: F) -> F:
+    """The options that identify the simulated business number (shared with ``harness run``)."""
+    options = [
+        click.option(
+            "--app-secret",
+            default=_DEFAULTS.app_secret,
+            show_default=True,
+            help="Secret the webhooks are signed with (X-Hub-Signature-256).",
+        ),
+        click.option(
+            "--verify-token",
+            default=_DEFAULTS.verify_token,
+            show_default=True,
+            help="Token sent in the verification handshake.",
+        ),
+        click.option(
+            "--access-token",
+            default=_DEFAULTS.access_token,
+            show_default=True,
+            help="Bearer token the fake Graph API accepts.",
+        ),
+        click.option("--phone-number-id", default=_DEFAULTS.phone_number_id, show_default=True),
+        click.option("--waba-id", default=_DEFAULTS.waba_id, show_default=True),
+        click.option(
+            "--display-phone-number", default=_DEFAULTS.display_phone_number, show_default=True
+        ),
+        click.option(
+            "--fault-profile",
+            default="none",
+            show_default=True,
+            help="A preset (none, duplicates, flaky, batched, bursty), a .json/.yaml "
+            "file, or key=value pairs such as duplicate=0.3,batch=5.",
+        ),
+        click.option(
+            "--seed", default=0, show_default=True, type=int, help="Seed for ids and faults."
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=int)
+@click.option(
+    "--webhook-url",
+    default=None,
+    help="The agent's webhook; without it, inbound messages can't be delivered.",
+)
+@click.option(
+    "--public-url",
+    default=None,
+    help="Base URL the agent reaches this server at (default: http://HOST:PORT).",
+)
+@simulator_options
+def serve_command(
+    host: str,
+    port: int,
+    webhook_url: str | None,
+    public_url: str | None,
+    app_secret: str,
+    verify_token: str,
+    access_token: str,
+    phone_number_id: str,
+    waba_id: str,
+    display_phone_number: str,
+    fault_profile: str,
+    seed: int,
+) -> None:
+    """Run the fake Graph API and webhook sender, with a control API under /_harness/."""
+    try:
+        faults = FaultProfile.parse(fault_profile)
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc), param_hint="--fault-profile") from None
+    config = SimulatorConfig(
+        app_secret=app_secret,
+        verify_token=verify_token,
+        access_token=access_token,
+        phone_number_id=phone_number_id,
+        waba_id=waba_id,
+        display_phone_number=display_phone_number,
+        public_url=public_url or f"http://{host}:{port}",
+    )
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(
+            _serve(config, faults.model_copy(update={"seed": seed}), host, port, webhook_url, seed)
+        )
+
+
+async def _serve(
+    config: SimulatorConfig,
+    faults: FaultProfile,
+    host: str,
+    port: int,
+    webhook_url: str | None,
+    seed: int,
+) -> None:
+    clock = VirtualClock(datetime.now(UTC).replace(microsecond=0))
+    sim = WhatsAppSimulator(config, clock=clock, faults=faults, seed=seed, control=True)
+    if webhook_url:
+        sim.connect(webhook_url)
+    server = BackgroundServer(sim.graph_app, host, port)
+    await server.start()
+    click.echo(
+        f"fake Graph API on {server.url}/{config.api_version}/{config.phone_number_id}/messages"
+    )
+    click.echo(f"control API on {server.url}/_harness/ (OpenAPI: {server.url}/openapi.json)")
+    if webhook_url:
+        click.echo(f"delivering webhooks to {webhook_url}")
+    pacer = asyncio.get_running_loop().create_task(sim.run_paced())
+    try:
+        await asyncio.Event().wait()
+    finally:
+        pacer.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await pacer
+        await server.stop()
+        await sim.aclose()

@@ -1,0 +1,17 @@
+"""The WhatsApp channel's entry point for the harness (group ``harness.channels``)."""
+
+from __future__ import annotations
+
+from channels.whatsapp.cli import serve_command
+from channels.whatsapp.simulator import WhatsAppSimulator
+from harness.plugins import ChannelPlugin
+
+__all__ = ["whatsapp_plugin"]
+
+#: What the WhatsApp channel adds to the harness: its simulator and ``harness serve``.
+whatsapp_plugin = ChannelPlugin(
+    name="whatsapp",
+    description="The WhatsApp Cloud API, simulated: signed webhooks in, a fake Graph API out.",
+    factory=WhatsAppSimulator,
+    commands=(serve_command,),
+)

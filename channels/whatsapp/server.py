@@ -1,0 +1,72 @@
+"""Serving an ASGI app over real HTTP inside the running event loop.
+
+Used to put the fake Graph API (or an agent, in tests) on a loopback port
+while the simulator drives it from the same loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from types import TracebackType
+from typing import Any, Self
+
+import uvicorn
+
+from harness.exceptions import ChannelError
+
+__all__ = ["BackgroundServer"]
+
+
+class BackgroundServer:
+    """Uvicorn serving ``app`` on ``host:port`` (0 picks a free port) as an asyncio task."""
+
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+        config = uvicorn.Config(
+            app, host=host, port=port, log_level="warning", lifespan="off", access_log=False
+        )
+        self._server = uvicorn.Server(config)
+        self._task: asyncio.Task[None] | None = None
+        self.host = host
+        self.port = port
+
+    @property
+    def url(self) -> str:
+        """The base URL the app is served at."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    async def start(self) -> None:
+        """Start serving and wait until the socket is listening."""
+        self._task = asyncio.get_running_loop().create_task(self._server.serve())
+        for _ in range(500):
+            if self._server.started:
+                break
+            if self._task.done():
+                error = self._task.exception()
+                raise ChannelError(f"could not serve on {self.url}: {error or 'server exited'}")
+            await asyncio.sleep(0.01)
+        else:
+            raise ChannelError(f"could not serve on {self.url}: not listening after 5 s")
+        sockets = [s for server in self._server.servers for s in server.sockets]
+        if sockets:
+            self.port = int(sockets[0].getsockname()[1])
+
+    async def stop(self) -> None:
+        """Stop serving and wait for the server task to end."""
+        if self._task is None:
+            return
+        self._server.should_exit = True
+        await self._task
+        self._task = None
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()

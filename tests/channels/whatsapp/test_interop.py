@@ -1,0 +1,186 @@
+"""An independent bot (tests/channels/whatsapp/echo_bot.py) against the simulator.
+
+The same unmodified bot runs in-process and over real loopback HTTP, and
+against ``harness serve`` started as a separate process and driven through
+its control API, as the README shows with curl.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from channels.whatsapp.config import SimulatorConfig
+from channels.whatsapp.server import BackgroundServer
+from channels.whatsapp.simulator import WhatsAppSimulator
+from harness.clock import VirtualClock
+from tests.channels.whatsapp.echo_bot import BotConfig, EchoBot
+
+WA_ID = "5511987654321"
+BOT_FILE = Path(__file__).with_name("echo_bot.py")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_the_bot_imports_nothing_from_the_project() -> None:
+    tree = ast.parse(BOT_FILE.read_text())
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            imported.add(node.module.split(".")[0])
+    assert imported <= {
+        "__future__",
+        "asyncio",
+        "hashlib",
+        "hmac",
+        "json",
+        "dataclasses",
+        "typing",
+        "httpx",
+        "starlette",
+    }
+
+
+async def _conversation(sim: WhatsAppSimulator, echo: EchoBot) -> None:
+    sim.add_user(WA_ID, "Ana")
+    await sim.say(WA_ID, "hello")
+    await sim.settle()
+    await sim.say(WA_ID, "menu")
+    await sim.settle()
+    await sim.tap(WA_ID, "keep")
+    await sim.settle()
+    await sim.send_media(WA_ID, "document", b"%PDF-1.4 tiny", mime_type="application/pdf")
+    await sim.settle()
+    replies = [r.text for r in sim.conversation().replies()]
+    assert replies == ["echo: hello", "Keep 9am?", "you chose Keep", "got 13 bytes"]
+    assert [m["type"] for m in echo.messages] == ["text", "text", "interactive", "document"]
+    # every reply reached sent, delivered and read, and the bot heard about it
+    statuses = sim.conversation().statuses()
+    assert len(statuses) == 3 * len(replies)
+    assert len(echo.statuses) == len(statuses)
+    assert all(code == 200 for code, _ in echo.send_results)
+
+
+async def test_in_process() -> None:
+    config = SimulatorConfig()
+    sim = WhatsAppSimulator(config, clock=VirtualClock())
+    echo = EchoBot(
+        BotConfig(
+            config.app_secret,
+            config.verify_token,
+            config.access_token,
+            config.phone_number_id,
+            graph_url=config.public_url,
+        ),
+        sim.graph_client(),
+    )
+    sim.connect(echo.app())
+    await _conversation(sim, echo)
+    await sim.aclose()
+
+
+@pytest.mark.network
+async def test_over_loopback_http() -> None:
+    graph_port = _free_port()
+    config = SimulatorConfig(public_url=f"http://127.0.0.1:{graph_port}")
+    sim = WhatsAppSimulator(config, clock=VirtualClock())
+    client = httpx.AsyncClient()
+    echo = EchoBot(
+        BotConfig(
+            config.app_secret,
+            config.verify_token,
+            config.access_token,
+            config.phone_number_id,
+            graph_url=config.public_url,
+        ),
+        client,
+    )
+    async with (
+        BackgroundServer(sim.graph_app, port=graph_port),
+        BackgroundServer(echo.app()) as bot_server,
+    ):
+        sim.connect(f"{bot_server.url}/webhook")
+        await _conversation(sim, echo)
+        # a wrong signature is refused by the bot, over the wire as in-process
+        refused = await client.post(
+            f"{bot_server.url}/webhook",
+            content=b"{}",
+            headers={"X-Hub-Signature-256": "sha256=" + "0" * 64},
+        )
+        assert refused.status_code == 403
+    await client.aclose()
+    await sim.aclose()
+
+
+@pytest.mark.network
+async def test_harness_serve_driven_through_its_control_api() -> None:
+    config = SimulatorConfig()
+    port = _free_port()
+    graph = f"http://127.0.0.1:{port}"
+    client = httpx.AsyncClient(timeout=10)
+    echo = EchoBot(
+        BotConfig(
+            config.app_secret,
+            config.verify_token,
+            config.access_token,
+            config.phone_number_id,
+            graph_url=graph,
+        ),
+        client,
+    )
+    async with BackgroundServer(echo.app()) as bot_server:
+        process = await asyncio.create_subprocess_exec(
+            *(sys.executable, "-m", "harness", "serve", "--port", str(port)),
+            *("--webhook-url", f"{bot_server.url}/webhook"),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        try:
+            deadline = time.monotonic() + 20
+            while True:
+                try:
+                    if (await client.get(f"{graph}/_harness/clock")).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if process.returncode is not None:
+                    pytest.fail((await process.communicate())[1].decode())
+                assert time.monotonic() < deadline, "harness serve did not start in 20 s"
+                await asyncio.sleep(0.1)
+            answer = await client.post(
+                f"{graph}/_harness/inbound", json={"user": WA_ID, "text": "hello"}
+            )
+            assert answer.status_code == 200, answer.text
+            assert answer.json()["wamid"].startswith("wamid.")
+            outbox = (await client.get(f"{graph}/_harness/outbox")).json()["messages"]
+            texts = [m["text"]["body"] for m in outbox if m.get("type") == "text"]
+            assert texts == ["echo: hello"]
+            before = (await client.get(f"{graph}/_harness/clock")).json()["now"]
+            moved = await client.post(f"{graph}/_harness/advance", json={"duration": "25h"})
+            assert moved.json()["now"] > before
+            bad = await client.post(f"{graph}/_harness/advance", json={"duration": "soon"})
+            assert bad.status_code == 400
+            assert "soon" in bad.json()["error"]["message"]
+            events = (await client.get(f"{graph}/_harness/events")).json()["events"]
+            assert {"inbound", "send", "delivery", "clock"} <= {e["kind"] for e in events}
+            spec = (await client.get(f"{graph}/openapi.json")).json()
+            assert "/_harness/inbound" in spec["paths"]
+        finally:
+            process.terminate()
+            await asyncio.wait_for(process.communicate(), timeout=10)
+    await client.aclose()
