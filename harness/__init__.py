@@ -111,6 +111,13 @@ from harness.redaction import (
     is_sensitive_key,
     redact,
 )
+from harness.results import (
+    RunResult,
+    ScenarioResult,
+    ScenarioStatus,
+    Violation,
+    ViolationKind,
+)
 from harness.store import (
     REDIS_SCHEMES,
     MemoryStore,
@@ -204,8 +211,11 @@ __all__ = [
     "RecordingLLMClient",
     "Redactor",
     "RedisStore",
+    "RunResult",
     "Scale",
     "ScenarioError",
+    "ScenarioResult",
+    "ScenarioStatus",
     "SchemaVersionError",
     "Shift",
     "SignatureError",
@@ -227,6 +237,8 @@ __all__ = [
     "Turn",
     "UnknownTool",
     "Usage",
+    "Violation",
+    "ViolationKind",
     "VirtualClock",
     "__version__",
     "build_turns",

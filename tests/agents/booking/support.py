@@ -12,7 +12,7 @@ import httpx
 from starlette.applications import Starlette
 
 from agents.booking import BookingAgent, BookingSettings, create_app, sign
-from harness.clock import VirtualClock
+from harness.clock import DEFAULT_START, VirtualClock
 from harness.store import MemoryStore, Store
 
 __all__ = [
@@ -144,7 +144,8 @@ def message_payload(
     phone_number_id: str = PHONE_ID,
 ) -> dict[str, Any]:
     """A webhook carrying one message of any type (``message`` holds ``type`` and its object)."""
-    item = {"from": user, "id": wamid, "timestamp": str(int((at or datetime(2026, 1, 1)).timestamp()))}
+    stamp = str(int((at or DEFAULT_START).timestamp()))
+    item = {"from": user, "id": wamid, "timestamp": stamp}
     item.update(message)
     contacts = [{"profile": {"name": "Ana"}, "wa_id": user, "user_id": "US.1234567890"}]
     return _envelope({"contacts": contacts, "messages": [item]}, phone_number_id)
