@@ -46,8 +46,9 @@ _HALF_PAST: Final = re.compile(r"\bhalf\s+past\s+(1[0-2]|0?[1-9])\b")
 
 _YES: Final = re.compile(
     r"^\W*(yes|yeah|yep|yup|sure|ok|okay|confirm|confirmed|correct|perfect|great|"
-    r"book it|please do|go ahead|do it|sounds good|that works|that's fine|fine|👍)\b"
+    r"book it|please do|go ahead|do it|sounds good|that works|that's fine|fine)\b"
     r"|\b(yes please|please confirm|confirm it|confirm please|book it|go ahead)\b"
+    r"|^\s*(👍|👌|✅)"
 )
 _NO: Final = re.compile(
     r"^\W*(no|nope|nah|not that|change|change it|different|another)\b"

@@ -195,8 +195,6 @@ class BookingSettings(BaseModel):
             where = source.get(field, field or "settings")
             message = str(error["msg"]).removeprefix("Value error, ")
             raise ConfigError(f"{where}: {message}") from None
-        except ConfigError as exc:  # raised by parse_regressions inside validation
-            raise ConfigError(f"BOOKING_REGRESSIONS: {exc}") from None
 
 
 def _strip(raw: str) -> str:

@@ -189,6 +189,7 @@ class Deliverer:
         self._batch: list[PendingUpdate] = []
         self._batch_task: asyncio.Task[None] | None = None
         self._latest: dict[str, PendingUpdate] = {}
+        self._offsets = (0.0, *config.retry_offsets())
         self.in_flight = 0
         #: Signed bodies by item id, so a redelivery sends identical bytes.
         self.sent_bodies: dict[str, SignedBody] = {}
@@ -290,8 +291,7 @@ class Deliverer:
             await self.clock.sleep(delay)
         delivery = f"d{next(self._ids)}"
         first = self.clock.now()
-        offsets = [0.0, *self.config.retry_offsets()]
-        for attempt, offset in enumerate(offsets, start=1):
+        for attempt, offset in enumerate(self._offsets, start=1):
             wait = (first - self.clock.now()).total_seconds() + offset
             if wait > 0:
                 await self.clock.sleep(wait)

@@ -43,7 +43,7 @@ from starlette.routing import BaseRoute, Route
 from channels.whatsapp.errors import AuthError, GenericError, GraphAPIError, InvalidParameter
 from channels.whatsapp.ids import new_fbtrace_id, new_wamid
 from channels.whatsapp.media import MediaStore
-from channels.whatsapp.openapi import build_openapi
+from channels.whatsapp.openapi import VERSION_PATTERN, build_openapi
 from channels.whatsapp.validation import (
     DEFAULT_LIMITS,
     SendLimits,
@@ -57,7 +57,7 @@ from harness.clock import Clock
 __all__ = ["AcceptAll", "SendHandler", "SendOutcome", "create_graph_app", "success_body"]
 
 _log = logging.getLogger(__name__)
-_VERSION: Final = re.compile(r"v[0-9]+\.[0-9]+")
+_VERSION: Final = re.compile(VERSION_PATTERN)
 _EXPIRED_SUBCODE: Final = 463
 _ANY_METHOD: Final = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "QUERY"]
 
@@ -190,14 +190,12 @@ class _GraphAPI:
     async def http_error(self, request: Request, exc: Exception) -> Response:
         """Routing errors (no such path, wrong method) in Meta's envelope."""
         status = exc.status_code if isinstance(exc, HTTPException) else 500
-        path = request.url.path
-        if status == 405:
-            details = f"Unsupported {request.method.lower()} request on {path}."
-        elif status == 404:
-            return self.error(_unknown_path(path))
-        else:
-            details = f"The request could not be handled ({status})."
         headers = dict(exc.headers or {}) if isinstance(exc, HTTPException) else {}
+        if status == 405:
+            return self.error(_unsupported_method(request), headers)
+        if status == 404:
+            return self.error(_unknown_path(request.url.path))
+        details = f"The request could not be handled ({status})."
         error = InvalidParameter(message=f"(#100) {details}", details=details, http_status=status)
         return self.error(error, headers)
 
@@ -306,9 +304,7 @@ class _GraphAPI:
         """A 405 for a route that takes every method, so ``/{version}/{media_id}`` never does."""
         if request.method in allowed.split(", "):
             return None
-        details = f"Unsupported {request.method.lower()} request on {request.url.path}."
-        error = InvalidParameter(message=f"(#100) {details}", details=details, http_status=405)
-        return self.error(error, {"Allow": allowed})
+        return self.error(_unsupported_method(request), {"Allow": allowed})
 
     async def download(self, request: Request) -> Response:
         """``GET /_media/{token}``: the file behind a download URL, while it is valid."""
@@ -338,6 +334,11 @@ class _GraphAPI:
 def _unknown_path(path: str) -> InvalidParameter:
     details = f"Unknown path components: no endpoint serves {path}."
     return InvalidParameter(message=f"(#100) {details}", details=details, http_status=404)
+
+
+def _unsupported_method(request: Request) -> InvalidParameter:
+    details = f"Unsupported {request.method.lower()} request on {request.url.path}."
+    return InvalidParameter(message=f"(#100) {details}", details=details, http_status=405)
 
 
 def _auth_error(problem: str) -> AuthError:

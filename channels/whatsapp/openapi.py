@@ -18,7 +18,12 @@ import copy
 from collections.abc import Mapping
 from typing import Any, Final
 
-from channels.whatsapp.validation import DEFAULT_LIMITS, MESSAGE_TYPES, SendLimits
+from channels.whatsapp.validation import (  # the loose set is shared, not public API
+    _LOOSE_INTERACTIVE,
+    DEFAULT_LIMITS,
+    MESSAGE_TYPES,
+    SendLimits,
+)
 
 __all__ = ["VERSION_PATTERN", "build_openapi", "error_response", "json_body"]
 
@@ -144,10 +149,9 @@ def _contents(limits: SendLimits) -> dict[str, Any]:
     component = _object(["type"], type=_string(), parameters={"type": "array", "items": parameter})
     other_interactive = _object(
         ["type", "action"],
-        type={"enum": ["cta_url", "flow", "product", "product_list", "catalog_message",
-                       "location_request_message", "address_message", "carousel"]},
+        type={"enum": sorted(_LOOSE_INTERACTIVE)},
         action={"type": "object"},
-    )  # fmt: skip
+    )
     contact = _object(["name"], name=_object(["formatted_name"], formatted_name=_string()))
     return {
         "text": _object(["body"], body=_string(limits.text_body), preview_url={"type": "boolean"}),
@@ -189,10 +193,14 @@ def _message_variant(kind: str, content: dict[str, Any], limits: SendLimits) -> 
     }
     if kind != "reaction":
         properties["context"] = _object(["message_id"], message_id=_string())
+    # Meta's reference: a body without ``type`` is a text message.
+    required = (
+        ["messaging_product", kind] if kind == "text" else ["messaging_product", "type", kind]
+    )
     return {
         "title": f"{kind} message",
         "type": "object",
-        "required": ["messaging_product", "type", kind],
+        "required": required,
         "properties": properties,
         "additionalProperties": False,
         "anyOf": [{"required": ["to"]}, {"required": ["recipient"]}],
@@ -207,6 +215,10 @@ def _schemas(limits: SendLimits) -> dict[str, Any]:
         status={"const": "read"},
         message_id=_string(),
         typing_indicator=_object(["type"], type={"const": "text"}),
+        # Accepted and ignored, as some clients send them with a read receipt.
+        to={"type": "string"},
+        recipient={"type": "string"},
+        recipient_type={"type": "string"},
     )
     mark_read["additionalProperties"] = False
     error = _object(
@@ -220,10 +232,15 @@ def _schemas(limits: SendLimits) -> dict[str, Any]:
         ),
         fbtrace_id={"type": "string"},
     )
-    contact = _object(["input"], input={"type": "string"}, wa_id={"type": "string"},
-                      user_id={"type": "string"})  # fmt: skip
-    message = _object(["id"], id={"type": "string", "pattern": "^wamid\\."},
-                      message_status={"type": "string"}, group_id={"type": "string"})  # fmt: skip
+    contact = _object(
+        ["input"], input={"type": "string"}, wa_id={"type": "string"}, user_id={"type": "string"}
+    )
+    message = _object(
+        ["id"],
+        id={"type": "string", "pattern": "^wamid\\."},
+        message_status={"type": "string"},
+        group_id={"type": "string"},
+    )
     return {
         "SendRequest": {
             "anyOf": [

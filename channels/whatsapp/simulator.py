@@ -448,10 +448,14 @@ class WhatsAppSimulator:
 
     async def _quiesce(self, real_quiet: float) -> None:
         clock = self.clock
-        if isinstance(clock, VirtualClock):
-            await clock.run_until(clock.now())
-        else:
-            await asyncio.sleep(0)
+        while True:
+            if isinstance(clock, VirtualClock):
+                await clock.run_until(clock.now())
+            else:
+                await asyncio.sleep(0)
+            if self._deliverer is None or not self._deliverer.in_flight:
+                break
+            await asyncio.sleep(0.001)  # a POST to a remote agent is on the wire
         if real_quiet <= 0:
             return
         loop = asyncio.get_running_loop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import deque
 from dataclasses import dataclass, field
@@ -226,9 +227,20 @@ class Harness:
             headers={"Content-Type": "application/json", "X-Hub-Signature-256": sign(secret, body)},
         )
 
-    async def run(self, seconds: float = 10.0) -> None:
-        """Let ``seconds`` of virtual time pass, running everything due on the way."""
-        await self.clock.run_until(self.clock.now() + timedelta(seconds=seconds))
+    async def run(self, seconds: float = 10.0, *, io_step: float | None = None) -> None:
+        """Let ``seconds`` of virtual time pass, running everything due on the way.
+
+        With a store the event loop can't see into (Redis), give ``io_step``:
+        time then moves in steps of that many seconds, with a short real
+        pause before each so replies from the server land first.
+        """
+        end = self.clock.now() + timedelta(seconds=seconds)
+        if io_step is not None:
+            while self.clock.now() < end:
+                await asyncio.sleep(0.03)
+                await self.clock.run_until(min(end, self.clock.now() + timedelta(seconds=io_step)))
+            await asyncio.sleep(0.03)
+        await self.clock.run_until(end)
 
     async def aclose(self) -> None:
         """Stop the agent's tasks and close the client."""

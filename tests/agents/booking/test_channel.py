@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from agents.booking import SHORT_CONFIRM_TEXT
+from agents.booking import CONFIRM_BUTTONS, SHORT_CONFIRM_TEXT, Reply
 from tests.agents.booking.support import USER, Harness, make_settings, text_payload
 
 HOUR = 3600.0
@@ -135,11 +135,7 @@ async def test_other_graph_errors_are_not_retried_and_are_recorded(h: Harness) -
 
 
 async def test_a_long_proposal_goes_as_text_then_a_short_button_message(h: Harness) -> None:
-    with h.agent.prompts.override("system", h.agent.prompts.get("system")):
-        pass  # overrides restore; the real check is below
     reply_text = "x " * 700
-    from agents.booking import CONFIRM_BUTTONS, Reply
-
     await h.app.state.front.send(
         USER, Reply(kind="buttons", text=reply_text, buttons=CONFIRM_BUTTONS), window_open=True
     )

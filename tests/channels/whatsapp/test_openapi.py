@@ -82,6 +82,12 @@ def test_request_schema_follows_the_limits() -> None:
     assert DEFAULT_LIMITS.button_title == 20
 
 
+def test_request_schema_takes_a_text_without_type() -> None:
+    body = load_send("text")
+    del body["type"]
+    assert schema_validator(build_openapi(), "SendRequest").is_valid(body)
+
+
 def test_request_schema_refuses_unknown_keys() -> None:
     validator = schema_validator(build_openapi(), "SendRequest")
     assert not validator.is_valid({**load_send("text"), "priority": "high"})
