@@ -159,9 +159,8 @@ def main() -> None:
         rows.append((name, per_turn, per_trip))
 
     print(f"{turns} turns per sample, median of {args.repeats} samples")
-    print(
-        f"{'path':<28} {'turn (ms)':>10} {'turns/s':>9} {'bare (ms)':>10} {'x bare':>8} {'x 5 bare':>9}"
-    )
+    header = ("path", "turn (ms)", "turns/s", "bare (ms)", "x bare", "x 5 bare")
+    print("{:<28} {:>10} {:>9} {:>10} {:>8} {:>9}".format(*header))
     for name, per_turn, per_trip in rows:
         print(
             f"{name:<28} {per_turn * 1e3:>10.3f} {1 / per_turn:>9.0f} {per_trip * 1e3:>10.3f}"
