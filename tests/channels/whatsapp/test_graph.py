@@ -320,7 +320,9 @@ async def test_any_dotted_version_is_served(client: httpx.AsyncClient, version: 
     assert (await send(client, load_send("text"), version=version)).status_code == 200
 
 
-@pytest.mark.parametrize("version", ["v25", "latest", "25.0", "V25.0", "v25.0.1", "v٢٥.٠"])
+@pytest.mark.parametrize(
+    "version", ["v25", "latest", "25.0", "V25.0", "v25.0.1", "v٢٥.٠", "v25.0%0A"]
+)
 async def test_other_versions_are_refused(client: httpx.AsyncClient, version: str) -> None:
     error = envelope(await send(client, load_send("text"), version=version), 400, 100)
     assert error["error_data"]["details"].startswith("version:")

@@ -1,0 +1,134 @@
+"""The contract between the runner and a channel: one conversation, played step by step.
+
+The runner knows no channel by name. It asks the installed channel plugins
+(:mod:`harness.plugins`) for a factory, hands it a :class:`ChannelSetup`, and
+plays a scenario through the :class:`ChannelSession` it gets back. Every
+session reports what happened as trace events, so invariants and reports
+work the same whichever channel carried the conversation.
+
+An in-process agent is built by calling its factory (named by import path)
+with an :class:`AgentEnvironment`: the channel's credentials as settings
+named like environment variables, and the seams (clock, HTTP client, store,
+event sink) the agent should use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+import httpx
+from pydantic import JsonValue
+
+from harness.clock import Clock
+from harness.store import Store
+from harness.trace import Conversation, Event
+
+__all__ = ["AgentEnvironment", "AgentFactory", "ChannelSession", "ChannelSetup", "UserSpec"]
+
+
+@dataclass(frozen=True, slots=True)
+class UserSpec:
+    """A scripted user: a display name and a WhatsApp identity (wa_id, BSUID or both)."""
+
+    name: str
+    wa_id: str | None = None
+    bsuid: str | None = None
+
+    @property
+    def key(self) -> str:
+        """How the trace names this user: the wa_id, else the BSUID, else the name."""
+        return self.wa_id or self.bsuid or self.name
+
+
+@dataclass(frozen=True)
+class AgentEnvironment:
+    """What the harness gives an in-process agent when it builds one.
+
+    ``settings`` uses the names an agent reads from its environment
+    (``WHATSAPP_APP_SECRET``, ``WHATSAPP_GRAPH_URL`` ... plus the scenario's
+    own ``agent:`` settings), so the same agent configuration serves a
+    staging deployment and an in-process run. ``http_client`` reaches the
+    channel's fake API in-process; ``sink`` takes the agent's own trace
+    events (tool calls, model calls) so they land in the conversation.
+    """
+
+    channel: str
+    settings: Mapping[str, str]
+    clock: Clock
+    store: Store
+    http_client: httpx.AsyncClient | None = None
+    sink: Callable[[Event], None] | None = None
+
+
+#: Builds an agent under test: returns an ASGI app, or an object implementing
+#: :class:`~harness.agent.DirectAgent` (or an app whose ``state.agent`` does).
+AgentFactory = Callable[[AgentEnvironment], Any]
+
+
+@dataclass(frozen=True)
+class ChannelSetup:
+    """Everything a channel needs to carry one scenario's conversation.
+
+    Exactly one of ``agent_factory`` (in-process) and ``target_url`` (an
+    agent in another process) is set. ``options`` holds the channel's own
+    settings from the command line (for WhatsApp: app secret, tokens, ids).
+    """
+
+    users: Sequence[UserSpec]
+    seed: int = 0
+    faults: str | Mapping[str, JsonValue] | None = None
+    agent_factory: AgentFactory | None = None
+    target_url: str | None = None
+    agent_settings: Mapping[str, str] = field(default_factory=dict)
+    store: Store | None = None
+    namespace: str = ""
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+class ChannelSession(Protocol):
+    """One conversation through one channel, driven step by step on a virtual clock."""
+
+    name: str
+
+    async def start(self) -> None:
+        """Build or connect the agent; nothing is sent yet."""
+        ...
+
+    async def say(self, user: str, texts: Sequence[str], *, gap: float = 1.0) -> None:
+        """The user types one message, or a burst ``gap`` seconds apart."""
+        ...
+
+    async def tap(self, user: str, choice: str) -> None:
+        """The user taps a button or list row (by id or title) of the last choice offered."""
+        ...
+
+    async def send(self, user: str, message: Mapping[str, Any]) -> None:
+        """The user sends any message type (WhatsApp's message object, without ids)."""
+        ...
+
+    async def redeliver(self, user: str, index: int | None = None) -> None:
+        """The channel delivers one of the user's messages again (the last by default)."""
+        ...
+
+    async def wait(self, seconds: float) -> None:
+        """Virtual time passes; whatever falls due meanwhile happens."""
+        ...
+
+    async def settle(self) -> None:
+        """Run until the agent has finished reacting."""
+        ...
+
+    def now(self) -> datetime:
+        """The conversation's current (virtual) time."""
+        ...
+
+    def conversation(self) -> Conversation:
+        """The trace so far."""
+        ...
+
+    async def close(self) -> None:
+        """Release the agent and the connections."""
+        ...
