@@ -15,6 +15,13 @@ from harness.agent import (
     DirectReply,
     DirectTurn,
 )
+from harness.channel import (
+    AgentEnvironment,
+    AgentFactory,
+    ChannelSession,
+    ChannelSetup,
+    UserSpec,
+)
 from harness.clock import (
     DEFAULT_START,
     AgentOffset,
@@ -157,10 +164,14 @@ __all__ = [
     "REDIS_SCHEMES",
     "SCHEMA_VERSION",
     "VOLATILE_PARAMS",
+    "AgentEnvironment",
+    "AgentFactory",
     "AgentOffset",
     "AnthropicClient",
     "ChannelError",
     "ChannelPlugin",
+    "ChannelSession",
+    "ChannelSetup",
     "Clock",
     "ClockError",
     "ClockJump",
@@ -237,6 +248,7 @@ __all__ = [
     "Turn",
     "UnknownTool",
     "Usage",
+    "UserSpec",
     "Violation",
     "ViolationKind",
     "VirtualClock",

@@ -282,7 +282,9 @@ class _Turn:
                     if found.get("time") == slot:
                         room = str(found.get("room"))
                         where = "on the" if room == "mezzanine" else "in the"
-                        return f"{where} {room}" + (" (step-free)" if found.get("step_free") else "")
+                        return f"{where} {room}" + (
+                            " (step-free)" if found.get("step_free") else ""
+                        )
         return None
 
     # -- answering ------------------------------------------------------------

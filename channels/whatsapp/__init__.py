@@ -6,6 +6,11 @@ one concept each (payloads, signing, the Graph API, delivery, faults ...).
 
 from __future__ import annotations
 
+from channels.whatsapp.channel import (
+    MEDIA_SAMPLES,
+    WhatsAppChannel,
+    agent_settings,
+)
 from channels.whatsapp.cli import (
     serve_command,
     simulator_options,
@@ -269,6 +274,7 @@ __all__ = [
     "MAX_UPDATES_PER_WEBHOOK",
     "MAX_WEBHOOK_BYTES",
     "MEDIA_KINDS",
+    "MEDIA_SAMPLES",
     "MESSAGE_TYPES",
     "PRESETS",
     "RETRY_HORIZON",
@@ -403,7 +409,9 @@ __all__ = [
     "WabaRateLimited",
     "WebhookPayload",
     "WebhookTarget",
+    "WhatsAppChannel",
     "WhatsAppSimulator",
+    "agent_settings",
     "audio",
     "batch_webhooks",
     "build_openapi",

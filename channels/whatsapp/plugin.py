@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from channels.whatsapp.channel import WhatsAppChannel
 from channels.whatsapp.cli import serve_command
-from channels.whatsapp.simulator import WhatsAppSimulator
 from harness.plugins import ChannelPlugin
 
 __all__ = ["whatsapp_plugin"]
@@ -12,6 +12,6 @@ __all__ = ["whatsapp_plugin"]
 whatsapp_plugin = ChannelPlugin(
     name="whatsapp",
     description="The WhatsApp Cloud API, simulated: signed webhooks in, a fake Graph API out.",
-    factory=WhatsAppSimulator,
+    factory=WhatsAppChannel,
     commands=(serve_command,),
 )

@@ -54,12 +54,20 @@ USER = [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
 async def test_tool_results_go_back_and_the_final_text_ends_the_loop() -> None:
     model = _Model(_use("echo", value=3), _text("done"))
     result = await _brain(model).run(system="s", messages=USER, user="u1")
-    assert result.text == "done" and result.rounds == 2 and not result.exhausted
+    assert result.text == "done"
+    assert result.rounds == 2
+    assert not result.exhausted
     tool_result = model.requests[1][-1]["content"][0]
-    assert tool_result["type"] == "tool_result" and tool_result["tool_use_id"] == "toolu_echo"
+    assert tool_result["type"] == "tool_result"
+    assert tool_result["tool_use_id"] == "toolu_echo"
     assert json.loads(tool_result["content"]) == {"value": 3}
     [call] = result.tool_calls
-    assert (call.name, call.args, call.result, call.user) == ("echo", {"value": 3}, {"value": 3}, "u1")
+    assert (call.name, call.args, call.result, call.user) == (
+        "echo",
+        {"value": 3},
+        {"value": 3},
+        "u1",
+    )
     assert [m["role"] for m in result.messages] == ["assistant", "user", "assistant"]
 
 
@@ -67,9 +75,11 @@ async def test_a_failing_or_unknown_tool_is_reported_to_the_model() -> None:
     model = _Model(_use("fail"), _use("nope"), _text("sorry"))
     result = await _brain(model).run(system="s", messages=USER)
     failed = model.requests[1][-1]["content"][0]
-    assert failed["is_error"] is True and "no table free" in failed["content"]
+    assert failed["is_error"] is True
+    assert "no table free" in failed["content"]
     unknown = model.requests[2][-1]["content"][0]
-    assert unknown["is_error"] is True and "nope" in unknown["content"]
+    assert unknown["is_error"] is True
+    assert "nope" in unknown["content"]
     assert [(c.name, c.error is not None, c.side_effect) for c in result.tool_calls] == [
         ("fail", True, True),
         ("nope", True, False),
@@ -79,7 +89,8 @@ async def test_a_failing_or_unknown_tool_is_reported_to_the_model() -> None:
 async def test_the_loop_is_bounded() -> None:
     model = _Model(_use("echo", value=1))
     result = await _brain(model, rounds=3).run(system="s", messages=USER)
-    assert result.exhausted and result.text == FALLBACK_TEXT
+    assert result.exhausted
+    assert result.text == FALLBACK_TEXT
     assert len(model.requests) == 3
     assert result.messages[-1]["role"] == "assistant"
 
@@ -94,13 +105,17 @@ async def test_a_policy_can_answer_in_the_tools_place() -> None:
         async def before(self, name: str, args: dict[str, Any]) -> ToolDecision:
             return ToolDecision(args, result={"status": "needs_confirmation"})
 
-        async def after(self, name: str, args: dict[str, Any], result: Any, error: str | None) -> None:
+        async def after(
+            self, name: str, args: dict[str, Any], result: Any, error: str | None
+        ) -> None:
             raise AssertionError("the tool did not run")
 
     model = _Model(_use("fail"), _text("shall I?"))
     result = await _brain(model).run(system="s", messages=USER, policy=Gate())
     assert result.tool_calls == []  # nothing ran
-    assert json.loads(model.requests[1][-1]["content"][0]["content"]) == {"status": "needs_confirmation"}
+    assert json.loads(model.requests[1][-1]["content"][0]["content"]) == {
+        "status": "needs_confirmation"
+    }
 
 
 async def test_a_replay_divergence_is_not_swallowed() -> None:

@@ -6,7 +6,14 @@ from typing import Any
 
 import pytest
 
-from agents.booking import APOLOGY_TEXT, UNSUPPORTED_TEXT, BookingAgent, BookingSettings, ScriptedModel
+from agents.booking import (
+    APOLOGY_TEXT,
+    UNSUPPORTED_TEXT,
+    BookingAgent,
+    BookingSettings,
+    ScriptedModel,
+    parse_regressions,
+)
 from harness.agent import DirectAgent, DirectMessage, DirectTurn
 from harness.clock import VirtualClock
 from harness.exceptions import LLMAPIError
@@ -21,7 +28,7 @@ def _agent(regressions: str = "", **kw: Any) -> tuple[BookingAgent, VirtualClock
     clock = VirtualClock()
     kw.setdefault("llm", ScriptedModel())
     agent = BookingAgent(
-        BookingSettings(regressions=regressions),
+        BookingSettings(regressions=parse_regressions(regressions)),
         store=MemoryStore(clock=clock),
         clock=clock,
         **kw,
@@ -52,13 +59,17 @@ async def test_a_happy_booking_through_the_direct_channel() -> None:
     first = await _say(agent, clock, "Hi!", "I'm vegan. A table on friday at 8pm?")
     [proposal] = first.replies
     assert proposal.type == "interactive"
-    assert [(o.id, o.title) for o in proposal.options] == [("confirm", "Confirm"), ("change", "Change")]
+    assert [(o.id, o.title) for o in proposal.options] == [
+        ("confirm", "Confirm"),
+        ("change", "Change"),
+    ]
     assert "vegan" in proposal.text
     assert [c.name for c in first.tool_calls] == ["search_slots"]  # nothing booked yet
     assert first.tool_calls[0].side_effect is False
     booked = await _tap(agent, clock, "confirm")
     [call] = booked.tool_calls
-    assert call.name == "book_appointment" and call.side_effect is True
+    assert call.name == "book_appointment"
+    assert call.side_effect is True
     assert call.user == USER
     assert call.args == {
         "date": "2026-01-02",
@@ -66,7 +77,8 @@ async def test_a_happy_booking_through_the_direct_channel() -> None:
         "notes": "vegan",
         "customer": USER,
     }
-    assert isinstance(call.result, dict) and call.result["booking_id"] == "BK-0001"
+    assert isinstance(call.result, dict)
+    assert call.result["booking_id"] == "BK-0001"
     assert booked.replies[0].text.startswith("Booked!")
     cancelled = await _say(agent, clock, "sorry, please cancel my booking")
     assert [c.name for c in cancelled.tool_calls] == ["cancel_booking"]
@@ -118,7 +130,8 @@ async def test_book_without_confirm_books_as_soon_as_a_slot_is_chosen() -> None:
     agent, clock = _agent("book_without_confirm")
     turn = await _say(agent, clock, "friday at 8pm")
     assert [c.name for c in turn.tool_calls] == ["search_slots", "book_appointment"]
-    assert turn.replies[0].type == "text" and turn.replies[0].text.startswith("Booked!")
+    assert turn.replies[0].type == "text"
+    assert turn.replies[0].text.startswith("Booked!")
 
 
 async def test_unsupported_messages_get_the_polite_text_and_no_model_call() -> None:

@@ -36,12 +36,19 @@ def test_an_unknown_prompt_is_a_config_error() -> None:
 
 def test_overrides_nest_and_restore_even_on_error() -> None:
     original = DEFAULT_PROMPTS.get("system")
-    with pytest.raises(RuntimeError), override("system", "outer"):
-        assert DEFAULT_PROMPTS.get("system") == "outer"
-        with DEFAULT_PROMPTS.override("system", "inner"):
-            assert DEFAULT_PROMPTS.get("system") == "inner"
-        assert DEFAULT_PROMPTS.get("system") == "outer"
-        raise RuntimeError("boom")
+    seen: list[str] = []
+
+    def nested() -> None:
+        with override("system", "outer"):
+            seen.append(DEFAULT_PROMPTS.get("system"))
+            with DEFAULT_PROMPTS.override("system", "inner"):
+                seen.append(DEFAULT_PROMPTS.get("system"))
+            seen.append(DEFAULT_PROMPTS.get("system"))
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        nested()
+    assert seen == ["outer", "inner", "outer"]
     assert DEFAULT_PROMPTS.get("system") == original
 
 
@@ -77,5 +84,7 @@ async def test_the_agent_fills_the_prompt_and_an_override_reaches_the_model() ->
     with override("system", "Assistant of $business, a bar.\n## House policies\nNo dogs."):
         from harness.agent import DirectMessage
 
-        turn = await agent.handle_burst("u1", [DirectMessage(text="any policies?")], now=clock.now())
+        turn = await agent.handle_burst(
+            "u1", [DirectMessage(text="any policies?")], now=clock.now()
+        )
     assert turn.replies[0].text.endswith("No dogs.")

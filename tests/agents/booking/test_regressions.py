@@ -9,7 +9,10 @@ from harness.exceptions import ConfigError
 
 
 def test_every_name_the_issue_lists_is_a_regression() -> None:
-    names = "book_without_confirm,no_dedupe,reply_per_fragment,ignore_window,no_chunking,forget_constraint"
+    names = (
+        "book_without_confirm,no_dedupe,reply_per_fragment,ignore_window,no_chunking,"
+        "forget_constraint"
+    )
     assert parse_regressions(names) == frozenset(Regression)
 
 

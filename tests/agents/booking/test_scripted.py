@@ -95,11 +95,13 @@ async def test_a_day_leads_to_search_slots_in_the_messages_shape() -> None:
     assert response.stop_reason == "tool_use"
     assert response.model == "claude-test"
     text, use = response.content
-    assert isinstance(text, TextBlock) and isinstance(use, ToolUseBlock)
+    assert isinstance(text, TextBlock)
+    assert isinstance(use, ToolUseBlock)
     assert use.name == "search_slots"
     assert use.input == {"date": "2026-01-02"}
     assert use.id.startswith("toolu_")
-    assert response.usage.input_tokens > 100 and response.usage.output_tokens > 0
+    assert response.usage.input_tokens > 100
+    assert response.usage.output_tokens > 0
 
 
 async def test_answers_are_deterministic() -> None:
@@ -107,12 +109,13 @@ async def test_answers_are_deterministic() -> None:
     second = await _ask([_user("friday at 8pm")])
     assert first == second
     other = await _ask([_user("saturday at 8pm")])
-    assert other.id != first.id and other.tool_uses[0].id != first.tool_uses[0].id
+    assert other.id != first.id
+    assert other.tool_uses[0].id != first.tool_uses[0].id
 
 
 async def test_a_day_and_a_free_time_go_straight_to_booking() -> None:
     responses = await _run([_user("friday at 8pm")], {"search_slots": FRIDAY})
-    search, book = responses
+    _search, book = responses
     assert book.tool_uses[0].name == "book_appointment"
     assert book.tool_uses[0].input == {"date": "2026-01-02", "slot": "20:00"}
 
@@ -130,19 +133,23 @@ async def test_it_never_asks_again_for_the_day() -> None:
 async def test_a_time_without_a_day_asks_only_for_the_day_then_remembers_the_time() -> None:
     first = await _ask([_user("hi, a table at 8pm please")])
     assert first.stop_reason == "end_turn"
-    assert "Which day" in first.text and "20:00" in first.text
+    assert "Which day" in first.text
+    assert "20:00" in first.text
     history = [_user("hi, a table at 8pm please"), _assistant(first.text), _user("saturday")]
     responses = await _run(history, {"search_slots": {**FRIDAY, "date": "2026-01-03"}})
     assert responses[-1].tool_uses[0].input["slot"] == "20:00"
 
 
 async def test_access_needs_from_the_profile_shape_the_offer_and_the_booking() -> None:
-    profile = "- Access needs: wheelchair user (offer step-free seatings only)\n- Dietary needs: vegan"
+    profile = (
+        "- Access needs: wheelchair user (offer step-free seatings only)\n- Dietary needs: vegan"
+    )
     responses = await _run([_user("friday at 7:30pm")], {"search_slots": FRIDAY}, profile=profile)
     answer = responses[-1]
     assert answer.stop_reason == "end_turn"
     assert "19:30 seating is on the mezzanine" in answer.text
-    assert "12:00, 19:00 and 20:00" in answer.text and "12:30" not in answer.text
+    assert "12:00, 19:00 and 20:00" in answer.text
+    assert "12:30" not in answer.text
     assert "wheelchair user, vegan" in answer.text
     booked = await _run([_user("friday at 8pm")], {"search_slots": FRIDAY}, profile=profile)
     assert booked[-1].tool_uses[0].input == {
@@ -191,7 +198,8 @@ async def test_cancel_uses_the_reference_from_the_profile() -> None:
     explicit = await _ask([_user("cancel bk-3")], profile=profile)
     assert explicit.tool_uses[0].input == {"booking_id": "BK-0003"}
     nothing = await _ask([_user("cancel my booking")])
-    assert nothing.stop_reason == "end_turn" and "reference" in nothing.text
+    assert nothing.stop_reason == "end_turn"
+    assert "reference" in nothing.text
 
 
 async def test_policies_are_quoted_from_the_system_prompt() -> None:
@@ -207,4 +215,5 @@ async def test_without_the_tools_it_apologises() -> None:
 
 async def test_a_greeting_gets_a_welcome_that_asks_for_the_day() -> None:
     response = await _ask([_user("hello!")])
-    assert "Casa Lucia" in response.text and "Which day" in response.text
+    assert "Casa Lucia" in response.text
+    assert "Which day" in response.text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -30,7 +31,11 @@ async def h() -> AsyncIterator[Harness]:
 
 
 async def test_handshake_answers_the_challenge_with_the_right_token(h: Harness) -> None:
-    params = {"hub.mode": "subscribe", "hub.challenge": "1158201444", "hub.verify_token": "test-verify"}
+    params = {
+        "hub.mode": "subscribe",
+        "hub.challenge": "1158201444",
+        "hub.verify_token": "test-verify",
+    }
     response = await h.client.get("/webhook", params=params)
     assert response.status_code == 200
     assert response.text == "1158201444"
@@ -61,7 +66,9 @@ async def test_a_post_without_signature_is_401(h: Harness) -> None:
 @pytest.mark.parametrize("header", ["sha256=" + "0" * 64, "sha1=abc", "garbage"])
 async def test_a_post_with_a_wrong_signature_is_403(h: Harness, header: str) -> None:
     body = json.dumps(text_payload("wamid.A", "hi")).encode()
-    response = await h.client.post("/webhook", content=body, headers={"X-Hub-Signature-256": header})
+    response = await h.client.post(
+        "/webhook", content=body, headers={"X-Hub-Signature-256": header}
+    )
     assert response.status_code == 403
     await h.run()
     assert h.graph.requests == []
@@ -186,7 +193,7 @@ async def test_a_tap_on_an_older_proposal_does_not_confirm_a_newer_one(h: Harnes
 
 
 async def test_unsupported_messages_get_a_polite_answer(h: Harness) -> None:
-    kinds = [
+    kinds: list[dict[str, Any]] = [
         {"type": "image", "image": {"id": "1", "mime_type": "image/jpeg", "sha256": "x"}},
         {"type": "location", "location": {"latitude": 1.0, "longitude": 2.0}},
         {"type": "sticker", "sticker": {"id": "2", "mime_type": "image/webp"}},
@@ -219,6 +226,10 @@ async def test_failed_statuses_are_recorded_once_with_their_codes(h: Harness) ->
     await h.post(status_payload("wamid.OUT9", "delivered"))
     await h.run()
     [failure] = await h.agent.states.failures(USER)
-    assert (failure.wamid, failure.code, failure.details) == ("wamid.OUT9", 131047, "more than 24 hours")
+    assert (failure.wamid, failure.code, failure.details) == (
+        "wamid.OUT9",
+        131047,
+        "more than 24 hours",
+    )
     assert isinstance(h.agent.states, StateStore)
     assert h.graph.requests == []

@@ -1,0 +1,132 @@
+"""``junit.xml``: one test case per scenario, for CI systems that read JUnit reports.
+
+The layout is the common denominator that Jenkins, GitLab and GitHub
+reporters read: ``testsuites > testsuite > testcase``, with ``failure`` for
+a scenario whose invariants or expectations failed and ``error`` for one
+that could not be run to its end. A failure's message is the first
+violation's headline and its body lists every violation, the conversation
+lines that show it, and the YAML that reproduces it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from datetime import UTC
+from pathlib import Path
+
+from harness.report._files import write_text_atomic
+from harness.results import RunResult, ScenarioResult
+
+__all__ = ["junit_xml", "write_junit", "xml_safe"]
+
+SUITE_NAME = "harness"
+
+# Characters XML 1.0 cannot hold at all, even escaped.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_safe(text: str) -> str:
+    """``text`` without the characters XML 1.0 forbids (control characters, lone surrogates)."""
+    return _NOT_XML.sub("", text)
+
+
+def _json(value: object) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def _seconds(value: float) -> str:
+    return f"{max(value, 0.0):.3f}"
+
+
+def _set(element: ET.Element, **attrs: str) -> None:
+    for key, value in attrs.items():
+        element.set(key, xml_safe(value))
+
+
+def _failure_body(scenario: ScenarioResult) -> str:
+    """Every violation of a failed scenario as plain text, then the reproducing YAML."""
+    lines: list[str] = []
+    for number, violation in enumerate(scenario.violations, start=1):
+        lines.append(f"{number}. [{violation.kind}] {violation.rule}")
+        if violation.turn is not None:
+            lines.append(f"   turn: {violation.turn + 1}")
+        if violation.step is not None:
+            lines.append(f"   step: {violation.step}")
+        if violation.line is not None:
+            lines.append(f"   line: {violation.line}")
+        lines.append(f"   message: {violation.message}")
+        if violation.messages:
+            lines.append("   messages:")
+            lines.extend(f"     {message}" for message in violation.messages)
+        lines.append("")
+    if scenario.reproduce:
+        lines.append("Reproduce with:")
+        lines.extend(f"  {line}" for line in scenario.reproduce.rstrip("\n").splitlines())
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _testcase(parent: ET.Element, scenario: ScenarioResult) -> None:
+    case = ET.SubElement(parent, "testcase")
+    _set(
+        case,
+        classname=scenario.path or scenario.channel,
+        name=scenario.name,
+        time=_seconds(scenario.duration_s),
+    )
+    # pytest writes per-test properties the same way; CI readers show them as metadata.
+    props = {"seed": str(scenario.seed), "channel": scenario.channel}
+    props.update({f"fault.{key}": _json(value) for key, value in sorted(scenario.faults.items())})
+    properties = ET.SubElement(case, "properties")
+    for key, value in props.items():
+        _set(ET.SubElement(properties, "property"), name=key, value=value)
+    if scenario.status == "failed":
+        first = scenario.violations[0] if scenario.violations else None
+        failure = ET.SubElement(case, "failure")
+        _set(
+            failure,
+            message=first.headline() if first else "scenario failed",
+            type=first.rule if first else "failed",
+        )
+        failure.text = xml_safe(_failure_body(scenario))
+    elif scenario.status == "error":
+        error = ET.SubElement(case, "error")
+        text = scenario.error or "the scenario could not be run"
+        _set(error, message=text.strip().splitlines()[0] if text.strip() else text, type="error")
+        error.text = xml_safe(text)
+
+
+def junit_xml(run: RunResult) -> str:
+    """The JUnit XML document for a run, as text with its XML declaration."""
+    counts = {
+        "tests": str(len(run.scenarios)),
+        "failures": str(run.failed),
+        "errors": str(run.errors),
+        "skipped": "0",
+        "time": _seconds(run.duration_s),
+    }
+    root = ET.Element("testsuites")
+    _set(root, name=SUITE_NAME, **counts)
+    suite = ET.SubElement(root, "testsuite")
+    _set(suite, name=SUITE_NAME, **counts)
+    if run.started_at is not None:
+        # JUnit's schema wants a timestamp without a zone: write UTC, the same on every machine.
+        naive = run.started_at.astimezone(UTC).replace(tzinfo=None)
+        _set(suite, timestamp=naive.isoformat(timespec="seconds"))
+    properties = ET.SubElement(suite, "properties")
+    for key, value in (
+        ("target", run.target),
+        ("channel", run.channel),
+        ("seed", str(run.seed)),
+    ):
+        _set(ET.SubElement(properties, "property"), name=key, value=value)
+    for scenario in run.scenarios:
+        _testcase(suite, scenario)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def write_junit(run: RunResult, path: Path | str) -> Path:
+    """Write ``junit.xml`` atomically and return its path."""
+    return write_text_atomic(path, junit_xml(run))
