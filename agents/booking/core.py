@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from string import Template
 from typing import Any, Literal
 
@@ -134,6 +134,8 @@ class BookingAgent:
             max_rounds=settings.max_tool_rounds,
         )
         self._locks: dict[str, asyncio.Lock] = {}
+        #: Exceptions that ended background tasks, oldest first (a replay divergence, say).
+        self.errors: list[BaseException] = []
         self._work: set[asyncio.Task[Any]] = set()
         self._timers: set[asyncio.Task[Any]] = set()
 
@@ -157,7 +159,12 @@ class BookingAgent:
         )
 
     async def respond(self, user: str, messages: Sequence[Inbound], *, now: datetime) -> AgentTurn:
-        """Answer one burst of ``user``'s messages, received by ``now``, and save the state."""
+        """Answer one burst of ``user``'s messages, received by ``now``, and save the state.
+
+        A naive ``now`` is taken as UTC.
+        """
+        if now.tzinfo is None:
+            now = now.replace(tzinfo=UTC)
         async with self.user_lock(user):
             state = await self.states.load(user)
             turn = await self._respond(state, messages, now)
@@ -168,8 +175,12 @@ class BookingAgent:
         self, state: UserState, messages: Sequence[Inbound], now: datetime
     ) -> AgentTurn:
         today = now.astimezone(self.settings.zone).date()
-        if state.last_user_at is None or now > state.last_user_at:
-            state.last_user_at = now
+        # The window opened when the user wrote, not when the debounce ended; a webhook
+        # timestamp from the future (a skewed clock) counts as now.
+        stamps = [m.timestamp for m in messages if m.timestamp is not None]
+        wrote = min(max(stamps, default=now), now)
+        if state.last_user_at is None or wrote > state.last_user_at:
+            state.last_user_at = wrote
         for message in messages:
             state.name = message.name or state.name
             state.last_inbound_wamid = message.wamid or state.last_inbound_wamid
@@ -261,8 +272,16 @@ class BookingAgent:
         bucket = self._timers if timer else self._work
         bucket.add(task)
         task.add_done_callback(bucket.discard)
-        task.add_done_callback(_log_failure)
+        task.add_done_callback(self._task_done)
         return task
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        if task.cancelled():
+            return
+        error = task.exception()
+        if error is not None:
+            self.errors.append(error)
+            _log.error("background task failed", exc_info=error)
 
     @property
     def idle(self) -> bool:
@@ -289,11 +308,6 @@ class BookingAgent:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-
-
-def _log_failure(task: asyncio.Task[Any]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        _log.error("background task failed", exc_info=task.exception())
 
 
 def _from_direct(user: str, message: DirectMessage) -> Inbound:

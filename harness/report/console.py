@@ -1,0 +1,238 @@
+"""What a person watching ``harness run`` sees: a progress bar, then a summary.
+
+:class:`SuiteProgress` shows a bar with the scenario count, the scenario in
+flight and the pass/fail counts on a terminal, and falls back to one plain
+line per scenario (``PASS  happy booking (0.12s)``) when the output is a
+file or a CI log. :func:`print_summary` prints the results table and, for
+each scenario that did not pass, its violations, the conversation lines that
+show them and the YAML that reproduces the failure. Nothing here depends on
+colour: every status is also written as a word.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+from rich import box
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+from rich.text import Text
+
+from harness.results import RunResult, ScenarioResult
+
+__all__ = ["SuiteProgress", "print_summary", "result_line"]
+
+_LABELS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR"}
+_STYLES = {"passed": "green", "failed": "bold red", "error": "bold magenta"}
+_CURRENT_WIDTH = 40
+
+
+def _first_line(text: str) -> str:
+    stripped = text.strip()
+    return stripped.splitlines()[0] if stripped else ""
+
+
+def result_line(result: ScenarioResult) -> str:
+    """One line for one scenario: its status word, its name, and why it did not pass."""
+    label = f"{_LABELS[result.status]:<5} {result.name}"
+    if result.status == "passed":
+        return f"{label} ({result.duration_s:.2f}s)"
+    if result.status == "failed":
+        if not result.violations:
+            return f"{label}: failed"
+        more = len(result.violations) - 1
+        extra = f" (+{more} more)" if more else ""
+        return f"{label}: {result.violations[0].headline()}{extra}"
+    return f"{label}: {_first_line(result.error or '') or 'could not be run'}"
+
+
+class SuiteProgress:
+    """Progress of a suite run, updated by the runner as scenarios start and finish.
+
+    Use it as a context manager; call :meth:`start` when a scenario begins
+    (optional: it names the scenario in flight) and :meth:`advance` with its
+    result when it ends. On a terminal it draws a rich progress bar and
+    prints failures above it as they happen; elsewhere (``enabled=False``,
+    or a console that is not a terminal) it prints one line per scenario.
+    """
+
+    def __init__(
+        self,
+        total: int,
+        *,
+        console: Console | None = None,
+        enabled: bool | None = None,
+        transient: bool = False,
+    ) -> None:
+        self.console = console if console is not None else Console()
+        self.total = total
+        self.enabled = self.console.is_terminal if enabled is None else enabled
+        self.passed = 0
+        self.failed = 0
+        self.errors = 0
+        self._running: list[str] = []
+        self._progress: Progress | None = None
+        self._task: TaskID | None = None
+        if self.enabled:
+            self._progress = Progress(
+                SpinnerColumn(),
+                TextColumn("{task.description}", markup=False),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn(
+                    "[green]{task.fields[passed]} passed[/] "
+                    "[red]{task.fields[failed]} failed[/] "
+                    "[magenta]{task.fields[errors]} errors[/]"
+                ),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=transient,
+            )
+
+    @property
+    def done(self) -> int:
+        """How many scenarios have finished."""
+        return self.passed + self.failed + self.errors
+
+    def __enter__(self) -> SuiteProgress:
+        if self._progress is not None:
+            self._progress.start()
+            self._task = self._progress.add_task(
+                self._description(), total=self.total, passed=0, failed=0, errors=0
+            )
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._progress is not None:
+            self._running.clear()
+            self._update()
+            self._progress.stop()
+
+    def start(self, name: str) -> None:
+        """Note that a scenario began, so the bar can name it."""
+        self._running.append(name)
+        self._update()
+
+    def advance(self, result: ScenarioResult) -> None:
+        """Count one finished scenario and show its outcome."""
+        if result.status == "passed":
+            self.passed += 1
+        elif result.status == "failed":
+            self.failed += 1
+        else:
+            self.errors += 1
+        if result.name in self._running:
+            self._running.remove(result.name)
+        line = result_line(result)
+        if self._progress is None:
+            self.console.print(line, markup=False, highlight=False, soft_wrap=True)
+            return
+        if result.status != "passed":
+            self._progress.console.print(
+                Text(line, style=_STYLES[result.status]), highlight=False, soft_wrap=True
+            )
+        self._update(advance=1)
+
+    def _description(self) -> str:
+        if not self._running:
+            return "scenarios" if self.done < self.total else "done"
+        current = self._running[0]
+        if len(current) > _CURRENT_WIDTH:
+            current = current[: _CURRENT_WIDTH - 1] + "…"
+        more = len(self._running) - 1
+        return f"{current} (+{more})" if more else current
+
+    def _update(self, advance: int = 0) -> None:
+        if self._progress is None or self._task is None:
+            return
+        self._progress.update(
+            self._task,
+            advance=advance,
+            description=self._description(),
+            passed=self.passed,
+            failed=self.failed,
+            errors=self.errors,
+        )
+
+
+def _table(run: RunResult) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    table.add_column("Scenario", overflow="fold")
+    table.add_column("Channel")
+    table.add_column("Status")
+    table.add_column("Violations", justify="right")
+    table.add_column("Time", justify="right")
+    for scenario in run.scenarios:
+        violations = "-" if scenario.status == "error" else str(len(scenario.violations))
+        table.add_row(
+            Text(scenario.name),
+            Text(scenario.channel),
+            Text(_LABELS[scenario.status], style=_STYLES[scenario.status]),
+            violations,
+            f"{scenario.duration_s:.2f}s",
+        )
+    return table
+
+
+def _indented(text: str, indent: int, style: str = "") -> Text:
+    pad = " " * indent
+    return Text("\n".join(pad + line for line in text.splitlines()), style=style)
+
+
+def _details(scenario: ScenarioResult, console: Console) -> None:
+    where = ", ".join(
+        part for part in (scenario.path, scenario.channel, f"seed {scenario.seed}") if part
+    )
+    heading = Text()
+    heading.append(_LABELS[scenario.status], style=_STYLES[scenario.status])
+    heading.append(f" {scenario.name}", style="bold")
+    heading.append(f"  ({where})", style="dim")
+    console.print(heading, soft_wrap=True)
+    if scenario.status == "error":
+        console.print(_indented(scenario.error or "could not be run", 2), soft_wrap=True)
+    for violation in scenario.violations:
+        line = Text("  ✗ ", style="red")
+        line.append(violation.headline())
+        console.print(line, soft_wrap=True)
+        for message in violation.messages:
+            console.print(_indented(message, 6, style="dim"), soft_wrap=True)
+    if scenario.reproduce:
+        console.print(Text("  Reproduce with:", style="bold"))
+        console.print(_indented(scenario.reproduce.rstrip("\n"), 4, style="cyan"), soft_wrap=True)
+    console.print()
+
+
+def print_summary(run: RunResult, console: Console | None = None) -> None:
+    """Print the results table, what went wrong in each failing scenario, and the totals."""
+    console = console if console is not None else Console()
+    if run.scenarios:
+        console.print(_table(run))
+    console.print()
+    for scenario in run.scenarios:
+        if scenario.status != "passed":
+            _details(scenario, console)
+    total = len(run.scenarios)
+    noun = "scenario" if total == 1 else "scenarios"
+    errors = "error" if run.errors == 1 else "errors"
+    totals = Text(f"{total} {noun}: ")
+    totals.append(f"{run.passed} passed", style="green")
+    totals.append(", ")
+    totals.append(f"{run.failed} failed", style="red" if run.failed else "")
+    totals.append(", ")
+    totals.append(f"{run.errors} {errors}", style="magenta" if run.errors else "")
+    totals.append(f" in {run.duration_s:.2f}s")
+    console.print(totals)
