@@ -28,6 +28,7 @@ from enum import StrEnum
 from operator import itemgetter
 from typing import Any, Generic, Literal, Protocol, TypeAlias, TypeVar
 
+import orjson
 from pydantic import AwareDatetime, BaseModel, ConfigDict, JsonValue
 
 from harness.exceptions import ConfigError, Divergence, HarnessError, RecordingError, UnknownTool
@@ -112,19 +113,28 @@ class _UTCClock:
         return datetime.now(UTC)
 
 
+_ORJSON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
 _CANONICAL = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=json_default
 )
 
 
+def _canonical_bytes(value: Any) -> bytes:
+    try:
+        return orjson.dumps(value, default=json_default, option=_ORJSON_OPTIONS)
+    except orjson.JSONEncodeError:
+        # Beyond orjson (integers past 64 bits...): the standard library agrees on the rest.
+        return _CANONICAL.encode(value).encode()
+
+
 def canonical_json(value: Any) -> str:
     """``value`` as compact JSON with sorted keys: equal requests give equal text."""
-    return _CANONICAL.encode(value)
+    return _canonical_bytes(value).decode()
 
 
 def canonical_key(value: Any) -> str:
     """The sha256 hex digest of :func:`canonical_json` of ``value``."""
-    return hashlib.sha256(canonical_json(value).encode()).hexdigest()
+    return hashlib.sha256(_canonical_bytes(value)).hexdigest()
 
 
 class _Frozen(BaseModel):
@@ -422,8 +432,9 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending]):
             params=params,
             exclude=self.volatile,
         )
-        text = canonical_json(body)
-        key = hashlib.sha256(text.encode()).hexdigest()
+        raw = _canonical_bytes(body)
+        key = hashlib.sha256(raw).hexdigest()
+        text = raw.decode()
         if self.mode is RecordMode.REPLAY:
             # No await between the lookup and the return: concurrent replays can't race.
             record = self._tape.take(key)

@@ -242,7 +242,9 @@ class Harness:
             await asyncio.sleep(0.03)
         await self.clock.run_until(end)
 
-    async def aclose(self) -> None:
-        """Stop the agent's tasks and close the client."""
+    async def aclose(self, *, expect_errors: bool = False) -> None:
+        """Stop the agent's tasks and close the client; background failures fail the test."""
         await self.agent.aclose()
         await self.client.aclose()
+        if not expect_errors:
+            assert self.agent.errors == []

@@ -233,3 +233,17 @@ async def test_failed_statuses_are_recorded_once_with_their_codes(h: Harness) ->
     )
     assert isinstance(h.agent.states, StateStore)
     assert h.graph.requests == []
+
+
+class _Broken:
+    async def create(self, **kwargs: Any) -> Any:
+        raise RuntimeError("a bug in the model client")
+
+
+async def test_a_failure_in_background_work_is_kept_for_the_caller() -> None:
+    h = Harness(llm=_Broken())
+    await h.post(text_payload("wamid.1", "hello"))
+    await h.run()
+    [error] = h.agent.errors
+    assert "a bug in the model client" in str(error)
+    await h.aclose(expect_errors=True)
