@@ -44,6 +44,9 @@ from agents.booking.core import (
     BookingAgent,
     Reply,
 )
+from agents.booking.factory import (
+    agent_factory,
+)
 from agents.booking.front import (
     SHORT_CONFIRM_TEXT,
     WhatsAppFront,
@@ -82,6 +85,11 @@ from agents.booking.prompts import (
     PromptRegistry,
     override,
     packaged_prompt,
+)
+from agents.booking.reading import (
+    ChatEvent,
+    RequestReading,
+    read_request,
 )
 from agents.booking.regressions import (
     Regression,
@@ -139,6 +147,7 @@ __all__ = [
     "BrainResult",
     "BurstQueue",
     "Calendar",
+    "ChatEvent",
     "ConfirmationGate",
     "Constraint",
     "FailedSend",
@@ -150,6 +159,7 @@ __all__ = [
     "Proposal",
     "Regression",
     "Reply",
+    "RequestReading",
     "ScriptedModel",
     "SendResult",
     "StateStore",
@@ -160,6 +170,7 @@ __all__ = [
     "UserState",
     "WebhookUpdates",
     "WhatsAppFront",
+    "agent_factory",
     "build_llm",
     "create_app",
     "extract_constraints",
@@ -178,6 +189,7 @@ __all__ = [
     "parse_regressions",
     "parse_webhook",
     "read_confirmation",
+    "read_request",
     "register_tools",
     "room_of",
     "sign",

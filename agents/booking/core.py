@@ -26,7 +26,7 @@ from agents.booking.brain import Brain, BrainResult
 from agents.booking.constraints import Constraint, extract_constraints, merge_constraints
 from agents.booking.gate import CONFIRM_BUTTONS, ConfirmationGate, read_confirmation
 from agents.booking.inbound import Inbound
-from agents.booking.language import format_day
+from agents.booking.language import WEEKDAYS, format_day
 from agents.booking.prompts import DEFAULT_PROMPTS, PromptRegistry
 from agents.booking.regressions import Regression
 from agents.booking.settings import BookingSettings
@@ -231,7 +231,7 @@ class BookingAgent:
         local = now.astimezone(self.settings.zone)
         return Template(self.prompts.get("system")).safe_substitute(
             business=self.settings.business_name,
-            weekday=local.strftime("%A"),
+            weekday=WEEKDAYS[local.weekday()].capitalize(),  # not strftime: locale-free
             today=local.date().isoformat(),
             time=local.strftime("%H:%M"),
             timezone=self.settings.timezone,

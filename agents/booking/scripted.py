@@ -15,7 +15,7 @@ customer's needs, quotes the policies, and never asks again for a day or a
 time it was given. Like many real models it is eager: it calls
 ``book_appointment`` as soon as a day and an available time are known,
 trusting the tool to say when confirmation is needed. The agent's
-confirmation gate is what makes it ask (see :mod:`agents.booking.core`).
+confirmation gate is what makes it ask (see :mod:`agents.booking.gate`).
 """
 
 from __future__ import annotations
@@ -24,13 +24,11 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
 from agents.booking.constraints import extract_constraints
 from agents.booking.language import (
-    find_date,
     find_time,
     format_day,
     is_cancel_request,
@@ -39,129 +37,12 @@ from agents.booking.language import (
     is_policy_question,
     is_rejection,
 )
+from agents.booking.reading import ChatEvent, RequestReading, read_request
 from harness.llm import LLMResponse, SystemPrompt, TextBlock, ToolUseBlock, Usage
 
 __all__ = ["ScriptedModel"]
 
-_TODAY = re.compile(r"Today is \w+ (\d{4}-\d{2}-\d{2})")
-_BUSINESS = re.compile(r"booking assistant of (.+?), a ")
-_BOOKING_LINE = re.compile(r"Booking (BK-\d+): .*?\((\d{4}-\d{2}-\d{2})\) at (\d{2}:\d{2})")
 _REFERENCE = re.compile(r"\bbk-?(\d+)\b", re.IGNORECASE)
-
-
-@dataclass
-class _Event:
-    role: str
-    kind: str  # "text", "tool_use" or "tool_result"
-    text: str = ""
-    name: str = ""
-    id: str = ""
-    data: Any = None
-    is_error: bool = False
-
-
-@dataclass
-class _Reading:
-    """What the model understood from one request."""
-
-    today: date | None
-    business: str
-    name: str
-    access: list[str]
-    dietary: list[str]
-    bookings: list[tuple[str, str, str]]
-    policies: str
-    events: list[_Event] = field(default_factory=list)
-
-    @property
-    def needs(self) -> list[str]:
-        return [*self.access, *self.dietary]
-
-    @property
-    def step_free(self) -> bool:
-        return bool(self.access)
-
-
-def _system_text(system: SystemPrompt | None) -> str:
-    if system is None:
-        return ""
-    if isinstance(system, str):
-        return system
-    return "\n".join(str(block.get("text", "")) for block in system)
-
-
-def _section(text: str, heading: str) -> str:
-    start = text.find(f"## {heading}")
-    if start < 0:
-        return ""
-    body = text[start + len(heading) + 3 :]
-    end = body.find("\n## ")
-    return (body if end < 0 else body[:end]).strip()
-
-
-def _listed(profile: str, label: str) -> list[str]:
-    for line in profile.splitlines():
-        if line.startswith(f"- {label}:"):
-            value = line.split(":", 1)[1].split(" (", 1)[0]
-            return [item.strip() for item in value.split(",") if item.strip()]
-    return []
-
-
-def _events(messages: Sequence[Mapping[str, Any]]) -> list[_Event]:
-    events: list[_Event] = []
-    for message in messages:
-        role = str(message.get("role", ""))
-        content = message.get("content")
-        if isinstance(content, str):
-            events.append(_Event(role, "text", text=content))
-            continue
-        for block in content if isinstance(content, list) else []:
-            kind = block.get("type")
-            if kind == "text":
-                events.append(_Event(role, "text", text=str(block.get("text", ""))))
-            elif kind == "tool_use":
-                events.append(
-                    _Event(role, "tool_use", name=str(block.get("name")), id=str(block.get("id")),
-                           data=dict(block.get("input") or {}))
-                )  # fmt: skip
-            elif kind == "tool_result":
-                raw = block.get("content")
-                if isinstance(raw, list):
-                    raw = "".join(str(part.get("text", "")) for part in raw)
-                try:
-                    data = json.loads(raw) if isinstance(raw, str) else raw
-                except ValueError:
-                    data = raw
-                events.append(
-                    _Event(role, "tool_result", id=str(block.get("tool_use_id")), data=data,
-                           is_error=bool(block.get("is_error")))
-                )  # fmt: skip
-    return events
-
-
-def _read(system: SystemPrompt | None, messages: Sequence[Mapping[str, Any]]) -> _Reading:
-    text = _system_text(system)
-    today = _TODAY.search(text)
-    business = _BUSINESS.search(text)
-    profile = _section(text, "Customer")
-    names = _listed(profile, "Name")
-    return _Reading(
-        today=date.fromisoformat(today.group(1)) if today else None,
-        business=business.group(1) if business else "us",
-        name=names[0] if names else "",
-        access=_listed(profile, "Access needs"),
-        dietary=_listed(profile, "Dietary needs"),
-        bookings=[(m[1], m[2], m[3]) for m in _BOOKING_LINE.finditer(profile)],
-        policies=_section(text, "House policies"),
-        events=_events(messages),
-    )
-
-
-def _status(event: _Event) -> str | None:
-    if isinstance(event.data, dict):
-        value = event.data.get("status")
-        return str(value) if value is not None else None
-    return None
 
 
 class ScriptedModel:
@@ -189,7 +70,7 @@ class ScriptedModel:
             sort_keys=True,
             default=str,
         )
-        reading = _read(system, messages)
+        reading = read_request(system, messages)
         offered = {str(tool.get("name")) for tool in tools or ()}
         blocks = _Turn(reading, offered).answer()
         digest = hashlib.sha256(request.encode()).hexdigest()
@@ -222,70 +103,9 @@ _Block = str | tuple[str, dict[str, Any]]
 class _Turn:
     """The decision for one request."""
 
-    def __init__(self, reading: _Reading, offered: set[str]) -> None:
+    def __init__(self, reading: RequestReading, offered: set[str]) -> None:
         self.r = reading
         self.offered = offered
-
-    # -- reading the conversation ------------------------------------------
-
-    def _user_texts(self) -> list[tuple[int, str]]:
-        return [
-            (i, e.text)
-            for i, e in enumerate(self.r.events)
-            if e.role == "user" and e.kind == "text"
-        ]
-
-    def _last_completed(self) -> int:
-        """Index after the last booking or cancellation that went through."""
-        for i in range(len(self.r.events) - 1, -1, -1):
-            event = self.r.events[i]
-            if event.kind == "tool_result" and _status(event) in ("booked", "cancelled"):
-                return i + 1
-        return 0
-
-    def _facts(self) -> tuple[date | None, str | None]:
-        """The day and time asked for since the last completed booking; latest mention wins."""
-        start = self._last_completed()
-        day: date | None = None
-        slot: str | None = None
-        for i, text in self._user_texts():
-            if i < start:
-                continue
-            found_day = find_date(text, self.r.today) if self.r.today else _iso_date(text)
-            found_slot = find_time(text)
-            day = found_day or day
-            slot = found_slot or slot
-        return day, slot
-
-    def _use(self, tool_use_id: str) -> _Event | None:
-        for event in self.r.events:
-            if event.kind == "tool_use" and event.id == tool_use_id:
-                return event
-        return None
-
-    def _latest_proposal(self) -> dict[str, Any] | None:
-        for i in range(len(self.r.events) - 1, -1, -1):
-            event = self.r.events[i]
-            if event.kind == "tool_result" and _status(event) == "needs_confirmation":
-                use = self._use(event.id)
-                if use is not None:
-                    return dict(use.data)
-        return None
-
-    def _room(self, day: str, slot: str) -> str | None:
-        for i in range(len(self.r.events) - 1, -1, -1):
-            event = self.r.events[i]
-            if event.kind == "tool_result" and isinstance(event.data, dict):
-                if event.data.get("date") != day:
-                    continue
-                for found in event.data.get("slots") or ():
-                    if found.get("time") == slot:
-                        room = str(found.get("room"))
-                        where = "on the" if room == "mezzanine" else "in the"
-                        return f"{where} {room}" + (
-                            " (step-free)" if found.get("step_free") else ""
-                        )
-        return None
 
     # -- answering ------------------------------------------------------------
 
@@ -293,7 +113,7 @@ class _Turn:
         events = self.r.events
         if events and events[-1].role == "user" and events[-1].kind == "tool_result":
             result = events[-1]
-            use = self._use(result.id)
+            use = self.r.tool_use(result.id)
             if use is not None:
                 return self._after_tool(use, result)
         return self._fresh()
@@ -308,22 +128,21 @@ class _Turn:
         return f" Thanks for telling me; I've noted: {', '.join(said)}." if said else ""
 
     def _fresh(self) -> list[_Block]:
-        texts = self._user_texts()
+        texts = self.r.user_texts()
         text = texts[-1][1] if texts else ""
-        today = self.r.today
-        new_day = find_date(text, today) if today else _iso_date(text)
+        new_day = self.r.find_date(text)
         new_slot = find_time(text)
         if is_policy_question(text):
             return [f"Here are our house policies:\n\n{self.r.policies}"]
         if is_cancel_request(text):
             return self._cancel(text)
         if new_day is None and new_slot is None:
-            proposal = self._latest_proposal()
+            proposal = self.r.latest_proposal()
             if proposal is not None and is_confirmation(text):
                 return self._tool("book_appointment", proposal, "Booking it now.")
             if is_rejection(text):
                 return ["No problem. Which day and time would suit you instead?"]
-        day, slot = self._facts()
+        day, slot = self.r.facts()
         if day is not None:
             return self._tool(
                 "search_slots", {"date": day.isoformat()}, f"Let me check {format_day(day)}."
@@ -348,7 +167,7 @@ class _Turn:
             return ["I can't find a booking to cancel. What is its reference (like BK-0001)?"]
         return self._tool("cancel_booking", {"booking_id": booking_id}, "Cancelling it now.")
 
-    def _after_tool(self, use: _Event, result: _Event) -> list[_Block]:
+    def _after_tool(self, use: ChatEvent, result: ChatEvent) -> list[_Block]:
         data = result.data if isinstance(result.data, dict) else {}
         if result.is_error:
             reason = str(data.get("error", "something went wrong")).rstrip(".")
@@ -369,7 +188,7 @@ class _Turn:
         usable = [s for s in slots if s.get("step_free") or not self.r.step_free]
         times = [str(s.get("time")) for s in usable]
         step_free = " step-free" if self.r.step_free else ""
-        _, slot = self._facts()
+        _, slot = self.r.facts()
         if slot is not None and slot in times:
             args: dict[str, Any] = {"date": data.get("date"), "slot": slot}
             if self.r.needs:
@@ -398,7 +217,7 @@ class _Turn:
             day_text = format_day(date.fromisoformat(day_iso))
         except ValueError:
             day_text = day_iso
-        room = self._room(day_iso, slot)
+        room = self.r.room(day_iso, slot)
         where = f" {room}" if room else ""
         notes = str(data.get("notes") or args.get("notes") or "")
         status = data.get("status")
@@ -440,16 +259,6 @@ class _Turn:
         if status == "already_cancelled":
             return f"Booking {booking_id} was already cancelled."
         return f"I can't find a booking {booking_id} under your number."
-
-
-def _iso_date(text: str) -> date | None:
-    match = re.search(r"\b(\d{4})-(\d{2})-(\d{2})\b", text)
-    if match is None:
-        return None
-    try:
-        return date(*(int(g) for g in match.groups()))
-    except ValueError:
-        return None
 
 
 def _join(items: Sequence[str]) -> str:

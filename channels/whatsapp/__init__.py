@@ -107,6 +107,7 @@ from channels.whatsapp.faults import (
 )
 from channels.whatsapp.graph import (
     AcceptAll,
+    RefusalHandler,
     SendHandler,
     SendOutcome,
     create_graph_app,
@@ -362,6 +363,7 @@ __all__ = [
     "Reaction",
     "ReactionMessage",
     "RecipientNotSupported",
+    "RefusalHandler",
     "SendAction",
     "SendHandler",
     "SendLimits",

@@ -54,7 +54,14 @@ from channels.whatsapp.validation import (
 )
 from harness.clock import Clock
 
-__all__ = ["AcceptAll", "SendHandler", "SendOutcome", "create_graph_app", "success_body"]
+__all__ = [
+    "AcceptAll",
+    "RefusalHandler",
+    "SendHandler",
+    "SendOutcome",
+    "create_graph_app",
+    "success_body",
+]
 
 _log = logging.getLogger(__name__)
 _VERSION: Final = re.compile(VERSION_PATTERN)
@@ -135,6 +142,11 @@ def _unknown_object(method: str, object_id: str) -> InvalidParameter:
     return InvalidParameter(message=f"(#100) {details}", details=details)
 
 
+#: Told about every well-addressed send the API refused: the phone_number_id, the
+#: body as sent (``{"raw": text}`` when it was not a JSON object) and the error.
+RefusalHandler = Callable[[str, Mapping[str, Any], GraphAPIError], None]
+
+
 class _GraphAPI:
     """The endpoints, sharing the configuration ``create_graph_app`` was given."""
 
@@ -149,7 +161,9 @@ class _GraphAPI:
         validator: SendValidator,
         rng: random.Random,
         openapi: dict[str, Any],
+        on_refuse: RefusalHandler | None = None,
     ) -> None:
+        self.on_refuse = on_refuse
         self.tokens = tokens
         self.phone_numbers = phone_numbers
         self.on_send = on_send
@@ -252,9 +266,17 @@ class _GraphAPI:
         self.check_version(request)
         self.authenticate(request)
         phone_number_id = self.phone_number(request)
-        body = parse_json_body(await request.body())
-        send = self.validator.validate(phone_number_id, body)
-        outcome = await self.on_send(send)
+        raw = await request.body()
+        body: object = None
+        try:
+            body = parse_json_body(raw)
+            send = self.validator.validate(phone_number_id, body)
+            outcome = await self.on_send(send)
+        except GraphAPIError as exc:
+            if self.on_refuse is not None:
+                seen = body if isinstance(body, dict) else {"raw": raw.decode("utf-8", "replace")}
+                self.on_refuse(phone_number_id, seen, exc)
+            raise
         return JSONResponse(success_body(send, outcome))
 
     async def upload(self, request: Request) -> Response:
@@ -366,6 +388,7 @@ def create_graph_app(
     routes: Sequence[BaseRoute] = (),
     openapi_paths: Mapping[str, Mapping[str, Any]] | None = None,
     openapi_schemas: Mapping[str, Mapping[str, Any]] | None = None,
+    on_refuse: RefusalHandler | None = None,
 ) -> Starlette:
     """Build the fake Graph API.
 
@@ -376,6 +399,8 @@ def create_graph_app(
     harness's control endpoints) are matched before the Graph routes, and
     ``openapi_paths`` / ``openapi_schemas`` describe them in ``/openapi.json``.
     ``rng`` draws the ``fbtrace_id`` of error bodies (seeded with 0 if unset).
+    ``on_refuse`` hears of every send refused once its token and number were
+    known good (bad body, Meta's limits, the handler's own refusals).
     """
     tokens = (
         dict(access_tokens)
@@ -396,6 +421,7 @@ def create_graph_app(
             limits=limits,
             server_url=public_url,
         ),
+        on_refuse=on_refuse,
     )
     graph_routes = [
         Route("/openapi.json", api.guarded(api.document), methods=_ANY_METHOD),

@@ -60,7 +60,7 @@ from channels.whatsapp.messages import (
     parse_message,
 )
 from channels.whatsapp.statuses import pricing, status
-from channels.whatsapp.validation import TemplateRegistry, ValidatedSend
+from channels.whatsapp.validation import TemplateRegistry, ValidatedSend, normalize_wa_id
 from channels.whatsapp.window import SessionWindows
 from harness.clock import Clock, VirtualClock
 from harness.exceptions import ConfigError, DeliveryError
@@ -155,6 +155,7 @@ class WhatsAppSimulator:
             routes=control_routes(self) if control else (),
             openapi_paths=CONTROL_OPENAPI_PATHS if control else None,
             openapi_schemas=CONTROL_OPENAPI_SCHEMAS if control else None,
+            on_refuse=self._on_refuse,
         )
         #: When set (by :meth:`run_paced`), virtual time follows real time.
         self.paced = False
@@ -559,9 +560,7 @@ class WhatsAppSimulator:
             and not template
             and self.config.window_error == "sync"
         ):
-            error = ReEngagementRequired()
-            self._record_send(send, who, None, _error_info(error), in_window)
-            raise error
+            raise ReEngagementRequired()
         wamid = new_wamid(self._rng, who.wa_id or "" if who else "", outbound=True)
         self._sent[wamid] = _Sent(wamid=wamid, user=who, send=send, at=now)
         self.outbox.append(dict(send.body))
@@ -585,6 +584,37 @@ class WhatsAppSimulator:
             wamid=wamid,
             wa_id=who.wa_id if who else send.to,
             user_id=who.user_id if who and send.to is None else None,
+        )
+
+    def _on_refuse(
+        self, phone_number_id: str, body: Mapping[str, Any], error: GraphAPIError
+    ) -> None:
+        """The Graph API refused a send: it goes in the trace with Meta's error."""
+        to, recipient = body.get("to"), body.get("recipient")
+        key = normalize_wa_id(to) if isinstance(to, str) else None
+        if key is None and isinstance(recipient, str):
+            key = recipient
+        if key is None and isinstance(body.get("message_id"), str):
+            inbound = self._inbound.get(body["message_id"])
+            key = inbound[0].key if inbound else None
+        who = self._users.get(key or "")
+        kind = body.get("type") if isinstance(body.get("type"), str) else None
+        if body.get("status") == "read":
+            kind = "typing" if "typing_indicator" in body else "mark_read"
+        text = None
+        if kind == "text" and isinstance(body.get("text"), Mapping):
+            raw_text = body["text"].get("body")
+            text = raw_text if isinstance(raw_text, str) else None
+        self.record(
+            OutboundSend(
+                at=self.clock.now(),
+                user=who.key if who else key,
+                type=str(kind or "unknown"),
+                text=text,
+                request=_json_safe(body),
+                error=_error_info(error),
+                in_window=None,
+            )
         )
 
     async def _on_read(self, send: ValidatedSend, now: datetime) -> SendOutcome:
@@ -725,6 +755,11 @@ def _error_info(error: GraphAPIError) -> ErrorInfo:
         details=error.details,
         http_status=error.http_status,
     )
+
+
+def _json_safe(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The body as plain JSON data (it came from ``json.loads``, so it already is)."""
+    return {str(k): v for k, v in body.items()}
 
 
 def _options(interactive: Mapping[str, Any]) -> list[tuple[str, str, str | None]]:

@@ -432,9 +432,11 @@ async def test_pair_rate_limit_answers_131056(pair: tuple[WhatsAppSimulator, Ech
     body = {"messaging_product": "whatsapp", "to": WA_ID, "type": "text", "text": {"body": "."}}
     codes = [(await echo.send(body))[0] for _ in range(60)]
     assert 400 in codes
-    refused = [s for s in sim.conversation().sends() if s.error is not None]
-    assert refused == []  # rate-limit refusals are answered, not sends
     assert echo.send_results[-1][1]["error"]["code"] == 131056
+    refused = [s for s in sim.conversation().sends() if s.error is not None]
+    assert refused
+    assert {s.error.code for s in refused if s.error} == {131056}
+    assert sim.conversation().failed_sends() == refused
 
 
 async def test_mark_read_of_an_unknown_message_is_refused(
@@ -446,6 +448,22 @@ async def test_mark_read_of_an_unknown_message_is_refused(
     )
     assert code == 400
     assert body["error"]["code"] == 131009
+
+
+async def test_a_refused_send_is_in_the_trace(pair: tuple[WhatsAppSimulator, EchoBot]) -> None:
+    sim, echo = pair
+    await sim.say(WA_ID, "hi")
+    await sim.settle()
+    code, body = await echo.send(
+        {"messaging_product": "whatsapp", "to": WA_ID, "type": "text", "text": {"body": "x" * 4097}}
+    )
+    assert code == 400
+    [refused] = [s for s in sim.conversation().sends() if s.error is not None]
+    assert refused.error is not None
+    assert refused.error.code == body["error"]["code"]
+    assert refused.user == WA_ID
+    assert refused.type == "text"
+    assert refused.text == "x" * 4097
 
 
 async def test_bot_that_hard_codes_metas_host_reaches_the_simulator() -> None:

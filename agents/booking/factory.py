@@ -1,0 +1,47 @@
+"""The harness's way in: build the booking agent from an :class:`~harness.channel.AgentEnvironment`.
+
+``agents.booking:agent_factory`` is the import path to give the harness. On
+the WhatsApp channel it returns the webhook app, wired to the channel's
+virtual clock, store and in-process Graph API client; on the direct channel
+(no HTTP client, no WhatsApp credentials) it returns the bare
+:class:`~agents.booking.core.BookingAgent`. Either way the model and the
+tools sit behind passthrough recorders whose events go to the channel's
+sink, so model calls and tool calls land in the conversation's trace.
+"""
+
+from __future__ import annotations
+
+from starlette.applications import Starlette
+
+from agents.booking.core import BookingAgent
+from agents.booking.settings import BookingSettings
+from agents.booking.webhook import build_llm, create_app
+from harness.channel import AgentEnvironment
+from harness.recorder import RecordingLLMClient, RecordMode, ToolRecorder
+
+__all__ = ["agent_factory"]
+
+
+def agent_factory(env: AgentEnvironment) -> Starlette | BookingAgent:
+    """The booking agent for one harness run, configured from ``env.settings``."""
+    settings = BookingSettings.from_env(env.settings)
+    llm = RecordingLLMClient(
+        build_llm(settings), RecordMode.PASSTHROUGH, sink=env.sink, clock=env.clock
+    )
+    tools = ToolRecorder(RecordMode.PASSTHROUGH, sink=env.sink, clock=env.clock)
+    if env.http_client is None or settings.missing_for_webhook():
+        return BookingAgent(
+            settings,
+            store=env.store.with_namespace(settings.store_namespace),
+            clock=env.clock,
+            llm=llm,
+            tools=tools,
+        )
+    return create_app(
+        settings,
+        store=env.store,
+        clock=env.clock,
+        llm=llm,
+        http_client=env.http_client,
+        tools=tools,
+    )

@@ -1,0 +1,27 @@
+"""Reports of a suite run: the console, ``report.json``, ``junit.xml`` and ``report.html``.
+
+The runner feeds :class:`SuiteProgress` as scenarios finish and hands the
+finished :class:`~harness.results.RunResult` to the writers; each writer
+produces one file, atomically.
+"""
+
+from __future__ import annotations
+
+from harness.report.console import SuiteProgress, print_summary, result_line
+from harness.report.html import render_html, write_html
+from harness.report.json_report import load_json, report_data, write_json
+from harness.report.junit import junit_xml, write_junit, xml_safe
+
+__all__ = [
+    "SuiteProgress",
+    "junit_xml",
+    "load_json",
+    "print_summary",
+    "render_html",
+    "report_data",
+    "result_line",
+    "write_html",
+    "write_json",
+    "write_junit",
+    "xml_safe",
+]

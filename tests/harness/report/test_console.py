@@ -1,0 +1,137 @@
+"""The console: a progress bar or plain lines while running, a summary at the end."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+from rich.console import Console
+
+from harness.report import SuiteProgress, print_summary, result_line
+from harness.results import RunResult, ScenarioResult, Violation
+from tests.harness.report.sample import booking_run, crashed, double_booking, happy_booking
+
+
+def _plain() -> tuple[Console, StringIO]:
+    out = StringIO()
+    return Console(file=out, width=80, color_system=None), out
+
+
+def test_result_lines_say_the_status_in_words() -> None:
+    assert result_line(happy_booking()) == "PASS  happy booking (0.12s)"
+    assert result_line(double_booking()) == (
+        "FAIL  double booking: no_repeated_side_effects at turn 2 (line 5): "
+        "book_table ran 2 times for one message (wamid.A2) (+1 more)"
+    )
+    assert result_line(crashed()) == "ERROR agent crash: agent answered 500 to every delivery"
+    bare = ScenarioResult(name="x", status="error", error="  ")
+    assert result_line(bare) == "ERROR x: could not be run"
+
+
+def test_off_a_terminal_progress_is_one_line_per_scenario() -> None:
+    console, out = _plain()
+    assert not console.is_terminal
+    with SuiteProgress(3, console=console) as progress:
+        assert not progress.enabled
+        for result in booking_run().scenarios:
+            progress.start(result.name)
+            progress.advance(result)
+    lines = out.getvalue().splitlines()
+    assert lines == [
+        "PASS  happy booking (0.12s)",
+        result_line(double_booking()),  # not wrapped at the console's 80 columns
+        "ERROR agent crash: agent answered 500 to every delivery",
+    ]
+    assert (progress.passed, progress.failed, progress.errors, progress.done) == (1, 1, 1, 3)
+
+
+def test_markup_in_a_scenario_name_is_printed_as_is() -> None:
+    console, out = _plain()
+    with SuiteProgress(1, console=console) as progress:
+        progress.advance(ScenarioResult(name="[bold]x[/bold]", status="passed"))
+    assert out.getvalue() == "PASS  [bold]x[/bold] (0.00s)\n"
+
+
+def test_on_a_terminal_progress_draws_a_bar_and_prints_failures() -> None:
+    out = StringIO()
+    console = Console(file=out, width=120, force_terminal=True, color_system=None)
+    with SuiteProgress(3, console=console) as progress:
+        assert progress.enabled
+        progress.start("happy booking")
+        progress.start("double booking")
+        assert progress._description() == "happy booking (+1)"
+        for result in booking_run().scenarios:
+            progress.advance(result)
+        assert progress._description() == "done"
+    text = out.getvalue()
+    assert "FAIL  double booking: no_repeated_side_effects" in text
+    assert "ERROR agent crash" in text
+    assert "PASS  happy booking" not in text  # passes only move the bar
+    assert "3/3" in text
+    assert "1 passed 1 failed 1 errors" in text
+
+
+def test_progress_can_be_forced_off_on_a_terminal() -> None:
+    out = StringIO()
+    console = Console(file=out, force_terminal=True, color_system=None)
+    with SuiteProgress(1, console=console, enabled=False) as progress:
+        progress.advance(happy_booking())
+    assert out.getvalue() == "PASS  happy booking (0.12s)\n"
+
+
+def _summary(run: RunResult) -> str:
+    console = Console(record=True, width=120, color_system=None, file=StringIO())
+    print_summary(run, console)
+    return console.export_text()
+
+
+def test_summary_table_lists_every_scenario() -> None:
+    text = _summary(booking_run())
+    header = next(line for line in text.splitlines() if "Scenario" in line)
+    assert header.split() == ["Scenario", "Channel", "Status", "Violations", "Time"]
+    rows = {line.split()[0]: line.split() for line in text.splitlines() if "whatsapp" in line[:40]}
+    assert rows["happy"] == ["happy", "booking", "whatsapp", "PASS", "0", "0.12s"]
+    assert rows["double"] == ["double", "booking", "whatsapp", "FAIL", "2", "0.31s"]
+    assert rows["agent"] == ["agent", "crash", "whatsapp", "ERROR", "-", "0.05s"]
+    assert text.rstrip().splitlines()[-1] == "3 scenarios: 1 passed, 1 failed, 1 error in 0.48s"
+    assert "\x1b[" not in text
+
+
+def test_summary_details_each_failure_with_its_messages_and_reproduction() -> None:
+    lines = _summary(booking_run()).splitlines()
+    start = lines.index("FAIL double booking  (scenarios/booking/double.yaml, whatsapp, seed 7)")
+    assert lines[start + 1 : start + 6] == [
+        "  ✗ no_repeated_side_effects at turn 2 (line 5): "
+        "book_table ran 2 times for one message (wamid.A2)",
+        "      user 09:59:40: yes",
+        "      tool 09:59:41: book_table {party: 2} -> B-1",
+        "      tool 09:59:43: book_table {party: 2} -> B-2",
+        "  ✗ expect: expected exactly 1 booking, found 2",
+    ]
+    assert lines[start + 6 : start + 9] == [
+        "  Reproduce with:",
+        "    name: double booking",
+        "    faults: {duplicate: 1.0}",
+    ]
+    error = lines.index("ERROR agent crash  (scenarios/booking/crash.yaml, whatsapp, seed 7)")
+    assert lines[error + 1 : error + 3] == [
+        "  agent answered 500 to every delivery",
+        "  RuntimeError: boom",
+    ]
+    assert not any(line.startswith("PASS happy booking") for line in lines)
+
+
+def test_summary_prints_user_text_literally() -> None:
+    scenario = ScenarioResult(
+        name="[red]odd[/red]",
+        status="failed",
+        violations=(Violation(rule="r", message="[bold]no[/bold]", messages=("[link]x",)),),
+    )
+    text = _summary(RunResult(scenarios=(scenario,), duration_s=1))
+    assert "FAIL [red]odd[/red]" in text
+    assert "  ✗ r: [bold]no[/bold]" in text
+    assert "      [link]x" in text
+    assert "1 scenario: 0 passed, 1 failed, 0 errors in 1.00s" in text
+
+
+def test_summary_of_an_empty_run() -> None:
+    assert _summary(RunResult()).strip() == "0 scenarios: 0 passed, 0 failed, 0 errors in 0.00s"

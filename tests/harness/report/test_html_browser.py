@@ -1,0 +1,142 @@
+"""report.html in a real browser: headless Chromium runs its script and draws it.
+
+Needs Debian's ``chromium`` package. Without it the tests skip, unless
+``CI`` or ``HARNESS_REQUIRE_BROWSER`` is set: then a missing browser fails.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness.report import write_html
+from tests.harness.report.dom import Element, parse
+from tests.harness.report.sample import booking_run
+
+pytestmark = pytest.mark.browser
+
+# Read at import: the autouse fixture in tests/conftest.py clears HARNESS_* before each test.
+_REQUIRE = bool(os.environ.get("CI")) or bool(os.environ.get("HARNESS_REQUIRE_BROWSER"))
+_TIMEOUT = 60
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        message = "headless Chromium is not installed (apt-get install chromium)"
+        if _REQUIRE:
+            pytest.fail(message + "; CI and HARNESS_REQUIRE_BROWSER need it")
+        pytest.skip(message)
+    return found
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_html(booking_run(), tmp_path_factory.mktemp("report") / "report.html")
+
+
+def _run(chromium: str, profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [
+        chromium,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={profile}",
+        *args,
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=_TIMEOUT, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
+def _dom(chromium: str, tmp_path: Path, url: str) -> Element:
+    done = _run(chromium, tmp_path / "profile", "--dump-dom", url)
+    assert "</html>" in done.stdout, done.stderr[-2000:]
+    return parse(done.stdout)
+
+
+def test_the_browser_draws_every_scenario(chromium: str, report: Path, tmp_path: Path) -> None:
+    dom = _dom(chromium, tmp_path, report.as_uri())
+    sections = dom.find_all("section", "scenario")
+    assert [s.attrs["data-status"] for s in sections] == ["passed", "failed", "error"]
+    assert all("hidden" not in s.attrs for s in sections)
+    assert dom.find("body").attrs["data-filter"] == "all"  # the script ran
+    pressed = [a.attrs["data-filter"] for a in dom.find_all("a", aria_pressed="true")]
+    assert pressed == ["all"]
+
+    failing = sections[1]
+    violation = failing.find("div", "violation", data_rule="no_repeated_side_effects")
+    turn = next(a for a in violation.ancestors() if "turn" in a.classes)
+    assert (turn.attrs["data-turn"], turn.find("a", "turn-label").text) == ("1", "Turn 2")
+    assert "violated" in turn.classes
+    assert [t.attrs["data-tick"] for t in sections[0].find_all("span", "ticks")] == [
+        "read",
+        "delivered",
+        "sent",
+    ]
+    assert failing.find("div", "duplicate").find("span", "chip").text == "duplicate delivery"
+    assert sections[0].find("div", "tool").attrs["data-tool"] == "check_availability"
+    assert sections[0].find("div", "divider-jump").text == "⏩ 25h later · wait 25h"
+    # the user's <script> stayed text: the page's own script is the only one
+    assert len(dom.find_all("script")) == 1
+    assert "<script>alert" in failing.find("div", "msg-in").find("div", "text").text
+
+
+@pytest.mark.parametrize(
+    ("fragment", "shown"),
+    [
+        ("failed", {"failed"}),
+        ("passed", {"passed"}),
+        ("error", {"error"}),
+        ("all", {"passed", "failed", "error"}),
+    ],
+)
+def test_the_hash_filters_the_scenarios(
+    chromium: str, report: Path, tmp_path: Path, fragment: str, shown: set[str]
+) -> None:
+    dom = _dom(chromium, tmp_path, f"{report.as_uri()}#{fragment}")
+    visible = {
+        s.attrs["data-status"]
+        for s in dom.find_all("section", "scenario")
+        if "hidden" not in s.attrs
+    }
+    assert visible == shown
+    listed = {
+        n.attrs["data-status"] for n in dom.find_all("li", "nav-item") if "hidden" not in n.attrs
+    }
+    assert listed == shown
+    assert dom.find("a", "filter", data_filter=fragment).attrs["aria-pressed"] == "true"
+
+
+def test_a_scenario_anchor_shows_everything(chromium: str, report: Path, tmp_path: Path) -> None:
+    dom = _dom(chromium, tmp_path, f"{report.as_uri()}#scenario-2-double-booking")
+    assert all("hidden" not in s.attrs for s in dom.find_all("section", "scenario"))
+
+
+def test_a_screenshot_of_the_report(chromium: str, report: Path, tmp_path: Path) -> None:
+    shot = tmp_path / "report.png"
+    _run(
+        chromium,
+        tmp_path / "profile",
+        f"--screenshot={shot}",
+        "--window-size=1280,2000",
+        report.as_uri(),
+    )
+    data = shot.read_bytes()
+    assert data.startswith(_PNG_SIGNATURE)
+    width = int.from_bytes(data[16:20], "big")
+    height = int.from_bytes(data[20:24], "big")
+    assert (width, height) == (1280, 2000)
+    assert len(data) > 50_000  # a drawn page, not a blank one
