@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from harness.agent import DirectAgent, DirectMessage, DirectReply, DirectTurn
-from harness.channel import AgentEnvironment, ChannelSetup
+from harness.channel import AgentEnvironment, ChannelSetup, close_agent
 from harness.clock import VirtualClock
 from harness.exceptions import ConfigError
 from harness.plugins import ChannelPlugin
@@ -141,7 +141,8 @@ class DirectChannel:
         return Conversation.from_events(self.events, channel=self.name, participants=participants)
 
     async def close(self) -> None:
-        """Nothing to release."""
+        """Stop the agent's own pending work (timers, background tasks)."""
+        await close_agent(self._agent)
 
     async def _burst(
         self, user: str, messages: list[DirectMessage], *, reply_id: str | None = None

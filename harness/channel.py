@@ -14,6 +14,7 @@ event sink) the agent should use.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -26,7 +27,14 @@ from harness.clock import Clock
 from harness.store import Store
 from harness.trace import Conversation, Event
 
-__all__ = ["AgentEnvironment", "AgentFactory", "ChannelSession", "ChannelSetup", "UserSpec"]
+__all__ = [
+    "AgentEnvironment",
+    "AgentFactory",
+    "ChannelSession",
+    "ChannelSetup",
+    "UserSpec",
+    "close_agent",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,3 +140,14 @@ class ChannelSession(Protocol):
     async def close(self) -> None:
         """Release the agent and the connections."""
         ...
+
+
+async def close_agent(built: object) -> None:
+    """Stop an in-process agent: its ``aclose()``, or that of the agent behind ``app.state``."""
+    for candidate in (built, getattr(getattr(built, "state", None), "agent", None)):
+        close = getattr(candidate, "aclose", None)
+        if callable(close):
+            result = close()
+            if inspect.isawaitable(result):
+                await result
+            return

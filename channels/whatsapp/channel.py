@@ -17,7 +17,7 @@ import httpx
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.faults import FaultProfile
 from channels.whatsapp.simulator import WhatsAppSimulator
-from harness.channel import AgentEnvironment, ChannelSetup
+from harness.channel import AgentEnvironment, ChannelSetup, close_agent
 from harness.clock import VirtualClock
 from harness.exceptions import ConfigError
 from harness.store import MemoryStore
@@ -70,6 +70,7 @@ class WhatsAppChannel:
             config, clock=VirtualClock(), store=self.store, faults=faults, seed=setup.seed
         )
         self._client: httpx.AsyncClient | None = None
+        self._app: Any = None
         for user in setup.users:
             self.sim.add_user(user.wa_id, user.name, user_id=user.bsuid)
 
@@ -91,8 +92,8 @@ class WhatsAppChannel:
             http_client=self._client,
             sink=self.sim.record,
         )
-        app = self.setup.agent_factory(env)
-        self.sim.connect(app)
+        self._app = self.setup.agent_factory(env)
+        self.sim.connect(self._app)
 
     def _user(self, user: str) -> str:
         return self.sim.user(user).key
@@ -153,7 +154,8 @@ class WhatsAppChannel:
         return self.sim.conversation(channel=self.name)
 
     async def close(self) -> None:
-        """Close the agent connection and the in-process Graph client."""
+        """Stop the in-process agent's own work, then close the connections."""
+        await close_agent(self._app)
         await self.sim.aclose()
         if self._client is not None:
             await self._client.aclose()
