@@ -65,7 +65,7 @@ def _as_tuple(value: object) -> object:
     return (value,) if isinstance(value, str) else value
 
 
-_Phrases: TypeAlias = Annotated[tuple[str, ...], BeforeValidator(_as_tuple)]
+_Texts: TypeAlias = Annotated[tuple[str, ...], BeforeValidator(_as_tuple)]
 
 
 def _search(pattern: str | None) -> re.Pattern[str] | None:
@@ -87,7 +87,8 @@ def _quote(text: str | None, limit: int = 40) -> str:
 
 
 def _a(word: str) -> str:
-    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
+    vowel = word[:1].lower() in ("a", "e", "i", "o", "u")
+    return f"{'an' if vowel else 'a'} {word}"
 
 
 def _first_copy(event: Event) -> bool:
@@ -117,7 +118,7 @@ def action_only_after_confirmation(
     conversation: Conversation,
     *,
     tool: str = "book_appointment",
-    phrases: _Phrases = DEFAULT_PHRASES,
+    phrases: _Texts = DEFAULT_PHRASES,
     button: str | None = "confirm",
     proposal: Regex | None = None,
 ) -> Iterator[Violation]:
@@ -543,7 +544,7 @@ def every_inbound_answered(
     conversation: Conversation,
     *,
     within: Duration | None = None,
-    ignore: _Phrases = ("reaction",),
+    ignore: _Texts = ("reaction",),
 ) -> Iterator[Violation]:
     """Every burst of user messages gets at least one agent message before the next.
 

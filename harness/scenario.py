@@ -421,7 +421,7 @@ def _check_steps(steps: Sequence[BaseStep], users: Sequence[User]) -> None:
             count = sent[who]
             wanted = step.which or 1
             if wanted > count:
-                problem = "nothing" if not count else f"only {count} message(s)"
+                problem = f"only {count} message{'s' if count > 1 else ''}" if count else "nothing"
                 message = f"user '{who}' has sent {problem} before this step"
                 raise LocatedError(message, ("steps", index, "redeliver"))
 

@@ -311,7 +311,9 @@ class YamlDocument:
         ``fields(path)`` lists the fields allowed beside ``path``, to suggest
         one for a typo.
         """
-        found: list[tuple[int, int, ScenarioError]] = []
+        # (missing?, line, order): a missing field is often a misspelt one, and
+        # the misspelling names the better line.
+        found: list[tuple[bool, int, int, ScenarioError]] = []
         for order, error in enumerate(exc.errors()):
             if _consequence(error):
                 continue
@@ -325,8 +327,11 @@ class YamlDocument:
                 message = f"missing required field '{at[-1]}'"
                 at = at[:-1]
             line = self.line_of(at)
-            found.append((line or 0, order, self.error(message, at)))
-        return min(found, key=lambda item: item[:2])[2]
+            missing = error["type"] == "missing"
+            found.append((missing, line or 0, order, self.error(message, at)))
+        if not found:  # only consequences: report the first as it is
+            return self.error(_message(exc.errors()[0], ()), ())
+        return min(found, key=lambda item: item[:3])[3]
 
 
 class _Builder:
