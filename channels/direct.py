@@ -19,7 +19,7 @@ from typing import Any
 from harness.agent import DirectAgent, DirectMessage, DirectReply, DirectTurn
 from harness.channel import AgentEnvironment, ChannelSetup, close_agent
 from harness.clock import VirtualClock
-from harness.exceptions import ConfigError
+from harness.exceptions import ConfigError, StepError
 from harness.plugins import ChannelPlugin
 from harness.store import MemoryStore
 from harness.trace import (
@@ -66,6 +66,8 @@ class DirectChannel:
         self._ids = itertools.count(1)
         self._users = {u.key: u for u in setup.users} | {u.name: u for u in setup.users}
         self._last_options: dict[str, tuple[tuple[str, str], ...]] = {}
+        #: How long a user takes to read a reply before the next step.
+        self.think_time = timedelta(seconds=5)
 
     def _record(self, event: Event) -> None:
         self.events.append(event)
@@ -107,7 +109,7 @@ class DirectChannel:
                 await self._burst(key, [message], reply_id=option_id)
                 return
         offered = ", ".join(repr(i) for i, _ in self._last_options.get(key, ())) or "none"
-        raise ConfigError(f"no option {choice!r} among the last offered ({offered})")
+        raise StepError(f"no option {choice!r} among the agent's last choices ({offered})")
 
     async def send(self, user: str, message: Mapping[str, Any]) -> None:
         """Any other message type reaches the agent with its WhatsApp-shaped body."""
@@ -125,8 +127,13 @@ class DirectChannel:
         self._record(ClockJump(at=self.clock.now(), previous=before, reason=f"wait {seconds:g}s"))
 
     async def settle(self) -> None:
-        """Let the agent's pending work run (there is no channel to wait for)."""
+        """Let the agent's pending work run, then let the user take a few seconds to read.
+
+        Nothing else takes time here, and without it every message of a
+        conversation would carry the same instant, as if typed in one burst.
+        """
         await self.clock.run_until(self.clock.now())
+        await self.clock.run_until(self.clock.now() + self.think_time, reason="reading")
 
     def now(self) -> datetime:
         """The channel's virtual time."""

@@ -17,7 +17,7 @@ from typing import Annotated, Final, TypeAlias
 from pydantic import BeforeValidator, JsonValue, PositiveInt
 
 from harness.clock import format_duration
-from harness.invariants import Duration, Regex, Transcript, invariant
+from harness.invariants import DurationParam, Regex, Transcript, invariant
 from harness.results import Violation
 from harness.trace import Conversation, Event, InboundMessage, OutboundSend, StatusUpdate, ToolCall
 
@@ -322,7 +322,7 @@ def one_reply_per_burst(
     conversation: Conversation,
     *,
     max_replies: PositiveInt = 1,
-    gap: Duration = timedelta(seconds=1.5),
+    gap: DurationParam = timedelta(seconds=1.5),
     chunk_min: PositiveInt = 2000,
 ) -> Iterator[Violation]:
     """A burst of several user messages gets at most ``max_replies`` agent messages.
@@ -543,7 +543,7 @@ def _ago(delta: timedelta) -> str:
 def every_inbound_answered(
     conversation: Conversation,
     *,
-    within: Duration | None = None,
+    within: DurationParam | None = None,
     ignore: _Texts = ("reaction",),
 ) -> Iterator[Violation]:
     """Every burst of user messages gets at least one agent message before the next.

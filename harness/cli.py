@@ -49,6 +49,18 @@ def cli() -> None:
     """Record, replay and regression-test AI agents that run on WhatsApp."""
 
 
+def _builtin_commands() -> None:
+    # Imported here so that `harness --help` stays quick and plugins load lazily.
+    from harness.run_cli import run_command
+    from harness.scenario_cli import schema_command
+
+    cli.add_command(run_command)
+    cli.add_command(schema_command)
+
+
+_builtin_commands()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``harness`` console script and ``python -m harness``."""
     try:

@@ -20,6 +20,7 @@ single line, which the command line prints as is.
     │   └── StoreUnavailable (ConnectionError)
     ├── ClockError (RuntimeError)            misuse of a clock (time going backwards)
     ├── ScenarioError (ValueError)           a scenario file that can't be run, with file:line
+    ├── StepError (RuntimeError)             a step the agent's answers made impossible
     └── ChannelError
         ├── SignatureError (ValueError)      a webhook signature missing or wrong
         ├── HandshakeError                   the webhook failed the verification handshake
@@ -47,6 +48,7 @@ __all__ = [
     "ScenarioError",
     "SchemaVersionError",
     "SignatureError",
+    "StepError",
     "StoreError",
     "StoreUnavailable",
     "UnknownTool",
@@ -155,6 +157,15 @@ class ScenarioError(HarnessError, ValueError):
         self.path = None if path is None else Path(path)
         self.line = line
         self.field = field
+
+
+class StepError(HarnessError, RuntimeError):
+    """A scenario step that can't be played because of what the agent did.
+
+    Tapping a button when the agent offered none is the agent's failure, not
+    the scenario's: the runner reports it as a failed step and still checks
+    the invariants over the conversation so far.
+    """
 
 
 class ChannelError(HarnessError):

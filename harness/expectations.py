@@ -25,7 +25,7 @@ __all__ = ["check_expectation", "reply_text"]
 def reply_text(send: OutboundSend) -> str:
     """What the user reads of a send: its text, the buttons or rows it offers, a template."""
     parts = [send.text or ""]
-    request = send.request
+    request: Any = send.request  # Graph API JSON, walked defensively below
     interactive = request.get("interactive")
     if isinstance(interactive, dict):
         action = interactive.get("action")

@@ -66,7 +66,7 @@ from harness.trace import (
 
 __all__ = [
     "BoundInvariant",
-    "Duration",
+    "DurationParam",
     "Invariant",
     "InvariantFunction",
     "InvariantSpec",
@@ -134,7 +134,7 @@ def _duration(value: object) -> object:
 #: A parameter holding a regular expression; checked when the spec is bound.
 Regex: TypeAlias = Annotated[str, AfterValidator(_valid_regex)]
 #: A parameter holding a duration: seconds as a number, or text such as ``"30s"`` or ``"2m"``.
-Duration: TypeAlias = Annotated[timedelta, BeforeValidator(_duration)]
+DurationParam: TypeAlias = Annotated[timedelta, BeforeValidator(_duration)]
 
 
 # -- invariants and their parameters -----------------------------------------------

@@ -24,11 +24,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from harness.channel import AgentFactory, ChannelSession, ChannelSetup, UserSpec
-from harness.exceptions import ConfigError, HarnessError
+from harness.exceptions import ConfigError, HarnessError, StepError
 from harness.expectations import check_expectation
 from harness.invariants import BoundInvariant, bind
 from harness.plugins import ChannelPlugin, load_channel_plugins
-from harness.results import RunResult, ScenarioResult, Violation
+from harness.results import RunResult, ScenarioResult, ScenarioStatus, Violation
 from harness.scenario import Scenario
 from harness.steps import (
     ExpectStep,
@@ -189,7 +189,19 @@ class Runner:
         try:
             session = self.plugin.factory(setup)
             await session.start()
-            await self._play(scenario, session, users, progress)
+            try:
+                await self._play(scenario, session, users, progress)
+            except StepError as exc:
+                step = scenario.steps[len(progress.turns_after)]
+                progress.violations.append(
+                    Violation(
+                        kind="expectation",
+                        rule=step.action,
+                        message=f"{exc} (the rest of the scenario was not played)",
+                        step=step.index,
+                        line=step.line,
+                    )
+                )
             conversation = session.conversation()
             for check in checks:
                 progress.violations.extend(check.run(conversation))
@@ -206,7 +218,7 @@ class Runner:
                 except Exception as exc:  # closing a broken agent must not hide the result
                     error = error or f"closing the agent failed: {type(exc).__name__}: {exc}"
         violations = tuple(progress.violations)
-        status = "error" if error else ("failed" if violations else "passed")
+        status: ScenarioStatus = "error" if error else ("failed" if violations else "passed")
         return ScenarioResult(
             name=scenario.name,
             path=str(scenario.path or ""),
@@ -285,9 +297,7 @@ def _faults_of(scenario: Scenario) -> dict[str, Any]:
     return dict(faults)
 
 
-def _reproduce(
-    scenario: Scenario, violations: Sequence[Violation], progress: _Progress
-) -> str:
+def _reproduce(scenario: Scenario, violations: Sequence[Violation], progress: _Progress) -> str:
     """The shortest prefix of the scenario that still shows the first violation, as YAML."""
     if not violations:
         return scenario.to_yaml()

@@ -71,8 +71,10 @@ class WhatsAppChannel:
         )
         self._client: httpx.AsyncClient | None = None
         self._app: Any = None
+        self._names: dict[str, str] = {}
         for user in setup.users:
-            self.sim.add_user(user.wa_id, user.name, user_id=user.bsuid)
+            added = self.sim.add_user(user.wa_id, user.name, user_id=user.bsuid)
+            self._names[user.name] = added.key
 
     async def start(self) -> None:
         """Build the in-process agent (or connect to the remote one)."""
@@ -96,7 +98,8 @@ class WhatsAppChannel:
         self.sim.connect(self._app)
 
     def _user(self, user: str) -> str:
-        return self.sim.user(user).key
+        """A scenario's user, by name (or by wa_id or BSUID)."""
+        return self._names.get(user) or self.sim.user(user).key
 
     async def say(self, user: str, texts: Sequence[str], *, gap: float = 1.0) -> None:
         """The user types one message or a burst."""

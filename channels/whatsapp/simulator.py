@@ -63,7 +63,7 @@ from channels.whatsapp.statuses import pricing, status
 from channels.whatsapp.validation import TemplateRegistry, ValidatedSend, normalize_wa_id
 from channels.whatsapp.window import SessionWindows
 from harness.clock import Clock, VirtualClock
-from harness.exceptions import ConfigError, DeliveryError
+from harness.exceptions import ConfigError, DeliveryError, StepError
 from harness.store import MemoryStore, Store
 from harness.trace import (
     ClockJump,
@@ -313,7 +313,7 @@ class WhatsAppSimulator:
         who = user if isinstance(user, SimUser) else self.user(user)
         sent = self._last_interactive(who)
         if sent is None:
-            raise ConfigError(f"user {who.key} has no interactive message to tap")
+            raise StepError(f"the agent sent user {who.key} no buttons or list to tap")
         interactive = dict(sent.send.body.get("interactive") or {})
         options = _options(interactive)
         for option_id, title, description in options:  # noqa: B007  # used after the loop
@@ -321,9 +321,7 @@ class WhatsAppSimulator:
                 break
         else:
             listed = ", ".join(f"{i!r} ({t})" for i, t, _ in options)
-            raise ConfigError(
-                f"no button or row {choice!r} in the last interactive message: {listed}"
-            )
+            raise StepError(f"no button or row {choice!r} in the agent's last choices: {listed}")
         context = Context(from_=self.config.display_phone_number, id=sent.wamid)
         now = self.clock.now()
         if interactive.get("type") == "list":

@@ -16,7 +16,7 @@ from channels.whatsapp.faults import FaultProfile
 from channels.whatsapp.simulator import WhatsAppSimulator
 from channels.whatsapp.transport import GraphRedirect
 from harness.clock import VirtualClock
-from harness.exceptions import ConfigError, HandshakeError
+from harness.exceptions import HandshakeError, StepError
 from harness.trace import DeliveryAttempt, InboundMessage, OutboundSend, StatusUpdate
 from tests.channels.whatsapp.echo_bot import BotConfig, EchoBot
 
@@ -376,7 +376,7 @@ async def test_tap_answers_the_last_interactive_message(
     assert tapped.reply_id == "move"
     assert tapped.context_id == buttons[0].wamid
     assert sim.conversation().replies()[-1].text == "you chose Move"
-    with pytest.raises(ConfigError, match="no button or row 'nope'"):
+    with pytest.raises(StepError, match="no button or row 'nope'"):
         await sim.tap(WA_ID, "nope")
 
 
