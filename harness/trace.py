@@ -181,7 +181,8 @@ class ClockJump(_Event):
 class DeliveryAttempt(_Event):
     """One webhook POST (or other hand-over) to the agent, and how it went.
 
-    ``status_code`` is None when no answer came (timeout, refused);
+    ``items`` names what the POST carried: a user message by its wamid, a
+    status as ``wamid:status``. ``status_code`` is None when no answer came (timeout, refused);
     ``faults`` names the channel faults applied to it (``duplicate``,
     ``reordered``, ``batched``, ``retry`` ...).
     """
@@ -245,8 +246,12 @@ class Turn(_Model):
 
     @property
     def replies(self) -> list[OutboundSend]:
-        """The messages the agent sent in this turn (not receipts or typing)."""
-        return [e for e in self.sends if e.is_message]
+        """The messages the channel accepted from the agent in this turn.
+
+        Receipts, typing indicators and refused sends are not replies: the
+        user never saw them (:attr:`sends` has them all).
+        """
+        return [e for e in self.sends if e.is_message and e.ok]
 
     @property
     def tool_calls(self) -> list[ToolCall]:
@@ -353,8 +358,8 @@ class Conversation(_Model):
         ]
 
     def replies(self, user: str | None = None) -> list[OutboundSend]:
-        """The messages the agent sent (not receipts or typing indicators)."""
-        return [e for e in self.sends(user) if e.is_message]
+        """The messages the channel accepted from the agent (no receipts, typing or refusals)."""
+        return [e for e in self.sends(user) if e.is_message and e.ok]
 
     def tool_calls(
         self, name: str | None = None, *, side_effect: bool | None = None

@@ -108,6 +108,8 @@ def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     # Multi-line text reads best as a literal block; PyYAML falls back to
     # quoting when a block can't carry the text exactly.
     style = "|" if "\n" in value else None
+    if any(char in value for char in "\x85\u2028\u2029"):
+        style = '"'  # PyYAML mangles these line breaks in any other style
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
