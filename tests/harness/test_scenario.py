@@ -1,10 +1,9 @@
-"""Scenario files: every valid form, every error with its file:line and field, the schema, YAML out."""
+"""Scenario files: every valid form, every error with its line and field, the schema, YAML out."""
 
 from __future__ import annotations
 
 import json
 import re
-import string
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -30,8 +29,8 @@ from harness.scenario import (
 from harness.scenario_cli import schema_command, schema_text
 from harness.steps import (
     DEFAULT_GAP,
-    ExpectStep,
     Expectation,
+    ExpectStep,
     RedeliverStep,
     SayStep,
     SendStep,
@@ -94,22 +93,34 @@ def test_the_full_example_reads_every_form() -> None:
     assert [step.index for step in s.steps] == list(range(12))
     assert [step.line for step in s.steps] == [21, 22, 25, 26, 27, 29, 30, 31, 32, 34, 35, 46]
     assert say == SayStep(say=("hi there",), index=0, line=21)
-    assert not say.burst and say.user is None and say.gap == DEFAULT_GAP
-    assert isinstance(burst, SayStep) and burst.burst
+    assert not say.burst
+    assert say.user is None
+    assert say.gap == DEFAULT_GAP
+    assert isinstance(burst, SayStep)
+    assert burst.burst
     assert (burst.say, burst.user) == (("I'd like", "a table", "on friday"), "Bo")
-    assert isinstance(tap, TapStep) and tap.tap == "confirm"
-    assert isinstance(location, SendStep) and location.message_type == "location"
+    assert isinstance(tap, TapStep)
+    assert tap.tap == "confirm"
+    assert isinstance(location, SendStep)
+    assert location.message_type == "location"
     assert location.send == {"type": "location", "location": {"latitude": 1.5, "longitude": 2.5}}
-    assert isinstance(image, SendStep) and (image.send, image.caption) == ("image", "the menu")
+    assert isinstance(image, SendStep)
+    assert (image.send, image.caption) == ("image", "the menu")
     assert image.message_type == "image"
-    assert isinstance(wait, WaitStep) and wait.duration == timedelta(hours=25)
-    assert isinstance(advance, WaitStep) and advance.duration == timedelta(hours=1.5)
+    assert isinstance(wait, WaitStep)
+    assert wait.duration == timedelta(hours=25)
+    assert isinstance(advance, WaitStep)
+    assert advance.duration == timedelta(hours=1.5)
     assert (advance.wait, advance.advance) == (None, timedelta(hours=1.5))
-    assert isinstance(last, RedeliverStep) and last.which is None
-    assert isinstance(second, RedeliverStep) and (second.which, second.user) == (2, "Bo")
-    assert isinstance(true, RedeliverStep) and true.redeliver == "last"
+    assert isinstance(last, RedeliverStep)
+    assert last.which is None
+    assert isinstance(second, RedeliverStep)
+    assert (second.which, second.user) == (2, "Bo")
+    assert isinstance(true, RedeliverStep)
+    assert true.redeliver == "last"
 
-    assert isinstance(expect, ExpectStep) and expect.within == timedelta(minutes=1)
+    assert isinstance(expect, ExpectStep)
+    assert expect.within == timedelta(minutes=1)
     assert expect.expect == Expectation(
         reply_contains=("9:00",),
         reply_matches="Fri(day)?",
@@ -121,7 +132,8 @@ def test_the_full_example_reads_every_form() -> None:
         template=True,
         replies=1,
     )
-    assert isinstance(more, ExpectStep) and (more.user, more.within) == ("Cy", None)
+    assert isinstance(more, ExpectStep)
+    assert (more.user, more.within) == ("Cy", None)
     assert more.expect.reply_contains == ("Friday", "9:00")
     assert more.expect.reply_not_contains == ("sorry", "error")
     assert more.expect.tool_called == (
@@ -149,7 +161,7 @@ def test_a_minimal_file_gets_the_defaults() -> None:
     s = load_scenario(GOOD / "minimal.yaml")
     assert s.name == "minimal"  # the file's stem
     assert s.users == (DEFAULT_USER,)
-    assert DEFAULT_USER == User(name="user", wa_id="15551230001")
+    assert User(name="user", wa_id="15551230001") == DEFAULT_USER
     assert (s.description, s.tags, s.seed, s.agent, s.faults, s.invariants) == (
         "",
         (),
@@ -158,7 +170,8 @@ def test_a_minimal_file_gets_the_defaults() -> None:
         None,
         (),
     )
-    assert s.user() is s.users[0] and s.user("user") is s.users[0]
+    assert s.user() is s.users[0]
+    assert s.user("user") is s.users[0]
     with pytest.raises(LookupError, match="no user 'Bob'"):
         s.user("Bob")
 
@@ -237,7 +250,8 @@ def test_each_step_form(text: str, expected: Step | None) -> None:
     if expected is not None:
         assert step == expected.model_copy(update={"index": 1, "line": 3})
     else:
-        assert isinstance(step, SendStep) and isinstance(step.send, dict)
+        assert isinstance(step, SendStep)
+        assert isinstance(step.send, dict)
 
 
 @pytest.mark.parametrize(
@@ -270,9 +284,12 @@ def test_models_can_be_built_in_code_and_steps_are_numbered() -> None:
     assert [step.line for step in s.steps] == [None, None, None]
     # validated from plain data with the same shorthands a file may use
     t = Scenario.model_validate(
-        {"name": "built", "steps": [{"say": "hi"}, {"wait": "1h"}, {"tap": "ok"}],
-         "invariants": ["one_reply_per_burst"]}
-    )  # fmt: skip
+        {
+            "name": "built",
+            "steps": [{"say": "hi"}, {"wait": "1h"}, {"tap": "ok"}],
+            "invariants": ["one_reply_per_burst"],
+        }
+    )
     assert t == s
     # by name as well as by alias from code; files use the alias
     assert SayStep(say=("hi",), user="Ana") == SayStep.model_validate({"say": "hi", "as": "Ana"})
@@ -315,144 +332,272 @@ STEPS = "steps:\n  - say: hi\n"
         ("path: x.yaml\n" + STEPS, "s.yaml:1: path: unknown field"),
         ("1: x\n" + STEPS, "s.yaml:1: a key must be a string, got an integer (quote it)"),
         ("x: &a [*a]\n", "s.yaml:1: x[0]: an alias refers to the value that contains it"),
-        ("a: 1\n---\nb: 2\n", "s.yaml:2: invalid YAML: expected a single document in the "
-         "stream, but found another document"),  # fmt: skip
+        (
+            "a: 1\n---\nb: 2\n",
+            "s.yaml:2: invalid YAML: expected a single document in the "
+            "stream, but found another document",
+        ),
         ("say: \x07\n", "s.yaml:1: invalid YAML: character U+0007 is not allowed in YAML"),
         ("a: !!int x\n", "s.yaml:1: a: invalid YAML: 'x' is not a valid !!int"),
-        ("a: !custom x\n", "s.yaml:1: invalid YAML: could not determine a constructor for the "
-         "tag '!custom'"),  # fmt: skip
+        (
+            "a: !custom x\n",
+            "s.yaml:1: invalid YAML: could not determine a constructor for the tag '!custom'",
+        ),
         ("name: [a]\n" + STEPS, "s.yaml:1: name: expected a string, got a list"),
         ("tags: booking\n" + STEPS, "s.yaml:1: tags: expected a list, got a string"),
         ("tags: ['']\n" + STEPS, "s.yaml:1: tags[0]: must not be empty"),
         ("seed: true\n" + STEPS, "s.yaml:1: seed: expected an integer, got a boolean"),
         ("seed: '7'\n" + STEPS, "s.yaml:1: seed: expected an integer, got a string"),
-        ("agent: {a: null}\n" + STEPS,
-         "s.yaml:1: agent.a: expected a string, number, boolean or list, got null"),
+        (
+            "agent: {a: null}\n" + STEPS,
+            "s.yaml:1: agent.a: expected a string, number, boolean or list, got null",
+        ),
         ("agent: [a]\n" + STEPS, "s.yaml:1: agent: expected a mapping, got a list"),
-        ("faults: 5\n" + STEPS, "s.yaml:1: faults: expected a preset name, a mapping of fault "
-         "settings or null, got an integer"),  # fmt: skip
+        (
+            "faults: 5\n" + STEPS,
+            "s.yaml:1: faults: expected a preset name, a mapping of fault "
+            "settings or null, got an integer",
+        ),
         # users
         ("users: []\n" + STEPS, "s.yaml:1: users: expected at least 1 item"),
-        ("users: [{name: A}]\n" + STEPS, "s.yaml:1: users[0]: user 'A' needs a wa_id, a bsuid "
-         "or both"),  # fmt: skip
+        (
+            "users: [{name: A}]\n" + STEPS,
+            "s.yaml:1: users[0]: user 'A' needs a wa_id, a bsuid or both",
+        ),
         ("users:\n  - wa_id: '1'\n" + STEPS, "s.yaml:2: users[0]: missing required field 'name'"),
-        ("users:\n  - {name: A, wa_id: 12ab}\n" + STEPS,
-         "s.yaml:2: users[0].wa_id: a wa_id is digits only (a leading + is allowed), got '12ab'"),
-        ("users:\n  - {name: A, bsuid: us.1}\n" + STEPS, "s.yaml:2: users[0].bsuid: a BSUID is "
-         "two capital letters, a dot and digits (BR.1234567890), got 'us.1'"),  # fmt: skip
-        ("users:\n  - {name: A, wa_id: '1', phone: '2'}\n" + STEPS,
-         "s.yaml:2: users[0].phone: unknown field"),
-        ("users:\n  - {name: A, bsuid: US.1}\n  - {name: B, bsuid: US.1}\n" + STEPS,
-         "s.yaml:3: users[1].bsuid: duplicate bsuid 'US.1' (users[0] has it too)"),
+        (
+            "users:\n  - {name: A, wa_id: 12ab}\n" + STEPS,
+            "s.yaml:2: users[0].wa_id: a wa_id is digits only (a leading + is allowed), got '12ab'",
+        ),
+        (
+            "users:\n  - {name: A, bsuid: us.1}\n" + STEPS,
+            "s.yaml:2: users[0].bsuid: a BSUID is "
+            "two capital letters, a dot and digits (BR.1234567890), got 'us.1'",
+        ),
+        (
+            "users:\n  - {name: A, wa_id: '1', phone: '2'}\n" + STEPS,
+            "s.yaml:2: users[0].phone: unknown field",
+        ),
+        (
+            "users:\n  - {name: A, bsuid: US.1}\n  - {name: B, bsuid: US.1}\n" + STEPS,
+            "s.yaml:3: users[1].bsuid: duplicate bsuid 'US.1' (users[0] has it too)",
+        ),
         # steps of every kind
-        ("steps:\n  - say hi\n", "s.yaml:2: steps[0]: expected a step such as {say: hi}, got a "
-         "string ('say hi'); a step is a mapping with one of: say, tap, send, wait, advance, "
-         "redeliver, expect"),  # fmt: skip
-        ("steps:\n  - {gap: 1s}\n", "s.yaml:2: steps[0]: a step needs an action (one of: say, "
-         "tap, send, wait, advance, redeliver, expect)"),  # fmt: skip
-        ("steps:\n  - {wait: 1h, advance: 1h}\n",
-         "s.yaml:2: steps[0]: a step takes one action, this one has 'wait' and 'advance'"),
-        ("steps:\n  - say: 42\n", "s.yaml:2: steps[0].say: expected a string, got an integer "
-         "(quote it to mean text)"),  # fmt: skip
+        (
+            "steps:\n  - say hi\n",
+            "s.yaml:2: steps[0]: expected a step such as {say: hi}, got a "
+            "string ('say hi'); a step is a mapping with one of: say, tap, send, wait, advance, "
+            "redeliver, expect",
+        ),
+        (
+            "steps:\n  - {gap: 1s}\n",
+            "s.yaml:2: steps[0]: a step needs an action (one of: say, "
+            "tap, send, wait, advance, redeliver, expect)",
+        ),
+        (
+            "steps:\n  - {wait: 1h, advance: 1h}\n",
+            "s.yaml:2: steps[0]: a step takes one action, this one has 'wait' and 'advance'",
+        ),
+        (
+            "steps:\n  - say: 42\n",
+            "s.yaml:2: steps[0].say: expected a string, got an integer (quote it to mean text)",
+        ),
         ("steps:\n  - say: []\n", "s.yaml:2: steps[0].say: expected at least 1 item"),
         ("steps:\n  - say: ''\n", "s.yaml:2: steps[0].say: must not be empty"),
-        ("steps:\n  - say: [a, {b: c}]\n",
-         "s.yaml:2: steps[0].say[1]: expected a string, got a mapping"),
-        ("steps:\n  - say: [a, b]\n    gap: -1s\n",
-         "s.yaml:3: steps[0].gap: a duration must not be negative, got '-1s'"),
-        ("steps:\n  - say: hi\n    gapp: 2s\n",
-         "s.yaml:3: steps[0].gapp: unknown field (did you mean 'gap'?)"),
+        (
+            "steps:\n  - say: [a, {b: c}]\n",
+            "s.yaml:2: steps[0].say[1]: expected a string, got a mapping",
+        ),
+        (
+            "steps:\n  - say: [a, b]\n    gap: -1s\n",
+            "s.yaml:3: steps[0].gap: a duration must not be negative, got '-1s'",
+        ),
+        (
+            "steps:\n  - say: hi\n    gapp: 2s\n",
+            "s.yaml:3: steps[0].gapp: unknown field (did you mean 'gap'?)",
+        ),
         ("steps:\n  - say: hi\n    user: user\n", "s.yaml:3: steps[0].user: unknown field"),
         ("steps:\n  - say: hi\n    index: 3\n", "s.yaml:3: steps[0].index: unknown field"),
-        ("steps:\n  - tap: 1\n",
-         "s.yaml:2: steps[0].tap: expected a string, got an integer (quote it to mean text)"),
-        ("steps:\n  - send: location\n", "s.yaml:2: steps[0].send: 'location' is not a media "
-         "type (audio, document, image, sticker, video); other messages are written as an "
-         "object, e.g. {type: location, location: {...}}"),  # fmt: skip
-        ("steps:\n  - send: [image]\n", "s.yaml:2: steps[0].send: expected a media type or a "
-         "message object with a type, got a list"),  # fmt: skip
-        ("steps:\n  - send: {location: {}}\n", "s.yaml:2: steps[0].send: a message object needs "
-         "a type, e.g. {type: location, location: {...}}"),  # fmt: skip
-        ("steps:\n  - send:\n      type: 5\n", "s.yaml:3: steps[0].send.type: expected a message "
-         "type such as location, got an integer"),  # fmt: skip
-        ("steps:\n  - send: {type: text}\n",
-         "s.yaml:2: steps[0].send: a 'text' message carries its content under 'text'"),
-        ("steps:\n  - send:\n      type: text\n      text: {body: hi}\n      timestamp: '1'\n",
-         "s.yaml:5: steps[0].send.timestamp: set by the channel: leave it out"),
-        ("steps:\n  - send: audio\n    caption: hi\n", "s.yaml:3: steps[0].caption: a caption "
-         "goes with send: image, video or document, not 'audio'"),  # fmt: skip
-        ("steps:\n  - wait: soon\n", "s.yaml:2: steps[0].wait: bad duration 'soon': expected a "
-         "number with a unit (d, h, m, s, ms), e.g. 90s, 5m, 1d2h, -5m or 1.5h"),  # fmt: skip
-        ("steps:\n  - wait: .inf\n", "s.yaml:2: steps[0].wait: bad duration inf: it must be "
-         "finite"),  # fmt: skip
-        ("steps:\n  - wait: true\n", "s.yaml:2: steps[0].wait: expected a duration such as 90s, "
-         "25h or 1d2h, got a boolean"),  # fmt: skip
-        ("steps:\n  - advance: -1\n",
-         "s.yaml:2: steps[0].advance: a duration must not be negative, got -1"),
+        (
+            "steps:\n  - tap: 1\n",
+            "s.yaml:2: steps[0].tap: expected a string, got an integer (quote it to mean text)",
+        ),
+        (
+            "steps:\n  - send: location\n",
+            "s.yaml:2: steps[0].send: 'location' is not a media "
+            "type (audio, document, image, sticker, video); other messages are written as an "
+            "object, e.g. {type: location, location: {...}}",
+        ),
+        (
+            "steps:\n  - send: [image]\n",
+            "s.yaml:2: steps[0].send: expected a media type or a "
+            "message object with a type, got a list",
+        ),
+        (
+            "steps:\n  - send: {location: {}}\n",
+            "s.yaml:2: steps[0].send: a message object needs "
+            "a type, e.g. {type: location, location: {...}}",
+        ),
+        (
+            "steps:\n  - send:\n      type: 5\n",
+            "s.yaml:3: steps[0].send.type: expected a message "
+            "type such as location, got an integer",
+        ),
+        (
+            "steps:\n  - send: {type: text}\n",
+            "s.yaml:2: steps[0].send: a 'text' message carries its content under 'text'",
+        ),
+        (
+            "steps:\n  - send:\n      type: text\n      text: {body: hi}\n      timestamp: '1'\n",
+            "s.yaml:5: steps[0].send.timestamp: set by the channel: leave it out",
+        ),
+        (
+            "steps:\n  - send: audio\n    caption: hi\n",
+            "s.yaml:3: steps[0].caption: a caption "
+            "goes with send: image, video or document, not 'audio'",
+        ),
+        (
+            "steps:\n  - wait: soon\n",
+            "s.yaml:2: steps[0].wait: bad duration 'soon': expected a "
+            "number with a unit (d, h, m, s, ms), e.g. 90s, 5m, 1d2h, -5m or 1.5h",
+        ),
+        (
+            "steps:\n  - wait: .inf\n",
+            "s.yaml:2: steps[0].wait: bad duration inf: it must be finite",
+        ),
+        (
+            "steps:\n  - wait: true\n",
+            "s.yaml:2: steps[0].wait: expected a duration such as 90s, 25h or 1d2h, got a boolean",
+        ),
+        (
+            "steps:\n  - advance: -1\n",
+            "s.yaml:2: steps[0].advance: a duration must not be negative, got -1",
+        ),
         ("steps:\n  - wait: 1h\n    as: user\n", "s.yaml:3: steps[0].as: unknown field"),
-        ("steps:\n  - redeliver: last\n",
-         "s.yaml:2: steps[0].redeliver: user 'user' has sent nothing before this step"),
-        (STEPS + "  - redeliver: 0\n", "s.yaml:3: steps[1].redeliver: expected last, true or "
-         "the number (from 1) of the user's message, got 0"),  # fmt: skip
-        (STEPS + "  - redeliver: '2'\n", "s.yaml:3: steps[1].redeliver: expected last, true or "
-         "the number (from 1) of the user's message, got '2'"),  # fmt: skip
-        (STEPS + "  - redeliver: false\n",
-         "s.yaml:3: steps[1].redeliver: redeliver: false does nothing; remove the step"),
-        ("users:\n  - {name: A, wa_id: '1'}\n  - {name: B, wa_id: '2'}\n"
-         "steps:\n  - say: [a, b]\n    as: B\n  - redeliver: 3\n    as: B\n",
-         "s.yaml:7: steps[1].redeliver: user 'B' has sent only 2 messages before this step"),
-        ("users:\n  - {name: A, wa_id: '1'}\n  - {name: B, wa_id: '2'}\n"
-         "steps:\n  - say: a\n    as: B\n  - redeliver: last\n",
-         "s.yaml:7: steps[1].redeliver: user 'A' has sent nothing before this step"),
+        (
+            "steps:\n  - redeliver: last\n",
+            "s.yaml:2: steps[0].redeliver: user 'user' has sent nothing before this step",
+        ),
+        (
+            STEPS + "  - redeliver: 0\n",
+            "s.yaml:3: steps[1].redeliver: expected last, true or "
+            "the number (from 1) of the user's message, got 0",
+        ),
+        (
+            STEPS + "  - redeliver: '2'\n",
+            "s.yaml:3: steps[1].redeliver: expected last, true or "
+            "the number (from 1) of the user's message, got '2'",
+        ),
+        (
+            STEPS + "  - redeliver: false\n",
+            "s.yaml:3: steps[1].redeliver: redeliver: false does nothing; remove the step",
+        ),
+        (
+            "users:\n  - {name: A, wa_id: '1'}\n  - {name: B, wa_id: '2'}\n"
+            "steps:\n  - say: [a, b]\n    as: B\n  - redeliver: 3\n    as: B\n",
+            "s.yaml:7: steps[1].redeliver: user 'B' has sent only 2 messages before this step",
+        ),
+        (
+            "users:\n  - {name: A, wa_id: '1'}\n  - {name: B, wa_id: '2'}\n"
+            "steps:\n  - say: a\n    as: B\n  - redeliver: last\n",
+            "s.yaml:7: steps[1].redeliver: user 'A' has sent nothing before this step",
+        ),
         # expectations
-        (STEPS + "  - expect: {}\n", "s.yaml:3: steps[1].expect: expect needs at least one of: "
-         "reply_contains, reply_matches, reply_not_contains, tool_called, tool_not_called, "
-         "no_reply_within, status, template, replies"),  # fmt: skip
-        (STEPS + "  - expect: yes\n", "s.yaml:3: steps[1].expect: expected a mapping, got a "
-         "string"),  # fmt: skip
-        (STEPS + "  - expect: {reply_contains: []}\n",
-         "s.yaml:3: steps[1].expect.reply_contains: expected at least 1 item"),
-        (STEPS + "  - expect: {reply_matches: '(open'}\n", "s.yaml:3: steps[1].expect."
-         "reply_matches: not a valid regular expression: missing ), unterminated subpattern at "
-         "position 0"),  # fmt: skip
-        (STEPS + "  - expect: {status: seen}\n", "s.yaml:3: steps[1].expect.status: expected "
-         "'sent', 'delivered', 'read' or 'failed', got 'seen'"),  # fmt: skip
-        (STEPS + "  - expect: {template: yes}\n",
-         "s.yaml:3: steps[1].expect.template: expected true or false, got a string"),
-        (STEPS + "  - expect: {replies: -1}\n",
-         "s.yaml:3: steps[1].expect.replies: must be >= 0, got -1"),
-        (STEPS + "  - expect: {replies: 1.5}\n",
-         "s.yaml:3: steps[1].expect.replies: expected an integer, got a number"),
-        (STEPS + "  - expect: {no_reply_within: 0s}\n",
-         "s.yaml:3: steps[1].expect.no_reply_within: must be longer than zero"),
-        (STEPS + "  - expect: {replies: 1}\n    within: 0\n",
-         "s.yaml:4: steps[1].within: must be longer than zero"),
-        (STEPS + "  - expect: {tool_called: 5}\n",
-         "s.yaml:3: steps[1].expect.tool_called: expected a mapping, got an integer"),
-        (STEPS + "  - expect: {tool_called: ''}\n",
-         "s.yaml:3: steps[1].expect.tool_called: must not be empty"),
-        (STEPS + "  - expect:\n      tool_called: {args: {a: 1}}\n",
-         "s.yaml:4: steps[1].expect.tool_called: missing required field 'name'"),
-        (STEPS + "  - expect:\n      tool_called:\n        name: x\n        args: 5\n",
-         "s.yaml:6: steps[1].expect.tool_called.args: expected a mapping, got an integer"),
-        (STEPS + "  - expect:\n      tool_called:\n        - a\n        - {name: b, arg: {}}\n",
-         "s.yaml:6: steps[1].expect.tool_called[1].arg: unknown field (did you mean 'args'?)"),
+        (
+            STEPS + "  - expect: {}\n",
+            "s.yaml:3: steps[1].expect: expect needs at least one of: "
+            "reply_contains, reply_matches, reply_not_contains, tool_called, tool_not_called, "
+            "no_reply_within, status, template, replies",
+        ),
+        (
+            STEPS + "  - expect: yes\n",
+            "s.yaml:3: steps[1].expect: expected a mapping, got a string",
+        ),
+        (
+            STEPS + "  - expect: {reply_contains: []}\n",
+            "s.yaml:3: steps[1].expect.reply_contains: expected at least 1 item",
+        ),
+        (
+            STEPS + "  - expect: {reply_matches: '(open'}\n",
+            "s.yaml:3: steps[1].expect."
+            "reply_matches: not a valid regular expression: missing ), unterminated subpattern at "
+            "position 0",
+        ),
+        (
+            STEPS + "  - expect: {status: seen}\n",
+            "s.yaml:3: steps[1].expect.status: expected "
+            "'sent', 'delivered', 'read' or 'failed', got 'seen'",
+        ),
+        (
+            STEPS + "  - expect: {template: yes}\n",
+            "s.yaml:3: steps[1].expect.template: expected true or false, got a string",
+        ),
+        (
+            STEPS + "  - expect: {replies: -1}\n",
+            "s.yaml:3: steps[1].expect.replies: must be >= 0, got -1",
+        ),
+        (
+            STEPS + "  - expect: {replies: 1.5}\n",
+            "s.yaml:3: steps[1].expect.replies: expected an integer, got a number",
+        ),
+        (
+            STEPS + "  - expect: {no_reply_within: 0s}\n",
+            "s.yaml:3: steps[1].expect.no_reply_within: must be longer than zero",
+        ),
+        (
+            STEPS + "  - expect: {replies: 1}\n    within: 0\n",
+            "s.yaml:4: steps[1].within: must be longer than zero",
+        ),
+        (
+            STEPS + "  - expect: {tool_called: 5}\n",
+            "s.yaml:3: steps[1].expect.tool_called: expected a mapping, got an integer",
+        ),
+        (
+            STEPS + "  - expect: {tool_called: ''}\n",
+            "s.yaml:3: steps[1].expect.tool_called: must not be empty",
+        ),
+        (
+            STEPS + "  - expect:\n      tool_called: {args: {a: 1}}\n",
+            "s.yaml:4: steps[1].expect.tool_called: missing required field 'name'",
+        ),
+        (
+            STEPS + "  - expect:\n      tool_called:\n        name: x\n        args: 5\n",
+            "s.yaml:6: steps[1].expect.tool_called.args: expected a mapping, got an integer",
+        ),
+        (
+            STEPS + "  - expect:\n      tool_called:\n        - a\n        - {name: b, arg: {}}\n",
+            "s.yaml:6: steps[1].expect.tool_called[1].arg: unknown field (did you mean 'args'?)",
+        ),
         # invariants
-        (STEPS + "invariants: [5]\n",
-         "s.yaml:3: invariants[0]: expected an invariant name or mapping, got an integer"),
-        (STEPS + "invariants:\n  - 'no such thing!'\n", "s.yaml:4: invariants[0]: 'no such "
-         "thing!' is not an invariant name: expected a registered name such as never_reasks, "
-         "or an import path such as package.module:attr"),  # fmt: skip
-        (STEPS + "invariants:\n  - {a: {}, b: {}}\n", "s.yaml:4: invariants[0]: expected {rule: "
-         "{params}} with one key, or {name: rule, params: {...}}; got keys: a, b"),  # fmt: skip
-        (STEPS + "invariants:\n  - {name: a, params: [1]}\n",
-         "s.yaml:4: invariants[0].params: expected a mapping, got a list"),
-        (STEPS + "invariants:\n  - {name: a, param: {}}\n",
-         "s.yaml:4: invariants[0].param: unknown field (did you mean 'params'?)"),
-        (STEPS + "invariants:\n  - {name: a, line: 3}\n",
-         "s.yaml:4: invariants[0].line: unknown field"),
+        (
+            STEPS + "invariants: [5]\n",
+            "s.yaml:3: invariants[0]: expected an invariant name or mapping, got an integer",
+        ),
+        (
+            STEPS + "invariants:\n  - 'no such thing!'\n",
+            "s.yaml:4: invariants[0]: 'no such "
+            "thing!' is not an invariant name: expected a registered name such as never_reasks, "
+            "or an import path such as package.module:attr",
+        ),
+        (
+            STEPS + "invariants:\n  - {a: {}, b: {}}\n",
+            "s.yaml:4: invariants[0]: expected {rule: "
+            "{params}} with one key, or {name: rule, params: {...}}; got keys: a, b",
+        ),
+        (
+            STEPS + "invariants:\n  - {name: a, params: [1]}\n",
+            "s.yaml:4: invariants[0].params: expected a mapping, got a list",
+        ),
+        (
+            STEPS + "invariants:\n  - {name: a, param: {}}\n",
+            "s.yaml:4: invariants[0].param: unknown field (did you mean 'params'?)",
+        ),
+        (
+            STEPS + "invariants:\n  - {name: a, line: 3}\n",
+            "s.yaml:4: invariants[0].line: unknown field",
+        ),
     ],
-)  # fmt: skip
+)
 def test_errors_name_the_line_and_field(text: str, expected: str) -> None:
     error = error_of(text)
     assert str(error) == expected
@@ -476,8 +621,9 @@ def test_error_attributes_carry_path_line_and_field() -> None:
         "steps[1].expect.status",
     )
     assert isinstance(error, ValueError)
-    no_path = pytest.raises(ScenarioError, parse_scenario, "steps: 5").value
-    assert str(no_path) == "<scenario>:1: steps: expected a list, got an integer"
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario("steps: 5")
+    assert str(caught.value) == "<scenario>:1: steps: expected a list, got an integer"
 
 
 def test_a_file_that_is_not_utf8_names_the_line(tmp_path: Path) -> None:
@@ -497,7 +643,10 @@ def test_a_byte_order_mark_is_fine(tmp_path: Path) -> None:
 def test_missing_and_unreadable_files_are_scenario_errors(tmp_path: Path) -> None:
     with pytest.raises(ScenarioError) as caught:
         load_scenario(tmp_path / "nope.yaml")
-    assert str(caught.value) == f"{tmp_path / 'nope.yaml'}: can't read the file: No such file or directory"
+    assert (
+        str(caught.value)
+        == f"{tmp_path / 'nope.yaml'}: can't read the file: No such file or directory"
+    )
     with pytest.raises(ScenarioError, match="can't read the file: Is a directory"):
         load_scenario(tmp_path)
     with pytest.raises(ScenarioError) as caught:
@@ -610,7 +759,8 @@ def test_the_schema_command_prints_or_writes_the_schema(tmp_path: Path) -> None:
     assert written.exit_code == 0
     assert out.read_text(encoding="utf-8") == schema_text()
     failed = runner.invoke(schema_command, ["--out", str(tmp_path / "no" / "dir.json")])
-    assert failed.exit_code != 0 and "Traceback" not in failed.output
+    assert failed.exit_code != 0
+    assert "Traceback" not in failed.output
 
 
 # -- YAML out ---------------------------------------------------------------------------
@@ -630,7 +780,10 @@ def test_to_yaml_writes_only_what_differs_from_the_defaults() -> None:
                 )
             ),
         ),
-        invariants=(InvariantRef(name="one_reply_per_burst"), InvariantRef(name="x", params={"a": 1})),
+        invariants=(
+            InvariantRef(name="one_reply_per_burst"),
+            InvariantRef(name="x", params={"a": 1}),
+        ),
     )
     assert s.to_yaml() == (
         "name: repro\n"
@@ -660,10 +813,14 @@ def test_every_good_file_round_trips_through_to_yaml(path: Path) -> None:
 # Generated scenarios: any valid scenario written out and read back is the same scenario.
 
 _text = st.text(min_size=1, max_size=12)
-_json_scalar = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8)
+_json_scalar = (
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8)
+)
 _json: st.SearchStrategy[JsonValue] = st.recursive(
     _json_scalar,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
     max_leaves=6,
 )
 _json_object = st.dictionaries(st.text(max_size=6), _json, max_size=3)
@@ -694,12 +851,14 @@ def _expectations(draw: st.DrawFn) -> Expectation:
             },
         ).filter(bool)
     )
-    return Expectation(**fields)
+    return Expectation.model_validate(fields)
 
 
 _sends = st.one_of(
     st.builds(SendStep, send=st.sampled_from(["audio", "sticker"])),
-    st.builds(SendStep, send=st.sampled_from(["image", "video", "document"]), caption=st.none() | _text),
+    st.builds(
+        SendStep, send=st.sampled_from(["image", "video", "document"]), caption=st.none() | _text
+    ),
     st.builds(lambda body: SendStep(send={"type": "location", "location": body}), _json_object),
 )
 
@@ -708,7 +867,14 @@ _sends = st.one_of(
 def _scenarios(draw: st.DrawFn) -> Scenario:
     count = draw(st.integers(min_value=1, max_value=3))
     names = draw(st.lists(_text, min_size=count, max_size=count, unique=True))
-    numbers = draw(st.lists(st.from_regex(r"[1-9][0-9]{4,12}", fullmatch=True), min_size=count, max_size=count, unique=True))
+    numbers = draw(
+        st.lists(
+            st.from_regex(r"[1-9][0-9]{4,12}", fullmatch=True),
+            min_size=count,
+            max_size=count,
+            unique=True,
+        )
+    )
     users = []
     for name, number in zip(names, numbers, strict=True):
         bsuid = draw(st.none() | st.just(f"BR.{number}"))
@@ -727,11 +893,19 @@ def _scenarios(draw: st.DrawFn) -> Scenario:
         st.builds(ExpectStep, expect=_expectations(), within=st.none() | _positive, user=who),
     )
     steps += draw(st.lists(kinds, max_size=6))
-    invariant_names = st.from_regex(r"[a-z_][a-z0-9_]{0,8}(\.[a-z]{1,4}:[a-z]{1,4})?", fullmatch=True) | st.just("name")
+    invariant_names = st.from_regex(
+        r"[a-z_][a-z0-9_]{0,8}(\.[a-z]{1,4}:[a-z]{1,4})?", fullmatch=True
+    ) | st.just("name")
     invariants = draw(
         st.lists(st.builds(InvariantRef, name=invariant_names, params=_json_object), max_size=3)
     )
-    settings_values = _text | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.lists(_json, max_size=2)
+    settings_values = (
+        _text
+        | st.booleans()
+        | st.integers()
+        | st.floats(allow_nan=False)
+        | st.lists(_json, max_size=2)
+    )
     return Scenario(
         name=draw(_text),
         description=draw(st.text(max_size=30)),
