@@ -9,13 +9,14 @@ simulator's virtual clock.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.faults import FaultProfile
+from channels.whatsapp.server import BackgroundServer
 from channels.whatsapp.simulator import WhatsAppSimulator
 from harness.channel import AgentEnvironment, ChannelSetup, close_agent
 from harness.clock import VirtualClock
@@ -58,6 +59,8 @@ class WhatsAppChannel:
         self.setup = setup
         options = dict(setup.options)
         self._graph_url: str | None = options.pop("graph_url", None)
+        self._serve_graph = bool(options.pop("serve_graph", False))
+        self._server: BackgroundServer | None = None
         config = SimulatorConfig(**options)
         if self._graph_url:
             config = config.model_copy(update={"public_url": self._graph_url})
@@ -66,8 +69,11 @@ class WhatsAppChannel:
         faults = faults.model_copy(update={"seed": setup.seed})
         store = setup.store or MemoryStore()
         self.store = store.with_namespace(setup.namespace) if setup.namespace else store
+        # An agent in another process runs on real time and reads the webhook
+        # timestamps, so its conversation starts now; in-process, at a fixed instant.
+        start = datetime.now(UTC).replace(microsecond=0) if setup.target_url else None
         self.sim = WhatsAppSimulator(
-            config, clock=VirtualClock(), store=self.store, faults=faults, seed=setup.seed
+            config, clock=VirtualClock(start), store=self.store, faults=faults, seed=setup.seed
         )
         self._client: httpx.AsyncClient | None = None
         self._app: Any = None
@@ -79,6 +85,10 @@ class WhatsAppChannel:
     async def start(self) -> None:
         """Build the in-process agent (or connect to the remote one)."""
         if self.setup.target_url is not None:
+            if self._serve_graph:
+                url = httpx.URL(self.config.public_url)
+                self._server = BackgroundServer(self.sim.graph_app, url.host, url.port or 80)
+                await self._server.start()
             self.sim.connect(self.setup.target_url)
             return
         assert self.setup.agent_factory is not None  # checked in __init__
@@ -160,6 +170,8 @@ class WhatsAppChannel:
         """Stop the in-process agent's own work, then close the connections."""
         await close_agent(self._app)
         await self.sim.aclose()
+        if self._server is not None:
+            await self._server.stop()
         if self._client is not None:
             await self._client.aclose()
 

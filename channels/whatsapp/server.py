@@ -22,7 +22,7 @@ class BackgroundServer:
 
     def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
         config = uvicorn.Config(
-            app, host=host, port=port, log_level="warning", lifespan="off", access_log=False
+            app, host=host, port=port, log_level="warning", lifespan="auto", access_log=False
         )
         self._server = uvicorn.Server(config)
         self._task: asyncio.Task[None] | None = None
