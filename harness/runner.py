@@ -9,14 +9,17 @@ scenario's invariants over the whole conversation, and collects a
 Scenarios are isolated from each other: each has its own channel session
 (its own simulator, users and clock) and its own store namespace, so they
 can share one Redis. Results do not depend on ``--concurrency``: the same
-seed gives the same conversations. Against a URL there is one agent and one
-fake Graph API port, so scenarios run one at a time.
+seed gives the same conversations. Concurrent scenarios run on worker
+threads, each with its own event loop, because a virtual clock moves only
+when its loop has nothing else to do. Against a URL there is one agent and
+one fake Graph API port, so scenarios run one at a time.
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -128,29 +131,55 @@ class Runner:
         on_result: Callable[[ScenarioResult], None] | None = None,
     ) -> RunResult:
         """Run every scenario; results come back in the scenarios' order."""
-        bound = {id(s): [bind(ref) for ref in s.invariants] for s in scenarios}
+        bound = [[bind(ref) for ref in s.invariants] for s in scenarios]
         started_at = datetime.now(UTC)
         started = time.perf_counter()
-        store = open_store(self.options.store_url)
         limit = 1 if self.options.target_url else self.options.concurrency
-        gate = asyncio.Semaphore(limit)
+        workers = max(1, min(limit, len(scenarios)))
         run_id = f"run{self.options.seed}-{started_at.strftime('%Y%m%d%H%M%S%f')}"
+        results: list[ScenarioResult | None] = [None] * len(scenarios)
+        pending = iter(range(len(scenarios)))
+        lock = threading.Lock()
+        main_loop = asyncio.get_running_loop()
 
-        async def one(index: int, scenario: Scenario) -> ScenarioResult:
-            async with gate:
-                result = await self.run_scenario(
-                    scenario, bound[id(scenario)], store=store, namespace=f"{run_id}:{index}"
-                )
+        def report(result: ScenarioResult) -> None:
             if on_result is not None:
                 on_result(result)
-            return result
 
-        try:
-            results = await asyncio.gather(*(one(i, s) for i, s in enumerate(scenarios)))
-        finally:
-            await store.close()
+        async def work(in_main_loop: bool) -> None:
+            # Each worker has its own store connection: a Redis client belongs to one loop.
+            store = open_store(self.options.store_url)
+            try:
+                while True:
+                    with lock:
+                        index = next(pending, None)
+                    if index is None:
+                        return
+                    result = await self.run_scenario(
+                        scenarios[index],
+                        bound[index],
+                        store=store,
+                        namespace=f"{run_id}:{index}",
+                    )
+                    results[index] = result
+                    if in_main_loop:
+                        report(result)
+                    else:
+                        main_loop.call_soon_threadsafe(report, result)
+            finally:
+                await store.close()
+
+        if workers == 1:
+            await work(in_main_loop=True)
+        else:
+            # One event loop per worker thread: a virtual clock moves when its loop is
+            # idle, and one loop shared by many scenarios would never be idle.
+            await asyncio.gather(
+                *(asyncio.to_thread(asyncio.run, work(in_main_loop=False)) for _ in range(workers))
+            )
+            await asyncio.sleep(0)  # deliver the last reports queued from the threads
         return RunResult(
-            scenarios=tuple(results),
+            scenarios=tuple(r for r in results if r is not None),
             started_at=started_at,
             duration_s=round(time.perf_counter() - started, 3),
             target=self.target,

@@ -199,6 +199,14 @@ class Deliverer:
         """True while a delivery is scheduled, in flight or waiting for a retry."""
         return bool(self._tasks) or bool(self._batch)
 
+    async def aclose(self) -> None:
+        """Cancel what is still scheduled (late statuses, retries) and wait for it to stop."""
+        tasks = [t for t in self._tasks if not t.done()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._batch.clear()
+
     def enqueue(self, update: PendingUpdate) -> None:
         """Schedule an update for delivery at ``update.due`` plus the profile's faults."""
         profile = self.dice.profile

@@ -198,7 +198,9 @@ class WhatsAppSimulator:
         return httpx.AsyncClient(transport=self.graph_transport(), **kwargs)
 
     async def aclose(self) -> None:
-        """Close the connection to the agent."""
+        """Cancel what is still scheduled and close the connection to the agent."""
+        if self._deliverer is not None:
+            await self._deliverer.aclose()
         if self._target is not None:
             await self._target.aclose()
 
