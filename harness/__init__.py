@@ -79,6 +79,9 @@ from harness.expectations import (
     check_expectation,
     reply_text,
 )
+from harness.files import (
+    write_atomic,
+)
 from harness.fixture import (
     CONVERSATION_FILE,
     LOG_FILES,
@@ -427,4 +430,5 @@ __all__ = [
     "settings_from",
     "step_action",
     "wall_clock_from",
+    "write_atomic",
 ]

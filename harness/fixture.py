@@ -21,12 +21,10 @@ in a fixture.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
 import threading
-import uuid
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -44,6 +42,7 @@ from harness.exceptions import (
     FixtureNotFound,
     SchemaVersionError,
 )
+from harness.files import write_atomic
 from harness.redaction import Redactor
 from harness.trace import EVENT_ADAPTER, Conversation, Event
 
@@ -269,30 +268,9 @@ class JsonlWriter:
 # -- JSON files and paths ------------------------------------------------------------
 
 
-def _write_atomic(target: Path, data: bytes) -> None:
-    """Write a file so readers see the old content or the new, never a mix."""
-    temp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        with temp.open("xb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            temp.unlink()
-        raise
-    if os.name == "posix":  # make the rename itself durable
-        fd = os.open(target.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 def _write_json(target: Path, value: Any) -> None:
     text = json.dumps(value, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
-    _write_atomic(target, text.encode("utf-8"))
+    write_atomic(target, text.encode("utf-8"))
 
 
 def _read_json(path: Path) -> Any:
@@ -408,7 +386,7 @@ class FixtureWriter:
                 raise FixtureError(f"{target}: already holds different media", path=target)
         else:
             target.parent.mkdir(parents=True, exist_ok=True)
-            _write_atomic(target, data)
+            write_atomic(target, data)
         return rel.as_posix()
 
     def close(self) -> None:

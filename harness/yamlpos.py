@@ -177,7 +177,8 @@ def describe(value: object) -> str:
     for kind, text in _KINDS:
         if isinstance(value, kind):
             return text
-    return f"a {type(value).__name__}"
+    name = type(value).__name__
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
 
 
 _EXPECTED: Final = {

@@ -22,8 +22,8 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
+from harness.files import write_atomic
 from harness.report._chat import scenario_view
-from harness.report._files import write_text_atomic
 from harness.report._items import ScenarioView
 from harness.results import RunResult
 
@@ -80,4 +80,4 @@ def render_html(run: RunResult) -> str:
 
 def write_html(run: RunResult, path: Path | str) -> Path:
     """Write ``report.html`` atomically and return its path."""
-    return write_text_atomic(path, render_html(run))
+    return write_atomic(path, render_html(run))

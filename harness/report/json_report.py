@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.exceptions import ConfigError
-from harness.report._files import write_text_atomic
+from harness.files import write_atomic
 from harness.results import RunResult
 
 __all__ = ["load_json", "report_data", "write_json"]
@@ -35,7 +35,7 @@ def report_data(run: RunResult) -> dict[str, Any]:
 def write_json(run: RunResult, path: Path | str) -> Path:
     """Write ``report.json`` atomically and return its path."""
     text = json.dumps(report_data(run), indent=2, ensure_ascii=False) + "\n"
-    return write_text_atomic(path, text)
+    return write_atomic(path, text)
 
 
 def load_json(path: Path | str) -> RunResult:

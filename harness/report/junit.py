@@ -16,7 +16,7 @@ import xml.etree.ElementTree as ET
 from datetime import UTC
 from pathlib import Path
 
-from harness.report._files import write_text_atomic
+from harness.files import write_atomic
 from harness.results import RunResult, ScenarioResult
 
 __all__ = ["junit_xml", "write_junit", "xml_safe"]
@@ -129,4 +129,4 @@ def junit_xml(run: RunResult) -> str:
 
 def write_junit(run: RunResult, path: Path | str) -> Path:
     """Write ``junit.xml`` atomically and return its path."""
-    return write_text_atomic(path, junit_xml(run))
+    return write_atomic(path, junit_xml(run))

@@ -924,3 +924,21 @@ def _scenarios(draw: st.DrawFn) -> Scenario:
 def test_to_yaml_reads_back_as_the_same_scenario(scenario: Scenario) -> None:
     text = scenario.to_yaml()
     assert without_lines(parse_scenario(text)) == scenario
+
+
+# -- the bundled suite ------------------------------------------------------------------
+
+BUNDLED = Path(__file__).resolve().parents[2] / "scenarios"
+
+
+def test_the_bundled_scenarios_load_match_the_schema_and_round_trip(
+    validator: jsonschema_rs.Validator,
+) -> None:
+    scenarios = load_scenarios([BUNDLED])
+    assert scenarios, "the bundled suite is empty"
+    for scenario in scenarios:
+        assert scenario.path is not None
+        data = read_yaml(scenario.path.read_text(encoding="utf-8")).data
+        assert validator.is_valid(data), scenario.path
+        again = parse_scenario(scenario.to_yaml(), path=scenario.path)
+        assert without_lines(again) == without_lines(scenario), scenario.path

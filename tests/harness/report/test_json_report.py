@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from harness.exceptions import ConfigError
+from harness.files import write_atomic
 from harness.report import load_json, report_data, write_json
-from harness.report._files import write_text_atomic
 from harness.results import RunResult
 from tests.harness.report.sample import booking_run
 
@@ -49,7 +49,7 @@ def test_a_failed_write_keeps_the_old_file(tmp_path: Path) -> None:
     path = tmp_path / "report.json"
     path.write_text("old", encoding="utf-8")
     with pytest.raises(UnicodeEncodeError):
-        write_text_atomic(path, "new \ud800 text")  # a lone surrogate can't be UTF-8
+        write_atomic(path, "new \ud800 text")  # a lone surrogate can't be UTF-8
     assert path.read_text(encoding="utf-8") == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
 
