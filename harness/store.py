@@ -128,7 +128,33 @@ class _MemoryData:
     closed: bool = False
 
 
-class MemoryStore:
+class _StoreBase:
+    """What both stores share: a namespace, and closing when used as a context manager."""
+
+    _namespace: str
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    @property
+    def namespace(self) -> str:
+        """The prefix put before every key (empty for none)."""
+        return self._namespace
+
+    async def close(self) -> None:
+        """Release the store's resources."""
+        raise NotImplementedError
+
+
+class MemoryStore(_StoreBase):
     """A :class:`Store` in this process's memory: the default, and what unit tests use.
 
     Expiry follows ``clock`` (a :class:`~harness.clock.VirtualClock` that
@@ -150,22 +176,6 @@ class MemoryStore:
 
     def __repr__(self) -> str:
         return f"MemoryStore(namespace={self._namespace!r})"
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.close()
-
-    @property
-    def namespace(self) -> str:
-        """The prefix put before every key (empty for none)."""
-        return self._namespace
 
     @property
     def clock(self) -> Clock:
@@ -322,7 +332,7 @@ class _RedisShared:
     closed: bool = False
 
 
-class RedisStore:
+class RedisStore(_StoreBase):
     """A :class:`Store` in Redis, shared by every process that opens the same URL.
 
     Expiry is Redis's own (``PX``), so TTLs run in real time even when the
@@ -386,22 +396,6 @@ class RedisStore:
 
     def __repr__(self) -> str:
         return f"RedisStore({self._shared.where!r}, namespace={self._namespace!r})"
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.close()
-
-    @property
-    def namespace(self) -> str:
-        """The prefix put before every key (empty for none)."""
-        return self._namespace
 
     def with_namespace(self, namespace: str) -> RedisStore:
         """A view of the same Redis with ``namespace`` added under this store's own."""
