@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import sys
-
 from harness.cli import main
 
 __all__: list[str] = []
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -128,7 +128,8 @@ def action_only_after_confirmation(
     confirms nothing new) whose text holds one of ``phrases`` as whole
     words, or a button reply whose id is ``button``. It counts only after an
     agent message sent since the previous call of ``tool`` (the proposal; with
-    ``proposal``, only agent messages matching that regex propose), and one
+    ``proposal``, only agent messages matching that regex propose, and a new
+    proposal voids a confirmation given to an earlier one), and one
     confirmation allows one call. Reported at the turn of the unconfirmed call.
     """
     rule = "action_only_after_confirmation"
@@ -144,6 +145,9 @@ def action_only_after_confirmation(
             if proposes is None or proposes.search(event.text or ""):
                 proposed[user] = i
                 said[user] = []
+                if proposes is not None:
+                    # A new proposal needs a new yes: the old one was for something else.
+                    confirmed.pop(user, None)
         elif isinstance(event, InboundMessage) and not event.duplicate:
             said.setdefault(user, []).append(i)
             if user in proposed and _confirms(event, confirm, button):

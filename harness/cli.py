@@ -8,6 +8,7 @@ Channel plugins add their own subcommands (see :mod:`harness.plugins`).
 from __future__ import annotations
 
 import sys
+from typing import NoReturn
 
 import click
 
@@ -42,6 +43,17 @@ class HarnessGroup(click.Group):
         """A built-in command, else a plugin's."""
         return super().get_command(ctx, cmd_name) or self._plugin_commands().get(cmd_name)
 
+    def invoke(self, ctx: click.Context) -> object:
+        """Run the command; the harness's own errors become one line and an exit code."""
+        try:
+            return super().invoke(ctx)
+        except Divergence as exc:
+            click.echo(f"error: {exc}", err=True)
+            raise click.exceptions.Exit(EXIT_DIVERGED) from None
+        except HarnessError as exc:
+            click.echo(f"error: {exc}", err=True)
+            raise click.exceptions.Exit(EXIT_USAGE) from None
+
 
 @click.group(cls=HarnessGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="harness")
@@ -61,11 +73,10 @@ def _builtin_commands() -> None:
 _builtin_commands()
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``harness`` console script and ``python -m harness``."""
+def main(argv: list[str] | None = None) -> NoReturn:
+    """Entry point of the ``harness`` console script and ``python -m harness``; exits."""
     try:
         result = cli.main(args=argv, prog_name="harness", standalone_mode=False)
-        return result if isinstance(result, int) else EXIT_OK
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(EXIT_FAILED)
@@ -74,9 +85,10 @@ def main(argv: list[str] | None = None) -> int:
         sys.exit(EXIT_USAGE)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except Divergence as exc:
+    except Divergence as exc:  # raised outside a command (while loading plugins)
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_DIVERGED)
     except HarnessError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_USAGE)
+    sys.exit(result if isinstance(result, int) else EXIT_OK)

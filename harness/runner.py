@@ -271,10 +271,11 @@ class Runner:
     ) -> None:
         names = {u.key: u.name for u in users}
         by_name = {u.name: u for u in users}
-        acting = users[0]
         since = 0
         step_at = session.now()
         for step in scenario.steps:
+            # Each step acts as its own `as:` user, else as the first user.
+            acting = users[0]
             if isinstance(step, UserStep) and step.user is not None:
                 acting = by_name[step.user]
             if isinstance(step, SayStep | TapStep | SendStep | RedeliverStep):

@@ -328,10 +328,19 @@ class WhatsAppSimulator:
         now = self.clock.now()
         if interactive.get("type") == "list":
             built = list_reply(
-                "x", who.wa_id, now, option_id, title, description=description, context=context
+                "x",
+                who.wa_id,
+                now,
+                option_id,
+                title,
+                description=description,
+                context=context,
+                from_user_id=who.user_id,
             )
         else:
-            built = button_reply("x", who.wa_id, now, option_id, title, context=context)
+            built = button_reply(
+                "x", who.wa_id, now, option_id, title, context=context, from_user_id=who.user_id
+            )
         message = (
             built.to_dict()
             if hasattr(built, "to_dict")
