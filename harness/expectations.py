@@ -94,7 +94,7 @@ def check_expectation(
         for e in recent
         if isinstance(e, OutboundSend) and e.is_message and e.ok and (e.user in (user, None))
     ]
-    calls = [e for e in recent if isinstance(e, ToolCall)]
+    calls = [e for e in recent if isinstance(e, ToolCall) and e.user in (user, None)]
     turn = conversation.turns[-1].index if conversation.turns else None
     texts = [reply_text(r) for r in replies]
     joined = "\n".join(texts)

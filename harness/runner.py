@@ -342,6 +342,7 @@ def _reproduce(scenario: Scenario, violations: Sequence[Violation], progress: _P
                 break
     steps = scenario.steps[: last_step + 1]
     rules = {v.rule for v in violations if v.kind == "invariant"}
-    invariants = tuple(ref for ref in scenario.invariants if ref.name in rules)
+    # A rule is the invariant's registered name, which a file may have written as an import path.
+    invariants = tuple(ref for ref in scenario.invariants if bind(ref).name in rules)
     trimmed = scenario.model_copy(update={"steps": steps, "invariants": invariants})
     return trimmed.to_yaml()

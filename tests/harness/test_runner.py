@@ -523,11 +523,6 @@ steps:
     assert again.invariants == ()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_reproduce keeps invariants whose name as written equals a violation's rule; an "
-    "invariant named by import path reports its registered name, so it is dropped",
-)
 async def test_reproduce_keeps_an_invariant_named_by_import_path() -> None:
     result, _, _ = await _run(
         """\
