@@ -58,7 +58,7 @@ class DirectChannel:
         if setup.agent_factory is None:
             raise ConfigError("the direct channel runs agents in-process; give an agent factory")
         self.setup = setup
-        self.clock = VirtualClock()
+        self.clock = VirtualClock(setup.start)
         store = setup.store or MemoryStore(clock=self.clock)
         self.store = store.with_namespace(setup.namespace) if setup.namespace else store
         self.events: list[Event] = []
@@ -82,6 +82,7 @@ class DirectChannel:
             store=self.store.with_namespace("agent"),
             http_client=None,
             sink=self._record,
+            recording=self.setup.recording,
         )
         self._agent = find_direct_agent(self.setup.agent_factory(env))
 
@@ -111,8 +112,10 @@ class DirectChannel:
         offered = ", ".join(repr(i) for i, _ in self._last_options.get(key, ())) or "none"
         raise StepError(f"no option {choice!r} among the agent's last choices ({offered})")
 
-    async def send(self, user: str, message: Mapping[str, Any]) -> None:
-        """Any other message type reaches the agent with its WhatsApp-shaped body."""
+    async def send(
+        self, user: str, message: Mapping[str, Any], *, data: bytes | None = None
+    ) -> None:
+        """Any other message type reaches the agent with its WhatsApp-shaped body (no file)."""
         body = {k: v for k, v in message.items() if k != "type"}
         kind = str(message.get("type", "unknown"))
         await self._burst(self._key(user), [DirectMessage(type=kind, body=body)])
@@ -134,6 +137,10 @@ class DirectChannel:
         """
         await self.clock.run_until(self.clock.now())
         await self.clock.run_until(self.clock.now() + self.think_time, reason="reading")
+
+    async def run_until(self, when: datetime) -> None:
+        """Move virtual time to ``when``, running the agent's timers on the way."""
+        await self.clock.run_until(max(when, self.clock.now()), reason="replay")
 
     def now(self) -> datetime:
         """The channel's virtual time."""

@@ -24,6 +24,7 @@ import httpx
 from pydantic import JsonValue
 
 from harness.clock import Clock
+from harness.recording import Recording
 from harness.store import Store
 from harness.trace import Conversation, Event
 
@@ -69,6 +70,7 @@ class AgentEnvironment:
     store: Store
     http_client: httpx.AsyncClient | None = None
     sink: Callable[[Event], None] | None = None
+    recording: Recording | None = None
 
 
 #: Builds an agent under test: returns an ASGI app, or an object implementing
@@ -83,6 +85,8 @@ class ChannelSetup:
     Exactly one of ``agent_factory`` (in-process) and ``target_url`` (an
     agent in another process) is set. ``options`` holds the channel's own
     settings from the command line (for WhatsApp: app secret, tokens, ids).
+    ``recording`` is how the agent's seams record or replay; ``start`` is
+    when the conversation's virtual clock starts (a fixed instant by default).
     """
 
     users: Sequence[UserSpec]
@@ -94,6 +98,8 @@ class ChannelSetup:
     store: Store | None = None
     namespace: str = ""
     options: Mapping[str, Any] = field(default_factory=dict)
+    recording: Recording | None = None
+    start: datetime | None = None
 
 
 class ChannelSession(Protocol):
@@ -113,8 +119,13 @@ class ChannelSession(Protocol):
         """The user taps a button or list row (by id or title) of the last choice offered."""
         ...
 
-    async def send(self, user: str, message: Mapping[str, Any]) -> None:
-        """The user sends any message type (WhatsApp's message object, without ids)."""
+    async def send(
+        self, user: str, message: Mapping[str, Any], *, data: bytes | None = None
+    ) -> None:
+        """The user sends any message type (WhatsApp's message object, without ids).
+
+        ``data`` is the file behind a media message (a sample is made up without it).
+        """
         ...
 
     async def redeliver(self, user: str, index: int | None = None) -> None:
@@ -127,6 +138,14 @@ class ChannelSession(Protocol):
 
     async def settle(self) -> None:
         """Run until the agent has finished reacting."""
+        ...
+
+    async def run_until(self, when: datetime) -> None:
+        """Move virtual time to ``when``, running what falls due on the way, without settling.
+
+        A replay uses it to deliver each recorded message at its recorded
+        instant, so that bursts and the agent's timers keep their timing.
+        """
         ...
 
     def now(self) -> datetime:

@@ -5,8 +5,9 @@ the WhatsApp channel it returns the webhook app, wired to the channel's
 virtual clock, store and in-process Graph API client; on the direct channel
 (no HTTP client, no WhatsApp credentials) it returns the bare
 :class:`~agents.booking.core.BookingAgent`. Either way the model and the
-tools sit behind passthrough recorders whose events go to the channel's
-sink, so model calls and tool calls land in the conversation's trace.
+tools sit behind the harness's recorders (:func:`harness.recording.wrap`),
+which record, replay or pass through as the run asks, and whose events go
+to the channel's sink, so model calls and tool calls land in the trace.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from agents.booking.core import BookingAgent
 from agents.booking.settings import BookingSettings
 from agents.booking.webhook import build_llm, create_app
 from harness.channel import AgentEnvironment
-from harness.recorder import RecordingLLMClient, RecordMode, ToolRecorder
+from harness.recording import wrap, wrap_tools
 
 __all__ = ["agent_factory"]
 
@@ -25,10 +26,9 @@ __all__ = ["agent_factory"]
 def agent_factory(env: AgentEnvironment) -> Starlette | BookingAgent:
     """The booking agent for one harness run, configured from ``env.settings``."""
     settings = BookingSettings.from_env(env.settings)
-    llm = RecordingLLMClient(
-        build_llm(settings), RecordMode.PASSTHROUGH, sink=env.sink, clock=env.clock
-    )
-    tools = ToolRecorder(RecordMode.PASSTHROUGH, sink=env.sink, clock=env.clock)
+    # The harness decides whether the model and the tools record, replay or pass through.
+    llm = wrap(build_llm(settings), env)
+    tools = wrap_tools(env)
     if env.http_client is None or settings.missing_for_webhook():
         return BookingAgent(
             settings,

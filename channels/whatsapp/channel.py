@@ -71,7 +71,9 @@ class WhatsAppChannel:
         self.store = store.with_namespace(setup.namespace) if setup.namespace else store
         # An agent in another process runs on real time and reads the webhook
         # timestamps, so its conversation starts now; in-process, at a fixed instant.
-        start = datetime.now(UTC).replace(microsecond=0) if setup.target_url else None
+        start = setup.start
+        if start is None and setup.target_url:
+            start = datetime.now(UTC).replace(microsecond=0)
         self.sim = WhatsAppSimulator(
             config, clock=VirtualClock(start), store=self.store, faults=faults, seed=setup.seed
         )
@@ -103,6 +105,7 @@ class WhatsAppChannel:
             store=self.store.with_namespace("agent"),
             http_client=self._client,
             sink=self.sim.record,
+            recording=self.setup.recording,
         )
         self._app = self.setup.agent_factory(env)
         self.sim.connect(self._app)
@@ -119,12 +122,17 @@ class WhatsAppChannel:
         """The user taps a button or list row of the last interactive message."""
         await self.sim.tap(self._user(user), choice)
 
-    async def send(self, user: str, message: Mapping[str, Any]) -> None:
+    async def send(
+        self, user: str, message: Mapping[str, Any], *, data: bytes | None = None
+    ) -> None:
         """The user sends any message type; media without bytes gets a small sample."""
         kind = str(message.get("type", ""))
         media = message.get(kind)
-        if kind in MEDIA_SAMPLES and (not isinstance(media, Mapping) or "id" not in media):
-            data, mime = MEDIA_SAMPLES[kind]
+        if kind in MEDIA_SAMPLES and (
+            data is not None or not isinstance(media, Mapping) or "id" not in media
+        ):
+            sample, mime = MEDIA_SAMPLES[kind]
+            data = sample if data is None else data
             extra = dict(media) if isinstance(media, Mapping) else {}
             await self.sim.send_media(
                 self._user(user),
@@ -157,6 +165,14 @@ class WhatsAppChannel:
     async def settle(self) -> None:
         """Run until the agent is quiet."""
         await self.sim.settle()
+
+    async def run_until(self, when: datetime) -> None:
+        """Move virtual time to ``when``, running what falls due, without settling."""
+        await self.sim.run_until(when)
+
+    def media(self, wamid: str) -> tuple[bytes, str] | None:
+        """The bytes and MIME type of the media a user's message carried, if any."""
+        return self.sim.inbound_media(wamid)
 
     def now(self) -> datetime:
         """The simulator's virtual time."""

@@ -448,6 +448,28 @@ class WhatsAppSimulator:
         finally:
             self.paced = False
 
+    async def run_until(self, when: datetime) -> None:
+        """Move virtual time to ``when``, running what falls due on the way (no settling)."""
+        clock = self.clock
+        if not isinstance(clock, VirtualClock):
+            raise ConfigError("run_until needs a VirtualClock")
+        if when > clock.now():
+            await clock.run_until(when, reason="replay")
+        else:
+            await clock.run_until(clock.now())
+
+    def inbound_media(self, wamid: str) -> tuple[bytes, str] | None:
+        """The bytes and MIME type of the media a user's message carried, if any."""
+        found = self._inbound.get(wamid)
+        if found is None:
+            return None
+        item = found[1]["entry"][0]["changes"][0]["value"]["messages"][0]
+        media = item.get(item.get("type", ""))
+        if not isinstance(media, Mapping) or "id" not in media:
+            return None
+        stored = self.media.get(str(media["id"]))
+        return None if stored is None else (stored.data, stored.mime_type)
+
     async def _pass(self, seconds: float, reason: str) -> None:
         """Let time pass between two user actions, running what falls due meanwhile."""
         clock = self.clock
