@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from harness.agent import DirectAgent, DirectMessage, DirectReply, DirectTurn
-from harness.channel import AgentEnvironment, ChannelSetup, close_agent
+from harness.channel import AgentEnvironment, ChannelSetup, agent_clock, close_agent
 from harness.clock import VirtualClock
 from harness.exceptions import ConfigError, StepError
 from harness.plugins import ChannelPlugin
@@ -78,7 +78,7 @@ class DirectChannel:
         env = AgentEnvironment(
             channel=self.name,
             settings=dict(self.setup.agent_settings),
-            clock=self.clock,
+            clock=agent_clock(self.clock, self.setup.agent_offset),
             store=self.store.with_namespace("agent"),
             http_client=None,
             sink=self._record,

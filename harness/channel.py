@@ -17,13 +17,13 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 import httpx
 from pydantic import JsonValue
 
-from harness.clock import Clock
+from harness.clock import Clock, OffsetClock
 from harness.recording import Recording
 from harness.store import Store
 from harness.trace import Conversation, Event
@@ -34,6 +34,7 @@ __all__ = [
     "ChannelSession",
     "ChannelSetup",
     "UserSpec",
+    "agent_clock",
     "close_agent",
 ]
 
@@ -86,7 +87,9 @@ class ChannelSetup:
     agent in another process) is set. ``options`` holds the channel's own
     settings from the command line (for WhatsApp: app secret, tokens, ids).
     ``recording`` is how the agent's seams record or replay; ``start`` is
-    when the conversation's virtual clock starts (a fixed instant by default).
+    when the conversation's virtual clock starts (a fixed instant by default);
+    ``agent_offset`` skews the clock an in-process agent sees against the
+    channel's (``agent-offset=-5m``).
     """
 
     users: Sequence[UserSpec]
@@ -100,6 +103,7 @@ class ChannelSetup:
     options: Mapping[str, Any] = field(default_factory=dict)
     recording: Recording | None = None
     start: datetime | None = None
+    agent_offset: timedelta = timedelta(0)
 
 
 class ChannelSession(Protocol):
@@ -159,6 +163,11 @@ class ChannelSession(Protocol):
     async def close(self) -> None:
         """Release the agent and the connections."""
         ...
+
+
+def agent_clock(clock: Clock, offset: timedelta) -> Clock:
+    """The clock an in-process agent sees: the channel's, skewed by ``offset`` if any."""
+    return clock if not offset else OffsetClock(clock, offset)
 
 
 async def close_agent(built: object) -> None:

@@ -21,7 +21,7 @@ import asyncio
 import importlib
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -31,6 +31,7 @@ from harness.exceptions import ConfigError, HarnessError, StepError
 from harness.expectations import check_expectation
 from harness.invariants import BoundInvariant, bind
 from harness.plugins import ChannelPlugin, load_channel_plugins
+from harness.recording import Recording
 from harness.results import RunResult, ScenarioResult, ScenarioStatus, Violation
 from harness.scenario import Scenario
 from harness.steps import (
@@ -194,8 +195,15 @@ class Runner:
         *,
         store: Store | None = None,
         namespace: str = "",
+        recording: Recording | None = None,
+        before_close: Callable[[ChannelSession], Awaitable[None]] | None = None,
     ) -> ScenarioResult:
-        """Play one scenario and check it; an agent that crashes gives an ``error`` result."""
+        """Play one scenario and check it; an agent that crashes gives an ``error`` result.
+
+        ``recording`` makes the agent's seams record or replay (see
+        :mod:`harness.recording`); ``before_close`` sees the session before it
+        is closed (to collect media, say).
+        """
         checks = [bind(ref) for ref in scenario.invariants] if invariants is None else invariants
         seed = scenario.seed if scenario.seed is not None else self.options.seed
         users = [UserSpec(u.name, u.wa_id, u.bsuid) for u in scenario.users]
@@ -209,6 +217,7 @@ class Runner:
             store=store,
             namespace=namespace,
             options=dict(self.options.channel_options),
+            recording=recording,
         )
         started = time.perf_counter()
         progress = _Progress()
@@ -243,6 +252,8 @@ class Runner:
                 if conversation is None:
                     conversation = session.conversation()
                 try:
+                    if before_close is not None:
+                        await before_close(session)
                     await session.close()
                 except Exception as exc:  # closing a broken agent must not hide the result
                     error = error or f"closing the agent failed: {type(exc).__name__}: {exc}"

@@ -13,7 +13,7 @@ WHATSAPP_ACCESS_TOKEN          access_token                    (required by the 
 WHATSAPP_PHONE_NUMBER_ID       phone_number_id                 (required by the webhook app)
 WHATSAPP_APP_SECRET            app_secret                      (required by the webhook app)
 WHATSAPP_VERIFY_TOKEN          verify_token                    (required by the webhook app)
-BOOKING_LLM                    llm                             scripted (or anthropic)
+BOOKING_LLM, HARNESS_LLM       llm                             scripted (or anthropic)
 BOOKING_MODEL                  model                           claude-sonnet-4-5
 ANTHROPIC_API_KEY              anthropic_api_key               (needed for BOOKING_LLM=anthropic)
 BOOKING_MAX_TOKENS             max_tokens                      1024
@@ -62,7 +62,7 @@ ENV_VARIABLES: dict[str, tuple[str, ...]] = {
     "phone_number_id": ("WHATSAPP_PHONE_NUMBER_ID",),
     "app_secret": ("WHATSAPP_APP_SECRET",),
     "verify_token": ("WHATSAPP_VERIFY_TOKEN",),
-    "llm": ("BOOKING_LLM",),
+    "llm": ("BOOKING_LLM", "HARNESS_LLM"),
     "model": ("BOOKING_MODEL",),
     "anthropic_api_key": ("ANTHROPIC_API_KEY",),
     "max_tokens": ("BOOKING_MAX_TOKENS",),

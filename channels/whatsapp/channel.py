@@ -18,7 +18,7 @@ from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.faults import FaultProfile
 from channels.whatsapp.server import BackgroundServer
 from channels.whatsapp.simulator import WhatsAppSimulator
-from harness.channel import AgentEnvironment, ChannelSetup, close_agent
+from harness.channel import AgentEnvironment, ChannelSetup, agent_clock, close_agent
 from harness.clock import VirtualClock
 from harness.exceptions import ConfigError
 from harness.store import MemoryStore
@@ -101,7 +101,7 @@ class WhatsAppChannel:
                 **agent_settings(self.config, self.config.public_url),
                 **self.setup.agent_settings,
             },
-            clock=self.sim.clock,
+            clock=agent_clock(self.sim.clock, self.setup.agent_offset),
             store=self.store.with_namespace("agent"),
             http_client=self._client,
             sink=self.sim.record,

@@ -76,6 +76,14 @@ class FaultProfile(BaseModel):
         if spec is None or spec == "":
             return cls()
         if isinstance(spec, dict):
+            if "preset" in spec:
+                # A preset with some of its fields changed: {preset: flaky, duplicate: 0}.
+                fields = dict(spec)
+                name = fields.pop("preset")
+                if name not in PRESETS:
+                    names = ", ".join(sorted(PRESETS))
+                    raise ConfigError(f"fault profile: unknown preset {name!r} ({names})")
+                return cls._validated({**PRESETS[name].model_dump(), **fields}, "fault profile")
             return cls._validated(spec, "fault profile")
         text = str(spec)
         if text in PRESETS:

@@ -6,7 +6,9 @@ The agent's system prompt is ``system.md`` in this package. A
 changed prompt this way), then a ``<name>.md`` file in the registry's
 directory (``BOOKING_PROMPT_DIR``), then the registry it falls back on,
 and at the end of the chain the packaged file. :data:`DEFAULT_PROMPTS` is the
-registry every agent falls back on, so an override there reaches them all.
+registry every agent falls back on, so an override there reaches them all;
+below it all, a prompt the harness overrides (``harness replay --prompt``)
+wins over every file.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from contextlib import AbstractContextManager, contextmanager
 from importlib import resources
 from pathlib import Path
 
+from harness import prompts as harness_prompts
 from harness.exceptions import ConfigError
 
 __all__ = ["DEFAULT_PROMPTS", "PromptRegistry", "override", "packaged_prompt"]
@@ -52,7 +55,9 @@ class PromptRegistry:
         stack = self._overrides.get(name)
         if stack:
             return stack[-1]
-        return self.fallback._overridden(name) if self.fallback is not None else None
+        if self.fallback is not None:
+            return self.fallback._overridden(name)
+        return harness_prompts.overridden(name)  # the harness's --prompt, last of all
 
     def _source(self, name: str) -> str | None:
         if self.directory is not None:
