@@ -63,11 +63,12 @@ def cli() -> None:
 
 def _builtin_commands() -> None:
     # Imported here so that `harness --help` stays quick and plugins load lazily.
+    from harness.replay_cli import record_command, regress_command, replay_command
     from harness.run_cli import run_command
     from harness.scenario_cli import schema_command
 
-    cli.add_command(run_command)
-    cli.add_command(schema_command)
+    for command in (record_command, regress_command, replay_command, run_command, schema_command):
+        cli.add_command(command)
 
 
 _builtin_commands()

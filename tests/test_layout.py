@@ -115,6 +115,7 @@ NOT_RE_EXPORTED = {
     "harness.__main__",
     "harness.run_cli",
     "harness.scenario_cli",
+    "harness.replay_cli",
     "channels.whatsapp.cli",
 }
 

@@ -250,9 +250,11 @@ class BookingAgent:
         if dietary:
             lines.append(f"- Dietary needs: {', '.join(dietary)}")
         for booking_id in state.bookings:
-            booking = await self.calendar.booking(booking_id)
-            if booking is None or booking.get("status") != "booked":
-                continue
+            booking: dict[str, Any] | None = state.booking_details.get(booking_id)
+            if booking is None:  # a state saved before details were kept
+                booking = await self.calendar.booking(booking_id)
+                if booking is None or booking.get("status") != "booked":
+                    continue
             day = datetime.fromisoformat(str(booking["date"])).date()
             lines.append(
                 f"- Booking {booking_id}: {format_day(day)} ({booking['date']}) at "

@@ -152,6 +152,10 @@ class ConfirmationGate:
                 booking_id = str(data.get("booking_id"))
                 if booking_id not in self.state.bookings:
                     self.state.bookings.append(booking_id)
+                self.state.booking_details[booking_id] = {
+                    "date": str(data.get("date", args.get("date", ""))),
+                    "slot": str(data.get("slot", args.get("slot", ""))),
+                }
                 if proposal is not None and ours:
                     proposal.booking_id = booking_id
             elif proposal is not None and ours and proposal.booking_id is None:
@@ -162,5 +166,6 @@ class ConfirmationGate:
             booking_id = str(data.get("booking_id"))
             if booking_id in self.state.bookings:
                 self.state.bookings.remove(booking_id)
+            self.state.booking_details.pop(booking_id, None)
             if proposal is not None and proposal.booking_id == booking_id:
                 self.state.proposal = None

@@ -68,6 +68,10 @@ class UserState(BaseModel):
     proposal: Proposal | None = None
     constraints: list[Constraint] = Field(default_factory=list)
     bookings: list[str] = Field(default_factory=list)
+    #: What the calendar said of each booking when it was made (date, slot). The agent
+    #: describes bookings from this, not from the calendar, so a replay whose tools
+    #: answer from the recording (and book nothing) describes them the same way.
+    booking_details: dict[str, dict[str, str]] = Field(default_factory=dict)
     last_user_at: AwareDatetime | None = None
     last_inbound_wamid: str | None = None
 

@@ -1,0 +1,248 @@
+"""``harness record``, ``harness replay`` and ``harness regress`` on the command line.
+
+Exit codes: 0 the replay matched, 1 an invariant failed, 2 bad input,
+3 the replay diverged (the explanation names the turn and what changed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from harness.clock import Skew, parse_skew
+from harness.exceptions import ConfigError
+from harness.fixture import META_FILE, load_fixture
+from harness.prompts import parse_prompt_overrides
+from harness.replay import Policy, ReplayResult, replay_fixture
+from harness.run_cli import parse_settings
+from harness.runner import DEFAULT_TARGET, Runner, RunOptions
+from harness.scenario import load_scenario
+
+__all__ = ["fixture_dirs", "record_command", "regress_command", "replay_command"]
+
+_EXIT = {"same": 0, "failed": 1, "error": 1, "diverged": 3}
+
+
+def fixture_dirs(paths: tuple[Path, ...]) -> list[Path]:
+    """Fixture directories named directly, or found (recursively) under the directories given."""
+    found: list[Path] = []
+    for path in paths:
+        if (path / META_FILE).is_file():
+            found.append(path)
+        elif path.is_dir():
+            found.extend(sorted(p.parent for p in path.rglob(META_FILE)))
+        else:
+            raise ConfigError(f"{path}: not a fixture directory (no {META_FILE})")
+    if not found:
+        raise ConfigError(f"no fixtures under {', '.join(map(str, paths))}")
+    return found
+
+
+@click.command("record")
+@click.argument("scenario", type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="The fixture directory to write.",
+)
+@click.option("--overwrite", is_flag=True, help="Replace a fixture already in --out.")
+@click.option(
+    "--target",
+    default=None,
+    help=f"The agent's factory, package.module:attr (default: {DEFAULT_TARGET}).",
+)
+@click.option(
+    "--live", is_flag=True, help="Use the real Anthropic model (needs ANTHROPIC_API_KEY)."
+)
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--agent-setting", "agent_settings", multiple=True, metavar="KEY=VALUE")
+@click.pass_context
+def record_command(
+    ctx: click.Context,
+    scenario: Path,
+    out: Path,
+    overwrite: bool,
+    target: str | None,
+    live: bool,
+    seed: int,
+    agent_settings: tuple[str, ...],
+) -> None:
+    """Run a scenario once with the agent's model and tools recorded, into a fixture."""
+    from harness.record import record_scenario
+
+    settings = parse_settings(agent_settings, "--agent-setting")
+    if live:
+        key = os.environ.get("ANTHROPIC_API_KEY")
+        if not key:
+            raise ConfigError("--live needs ANTHROPIC_API_KEY in the environment")
+        settings = {"HARNESS_LLM": "anthropic", "ANTHROPIC_API_KEY": key, **settings}
+    runner = Runner(RunOptions(target=target, seed=seed, agent_settings=settings))
+    loaded = load_scenario(scenario)
+    secrets = (settings["ANTHROPIC_API_KEY"],) if "ANTHROPIC_API_KEY" in settings else ()
+    result = asyncio.run(record_scenario(runner, loaded, out, overwrite=overwrite, secrets=secrets))
+    click.echo(f"recorded {loaded.name!r} into {out}: {result.status}")
+    for violation in result.violations:
+        click.echo(f"  {violation.headline()}")
+    if result.error:
+        click.echo(f"  error: {result.error}")
+    ctx.exit(0 if result.status == "passed" else 1)
+
+
+def _print_result(result: ReplayResult, console: Console) -> None:
+    console.print(
+        f"{result.status.upper():<9} {result.fixture} ({result.duration_s:.2f}s)",
+        markup=False,
+        highlight=False,
+    )
+    for line in result.divergences:
+        console.print(f"  diverged: {line}", markup=False, highlight=False)
+    for line in result.changes[:12]:
+        console.print(f"  changed {line}", markup=False, highlight=False)
+    if len(result.changes) > 12:
+        console.print(f"  ... and {len(result.changes) - 12} more changes", markup=False)
+    for violation in result.violations:
+        console.print(f"  ✗ {violation.headline()}", markup=False, highlight=False)
+        for line in violation.messages:
+            console.print(f"      {line}", markup=False, highlight=False)
+    if result.error:
+        console.print(f"  error: {result.error}", markup=False, highlight=False)
+    if result.unused:
+        console.print(f"  {result.unused} recorded answers were never asked for", markup=False)
+
+
+def _replay_all(
+    fixtures: list[Path],
+    runner: Runner,
+    *,
+    policy: Policy,
+    skew: Skew | None,
+    prompts: dict[str, str],
+) -> list[ReplayResult]:
+    async def go() -> list[ReplayResult]:
+        return [
+            await replay_fixture(
+                runner, load_fixture(path), policy=policy, skew=skew, prompts=prompts
+            )
+            for path in fixtures
+        ]
+
+    return asyncio.run(go())
+
+
+@click.command("replay")
+@click.argument("fixture", type=click.Path(path_type=Path))
+@click.option(
+    "--skew",
+    default=None,
+    help="shift=+25h@turn3, scale=10, agent-offset=-5m (combinable with commas).",
+)
+@click.option(
+    "--policy",
+    type=click.Choice(["pinned", "live"]),
+    default="pinned",
+    show_default=True,
+    help="pinned: an unrecorded request diverges; live: it goes to the agent's model.",
+)
+@click.option(
+    "--prompt",
+    "prompt_specs",
+    multiple=True,
+    metavar="NAME=PATH",
+    help="Replace one of the agent's prompts with a file's text.",
+)
+@click.option("--target", default=None, help="The agent's factory (default: the recorded one).")
+@click.option("--agent-setting", "agent_settings", multiple=True, metavar="KEY=VALUE")
+@click.pass_context
+def replay_command(
+    ctx: click.Context,
+    fixture: Path,
+    skew: str | None,
+    policy: Policy,
+    prompt_specs: tuple[str, ...],
+    target: str | None,
+    agent_settings: tuple[str, ...],
+) -> None:
+    """Replay a recorded conversation with its timing, offline, and compare it turn by turn."""
+    [path] = fixture_dirs((fixture,))
+    meta = load_fixture(path).meta
+    runner = Runner(
+        RunOptions(
+            target=target or _recorded_target(meta),
+            agent_settings=parse_settings(agent_settings, "--agent-setting"),
+        )
+    )
+    results = _replay_all(
+        [path],
+        runner,
+        policy=policy,
+        skew=parse_skew(skew) if skew else None,
+        prompts=parse_prompt_overrides(list(prompt_specs)),
+    )
+    _print_result(results[0], Console())
+    ctx.exit(_EXIT[results[0].status])
+
+
+@click.command("regress")
+@click.argument("fixtures", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--candidate",
+    "candidate",
+    multiple=True,
+    metavar="SPEC",
+    help="What changed: KEY=VALUE (an agent setting, e.g. "
+    "BOOKING_REGRESSIONS=no_dedupe), prompt:NAME=PATH, or target=pkg.mod:attr.",
+)
+@click.option(
+    "--policy", type=click.Choice(["pinned", "live"]), default="pinned", show_default=True
+)
+@click.pass_context
+def regress_command(
+    ctx: click.Context, fixtures: tuple[Path, ...], candidate: tuple[str, ...], policy: Policy
+) -> None:
+    """Replay fixtures against a changed agent: exit 3 if any diverged, 1 if any failed."""
+    settings: list[str] = []
+    prompts: list[str] = []
+    target: str | None = None
+    for spec in candidate:
+        if spec.startswith("prompt:"):
+            prompts.append(spec.removeprefix("prompt:"))
+        elif spec.startswith("target="):
+            target = spec.removeprefix("target=")
+        else:
+            settings.append(spec)
+    paths = fixture_dirs(fixtures)
+    runner = Runner(
+        RunOptions(target=target, agent_settings=parse_settings(tuple(settings), "--candidate"))
+    )
+    results = _replay_all(
+        paths, runner, policy=policy, skew=None, prompts=parse_prompt_overrides(prompts)
+    )
+    console = Console()
+    for result in results:
+        if result.status != "same":
+            _print_result(result, console)
+    table = Table("fixture", "status", "changes", "violations", title=None)
+    for result in results:
+        table.add_row(
+            Path(result.fixture).name,
+            result.status.upper(),
+            str(len(result.changes)),
+            str(len(result.violations)),
+        )
+    console.print(table)
+    worst = max((_EXIT[r.status] for r in results), default=0)
+    same = sum(1 for r in results if r.status == "same")
+    console.print(f"{len(results)} fixtures: {same} same, {len(results) - same} not", markup=False)
+    ctx.exit(worst)
+
+
+def _recorded_target(meta: object) -> str | None:
+    target = getattr(meta, "agent_version", None)
+    return target if isinstance(target, str) and ":" in target else None
