@@ -1,7 +1,7 @@
 """The ``harness`` command line.
 
 Exit codes: 0 success, 1 an invariant or expectation failed, 2 bad input or
-usage, 3 a replay diverged. Errors are printed as one line, never a traceback.
+usage, 3 a replay diverged, 4 the judge scored below the gate's threshold. Errors are printed as one line, never a traceback.
 Channel plugins add their own subcommands (see :mod:`harness.plugins`).
 """
 
@@ -63,11 +63,20 @@ def cli() -> None:
 
 def _builtin_commands() -> None:
     # Imported here so that `harness --help` stays quick and plugins load lazily.
+    from harness.diff_cli import diff_command
     from harness.replay_cli import record_command, regress_command, replay_command
     from harness.run_cli import run_command
     from harness.scenario_cli import schema_command
 
-    for command in (record_command, regress_command, replay_command, run_command, schema_command):
+    commands = (
+        diff_command,
+        record_command,
+        regress_command,
+        replay_command,
+        run_command,
+        schema_command,
+    )
+    for command in commands:
         cli.add_command(command)
 
 

@@ -52,6 +52,7 @@ __all__ = [
     "MEDIA_DIR",
     "META_FILE",
     "SCHEMA_VERSION",
+    "VERDICTS_FILE",
     "Fixture",
     "FixtureMeta",
     "FixtureWarning",
@@ -71,6 +72,8 @@ SCHEMA_VERSION: Final = 1
 
 META_FILE: Final = "meta.json"
 CONVERSATION_FILE: Final = "conversation.json"
+#: The judge's verdicts on the conversation, when it was judged (see ``harness.judge``).
+VERDICTS_FILE: Final = "verdicts.json"
 MEDIA_DIR: Final = "media"
 
 LogName: TypeAlias = Literal["events", "llm", "tools", "spans"]
@@ -340,7 +343,7 @@ class FixtureWriter:
         if self.path.exists() and not self.path.is_dir():
             raise FixtureError(f"{self.path}: exists and is not a directory", path=self.path)
         self.path.mkdir(parents=True, exist_ok=True)
-        entries = [META_FILE, *LOG_FILES.values(), CONVERSATION_FILE]
+        entries = [META_FILE, *LOG_FILES.values(), CONVERSATION_FILE, VERDICTS_FILE]
         present = [self.path / e for e in entries if (self.path / e).exists()]
         if (self.path / MEDIA_DIR).exists():
             present.append(self.path / MEDIA_DIR)

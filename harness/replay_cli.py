@@ -1,31 +1,112 @@
 """``harness record``, ``harness replay`` and ``harness regress`` on the command line.
 
-Exit codes: 0 the replay matched, 1 an invariant failed, 2 bad input,
-3 the replay diverged (the explanation names the turn and what changed).
+Exit codes: 0 the replay matched, 1 an invariant failed, 2 bad input (or,
+with ``--judge-gate``, no verdict recorded), 3 the replay diverged (the
+explanation names the turn and what changed), 4 the judge scored the
+conversation below the gate's threshold.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 from rich.console import Console
 from rich.table import Table
 
 from harness.clock import Skew, parse_skew
-from harness.exceptions import ConfigError
+from harness.exceptions import ConfigError, Divergence, FixtureNotFound, LLMError
 from harness.fixture import META_FILE, load_fixture
+from harness.judge import (
+    Judge,
+    Verdict,
+    check_threshold,
+    gate_outcome,
+    load_verdicts,
+    save_verdicts,
+)
+from harness.llm import AnthropicClient
 from harness.prompts import parse_prompt_overrides
+from harness.recorder import RecordingLLMClient, RecordMode
 from harness.replay import Policy, ReplayResult, replay_fixture
 from harness.run_cli import parse_settings
 from harness.runner import DEFAULT_TARGET, Runner, RunOptions
 from harness.scenario import load_scenario
 
-__all__ = ["fixture_dirs", "record_command", "regress_command", "replay_command"]
+__all__ = [
+    "fixture_dirs",
+    "judge_options",
+    "record_command",
+    "regress_command",
+    "replay_command",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 _EXIT = {"same": 0, "failed": 1, "error": 1, "diverged": 3}
+
+
+def judge_options(command: F) -> F:
+    """``--judge`` (advisory) and ``--judge-gate THRESHOLD`` (exit 4 below it, 2 without one)."""
+    command = click.option(
+        "--judge-gate",
+        "judge_gate",
+        type=float,
+        default=None,
+        metavar="THRESHOLD",
+        help="Judge each replayed conversation from the recorded verdicts; exit 4 below "
+        "THRESHOLD (0..1), 2 where no verdict was recorded.",
+    )(command)
+    return click.option(
+        "--judge",
+        "judge",
+        is_flag=True,
+        help="Judge each replayed conversation from the recorded verdicts (advisory).",
+    )(command)
+
+
+async def _judge(path: Path, result: ReplayResult) -> Verdict | None:
+    """The recorded judge's verdict on the replayed conversation, offline; None if it can't."""
+    try:
+        recorded = load_verdicts(path)
+    except FixtureNotFound:
+        return None
+    if not recorded.verdicts or result.conversation is None:
+        return None
+    first = recorded.verdicts[0]
+    client = RecordingLLMClient(None, RecordMode.REPLAY, records=recorded.records)
+    judge = Judge(client, model=first.model)
+    try:
+        return await judge.evaluate(result.conversation, scenario=first.scenario)
+    except (Divergence, LLMError) as exc:
+        click.echo(f"  judge: no recorded verdict for this conversation ({exc})", err=True)
+        return None
+
+
+def _judge_exit(
+    paths: list[Path], results: list[ReplayResult], judge: bool, gate: float | None
+) -> int:
+    if not judge and gate is None:
+        return 0
+    if gate is not None:
+        check_threshold(gate)
+    verdicts = asyncio.run(_judge_all(paths, results))
+    for path, verdict in zip(paths, verdicts, strict=True):
+        line = verdict.headline() if verdict is not None else "judge: no verdict recorded"
+        click.echo(f"{path.name}: {line}")
+    outcome = gate_outcome(
+        verdicts, 0.0 if gate is None else gate, scenarios=[p.name for p in paths]
+    )
+    click.echo(outcome.message)
+    return outcome.exit_code("advisory" if gate is None else "gate")
+
+
+async def _judge_all(paths: list[Path], results: list[ReplayResult]) -> list[Verdict | None]:
+    return [await _judge(path, result) for path, result in zip(paths, results, strict=True)]
 
 
 def fixture_dirs(paths: tuple[Path, ...]) -> list[Path]:
@@ -63,6 +144,13 @@ def fixture_dirs(paths: tuple[Path, ...]) -> list[Path]:
 )
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--agent-setting", "agent_settings", multiple=True, metavar="KEY=VALUE")
+@click.option(
+    "--judge",
+    "judge",
+    is_flag=True,
+    help="Have the Anthropic judge score the conversation and record its verdict "
+    "(needs ANTHROPIC_API_KEY); replays then judge offline.",
+)
 @click.pass_context
 def record_command(
     ctx: click.Context,
@@ -73,21 +161,28 @@ def record_command(
     live: bool,
     seed: int,
     agent_settings: tuple[str, ...],
+    judge: bool,
 ) -> None:
     """Run a scenario once with the agent's model and tools recorded, into a fixture."""
     from harness.record import record_scenario
 
     settings = parse_settings(agent_settings, "--agent-setting")
-    if live:
-        key = os.environ.get("ANTHROPIC_API_KEY")
-        if not key:
-            raise ConfigError("--live needs ANTHROPIC_API_KEY in the environment")
+    key = os.environ.get("ANTHROPIC_API_KEY")
+    if (live or judge) and not key:
+        flag = "--live" if live else "--judge"
+        raise ConfigError(f"{flag} needs ANTHROPIC_API_KEY in the environment")
+    if live and key:
         settings = {"HARNESS_LLM": "anthropic", "ANTHROPIC_API_KEY": key, **settings}
     runner = Runner(RunOptions(target=target, seed=seed, agent_settings=settings))
     loaded = load_scenario(scenario)
     secrets = (settings["ANTHROPIC_API_KEY"],) if "ANTHROPIC_API_KEY" in settings else ()
     result = asyncio.run(record_scenario(runner, loaded, out, overwrite=overwrite, secrets=secrets))
     click.echo(f"recorded {loaded.name!r} into {out}: {result.status}")
+    if judge and key and result.conversation is not None:
+        verdict_judge = Judge(RecordingLLMClient(AnthropicClient(api_key=key), RecordMode.RECORD))
+        verdict = asyncio.run(verdict_judge.evaluate(result.conversation, scenario=loaded.name))
+        save_verdicts(out, [verdict], records=verdict_judge.records, secrets=(key,))
+        click.echo(verdict.headline())
     for violation in result.violations:
         click.echo(f"  {violation.headline()}")
     if result.error:
@@ -159,6 +254,7 @@ def _replay_all(
 )
 @click.option("--target", default=None, help="The agent's factory (default: the recorded one).")
 @click.option("--agent-setting", "agent_settings", multiple=True, metavar="KEY=VALUE")
+@judge_options
 @click.pass_context
 def replay_command(
     ctx: click.Context,
@@ -168,6 +264,8 @@ def replay_command(
     prompt_specs: tuple[str, ...],
     target: str | None,
     agent_settings: tuple[str, ...],
+    judge: bool,
+    judge_gate: float | None,
 ) -> None:
     """Replay a recorded conversation with its timing, offline, and compare it turn by turn."""
     [path] = fixture_dirs((fixture,))
@@ -186,7 +284,9 @@ def replay_command(
         prompts=parse_prompt_overrides(list(prompt_specs)),
     )
     _print_result(results[0], Console())
-    ctx.exit(_EXIT[results[0].status])
+    code = _EXIT[results[0].status]
+    judged = _judge_exit([path], results, judge, judge_gate)
+    ctx.exit(code or judged)
 
 
 @click.command("regress")
@@ -202,9 +302,15 @@ def replay_command(
 @click.option(
     "--policy", type=click.Choice(["pinned", "live"]), default="pinned", show_default=True
 )
+@judge_options
 @click.pass_context
 def regress_command(
-    ctx: click.Context, fixtures: tuple[Path, ...], candidate: tuple[str, ...], policy: Policy
+    ctx: click.Context,
+    fixtures: tuple[Path, ...],
+    candidate: tuple[str, ...],
+    policy: Policy,
+    judge: bool,
+    judge_gate: float | None,
 ) -> None:
     """Replay fixtures against a changed agent: exit 3 if any diverged, 1 if any failed."""
     settings: list[str] = []
@@ -240,7 +346,8 @@ def regress_command(
     worst = max((_EXIT[r.status] for r in results), default=0)
     same = sum(1 for r in results if r.status == "same")
     console.print(f"{len(results)} fixtures: {same} same, {len(results) - same} not", markup=False)
-    ctx.exit(worst)
+    judged = _judge_exit(paths, results, judge, judge_gate)
+    ctx.exit(worst or judged)
 
 
 def _recorded_target(meta: object) -> str | None:

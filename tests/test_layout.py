@@ -116,6 +116,7 @@ NOT_RE_EXPORTED = {
     "harness.run_cli",
     "harness.scenario_cli",
     "harness.replay_cli",
+    "harness.diff_cli",
     "channels.whatsapp.cli",
 }
 

@@ -40,6 +40,7 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
         "WHATSAPP_APP_SECRET": "app-secret-value",
         "WHATSAPP_VERIFY_TOKEN": "ver",
         "BOOKING_LLM": "Anthropic",
+        "HARNESS_LLM": "scripted",  # BOOKING_LLM wins: it is named first
         "BOOKING_MODEL": "claude-x",
         "ANTHROPIC_API_KEY": "sk-test",
         "BOOKING_MAX_TOKENS": "512",
@@ -120,3 +121,9 @@ def test_settings_are_frozen() -> None:
     settings = BookingSettings()
     with pytest.raises(ValueError, match="frozen"):
         settings.debounce_seconds = 1  # type: ignore[misc]
+
+
+def test_harness_llm_chooses_the_model_when_booking_llm_is_unset() -> None:
+    # `harness record --live` asks every agent for its live model this way.
+    assert BookingSettings.from_env({"HARNESS_LLM": "anthropic"}).llm == "anthropic"
+    assert BookingSettings.from_env({}).llm == "scripted"
