@@ -16,11 +16,12 @@ from starlette.applications import Starlette
 
 from channels.direct import DirectChannel, direct_plugin, find_direct_agent
 from harness.agent import DirectAgent, DirectMessage, DirectOption, DirectReply, DirectTurn
-from harness.channel import AgentEnvironment, AgentFactory, ChannelSetup, UserSpec
-from harness.clock import DEFAULT_START
+from harness.channel import AgentEnvironment, ChannelSetup, UserSpec
+from harness.clock import DEFAULT_START, VirtualClock
 from harness.exceptions import ConfigError, StepError
+from harness.expectations import reply_text
 from harness.store import MemoryStore
-from harness.trace import ClockJump, InboundMessage, OutboundSend, ToolCall
+from harness.trace import ClockJump, OutboundSend, ToolCall
 
 ANA = UserSpec(name="Ana", wa_id="15550001111")
 BEN = UserSpec(name="Ben", bsuid="US.42")
@@ -35,7 +36,7 @@ class TinyAgent:
         self.bursts: list[tuple[str, list[DirectMessage], datetime]] = []
         self.reminded_at: datetime | None = None
         self.closed = False
-        self._timers: list[asyncio.Task[None]] = []
+        self.timers: list[asyncio.Task[None]] = []
 
     async def handle_burst(
         self, user: str, messages: Sequence[DirectMessage], *, now: datetime
@@ -44,7 +45,9 @@ class TinyAgent:
         last = messages[-1]
         said = " ".join(m.text or "" for m in messages)
         if last.reply_id == "confirm":
-            call = ToolCall(at=now, user=user, name="book", args={"slot": "20:00"}, side_effect=True)
+            call = ToolCall(
+                at=now, user=user, name="book", args={"slot": "20:00"}, side_effect=True
+            )
             assert self.env.sink is not None
             self.env.sink(call)  # through the sink, and in the turn too: recorded once
             return DirectTurn(replies=(DirectReply(text="Booked!"),), tool_calls=(call,))
@@ -53,7 +56,7 @@ class TinyAgent:
             proposal = DirectReply(type="interactive", text="Friday 20:00?", options=CHOICES)
             return DirectTurn(replies=(proposal,), tool_calls=(search,))
         if "remind" in said:
-            self._timers.append(asyncio.create_task(self._remind()))
+            self.timers.append(asyncio.create_task(self._remind()))
             return DirectTurn(replies=(DirectReply(text="I will."),))
         if "template" in said:
             reminder = DirectReply(
@@ -69,7 +72,7 @@ class TinyAgent:
         self.reminded_at = self.env.clock.now()
 
     async def aclose(self) -> None:
-        for task in self._timers:
+        for task in self.timers:
             task.cancel()
         self.closed = True
 
@@ -82,7 +85,7 @@ class Built:
         self.env: AgentEnvironment | None = None
         self.agent: TinyAgent | None = None
 
-    def __call__(self, env: AgentEnvironment) -> Any:
+    def __call__(self, env: AgentEnvironment) -> object:
         self.env = env
         self.agent = TinyAgent(env)
         if not self.wrap:
@@ -92,14 +95,12 @@ class Built:
         return app
 
 
-async def _channel(
-    factory: AgentFactory | None = None, **setup: Any
-) -> tuple[DirectChannel, TinyAgent]:
-    built = Built() if factory is None else factory
+async def _channel(built: Built | None = None, **setup: Any) -> tuple[DirectChannel, TinyAgent]:
+    built = Built() if built is None else built
     setup.setdefault("users", [ANA, BEN])
     channel = DirectChannel(ChannelSetup(agent_factory=built, **setup))
     await channel.start()
-    assert isinstance(built, Built) and built.agent is not None
+    assert built.agent is not None
     return channel, built.agent
 
 
@@ -148,7 +149,8 @@ async def test_replies_and_tool_calls_are_recorded_as_events() -> None:
         "text": "Friday 20:00?",
         "options": [{"id": "confirm", "title": "Confirm"}, {"id": "change", "title": "Change"}],
     }
-    assert proposal.ok and proposal.wamid
+    assert proposal.ok
+    assert proposal.wamid
     # A tool call the agent sent through its sink is not recorded a second time.
     await channel.tap("Ana", "confirm")
     assert [c.name for c in channel.conversation().tool_calls()] == ["search", "book"]
@@ -176,7 +178,9 @@ async def test_a_tap_by_id_or_title_sends_the_option(choice: str) -> None:
 
 async def test_a_tap_on_something_not_offered_is_a_step_error() -> None:
     channel, agent = await _channel()
-    with pytest.raises(StepError, match=r"no option 'confirm' among the agent's last choices \(none\)"):
+    with pytest.raises(
+        StepError, match=r"no option 'confirm' among the agent's last choices \(none\)"
+    ):
         await channel.tap("Ana", "confirm")
     await channel.say("Ana", ["a table"])
     with pytest.raises(StepError, match=r"no option 'Later' .*\('confirm', 'change'\)"):
@@ -195,7 +199,11 @@ async def test_send_passes_the_type_and_the_body() -> None:
     assert user == "US.42"
     assert (message.type, message.text, message.body) == ("location", None, {"location": location})
     [inbound] = channel.conversation().inbound()
-    assert (inbound.type, inbound.user, inbound.body) == ("location", "US.42", {"location": location})
+    assert (inbound.type, inbound.user, inbound.body) == (
+        "location",
+        "US.42",
+        {"location": location},
+    )
     assert channel.conversation().replies()[0].text == "Thanks for the location."
 
 
@@ -258,7 +266,7 @@ async def test_a_factory_may_return_an_app_whose_state_holds_the_agent() -> None
 async def test_close_calls_the_agents_aclose() -> None:
     channel, agent = await _channel()
     await channel.say("Ana", ["remind me"])
-    timer = agent._timers[0]
+    timer = agent.timers[0]
     await channel.close()
     assert agent.closed
     await asyncio.sleep(0)
@@ -287,13 +295,9 @@ def test_find_direct_agent_takes_the_agent_or_the_one_behind_the_app() -> None:
 
 
 def _env() -> AgentEnvironment:
-    return AgentEnvironment(channel="direct", settings={}, clock=_clock(), store=MemoryStore())
-
-
-def _clock() -> Any:
-    from harness.clock import VirtualClock
-
-    return VirtualClock()
+    return AgentEnvironment(
+        channel="direct", settings={}, clock=VirtualClock(), store=MemoryStore()
+    )
 
 
 async def test_misuse_is_a_config_error() -> None:
@@ -330,18 +334,46 @@ async def test_the_reference_agent_books_a_table_in_two_steps() -> None:
         await channel.settle()
         proposal = channel.conversation().replies()[-1]
         assert proposal.type == "interactive"
-        assert [o["title"] for o in proposal.request["options"]] == ["Confirm", "Change"]  # type: ignore[index, union-attr]  # JSON
+        assert reply_text(proposal).endswith("Confirm Change")
         assert channel.conversation().tool_calls("book_appointment") == []
         await channel.tap("Ana", "confirm")
         await channel.settle()
         conversation = channel.conversation()
         [booking] = conversation.tool_calls("book_appointment")
         assert booking.side_effect
-        assert booking.user == ANA.wa_id
+        turn = conversation.turn_of(booking)
+        assert turn is not None
+        assert turn.user == ANA.wa_id
         assert booking.args["slot"] == "20:00"
-        assert conversation.replies()[-1].text.startswith("Booked!")  # type: ignore[union-attr]
+        assert reply_text(conversation.replies()[-1]).startswith("Booked!")
         assert conversation.llm_exchanges()
         assert [t.user for t in conversation.turns] == [ANA.wa_id, ANA.wa_id]
-        assert isinstance(conversation.inbound()[-1], InboundMessage)
     finally:
         await channel.close()
+
+
+async def test_the_clock_starts_where_the_setup_says() -> None:
+    start = DEFAULT_START + timedelta(days=30)
+    channel, agent = await _channel(start=start)
+    await channel.say("Ana", ["hi"])
+    assert agent.bursts[0][2] == start
+
+
+async def test_run_until_moves_time_without_recording_a_jump() -> None:
+    channel, agent = await _channel()
+    await channel.say("Ana", ["remind me"])
+    before = channel.conversation()
+    target = channel.now() + timedelta(hours=1, minutes=1)
+    await channel.run_until(target)
+    assert channel.now() == target
+    assert agent.reminded_at == DEFAULT_START + timedelta(hours=1)
+    assert channel.conversation() == before
+    await channel.run_until(DEFAULT_START)  # the past: time stays where it is
+    assert channel.now() == target
+
+
+async def test_send_with_data_still_passes_only_the_body() -> None:
+    channel, agent = await _channel()
+    await channel.send("Ana", {"type": "image", "image": {"caption": "menu"}}, data=b"\xff\xd8")
+    [(_, [message], _)] = agent.bursts
+    assert (message.type, message.body) == ("image", {"image": {"caption": "menu"}})

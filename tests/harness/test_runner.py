@@ -3,7 +3,9 @@
 The fake channel's sessions record every call the runner makes and answer
 with a tiny scripted agent built by :func:`fake_agent_factory`, the target
 the runner imports by path. Nothing here sleeps in real time: the sessions
-run on virtual clocks, and the concurrency test only yields to the loop.
+run on virtual clocks, and in the concurrency test the runner's worker
+threads wait for each other at a barrier, which only times out when the
+runner fails to run that many scenarios at once.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import pytest
 from pydantic import JsonValue
 
 from harness.agent import DirectOption, DirectReply, DirectTurn
-from harness.channel import AgentEnvironment, ChannelSetup
+from harness.channel import AgentEnvironment, ChannelSession, ChannelSetup
 from harness.clock import VirtualClock
 from harness.exceptions import ConfigError, StepError
 from harness.plugins import ChannelPlugin
@@ -127,7 +129,9 @@ class FakeSession:
         self._inbound(user, "interactive", choice)
         self._answer(user, [choice])
 
-    async def send(self, user: str, message: Mapping[str, Any]) -> None:
+    async def send(
+        self, user: str, message: Mapping[str, Any], *, data: bytes | None = None
+    ) -> None:
         self.calls.append(("send", user, dict(message)))
         self._inbound(user, str(message["type"]), None)
         self._answer(user, [f"<{message['type']}>"])
@@ -142,6 +146,10 @@ class FakeSession:
     async def settle(self) -> None:
         self.calls.append(("settle",))
         self.clock.advance(10)
+
+    async def run_until(self, when: datetime) -> None:
+        self.calls.append(("run_until", when))
+        self.clock.set(max(when, self.clock.now()))
 
     def now(self) -> datetime:
         return self.clock.now()
@@ -192,18 +200,19 @@ class FakeChannel:
     The runner may run sessions on worker threads, hence the lock. With
     ``together`` the first that many sessions wait for each other once open,
     which only a runner running that many at once gets past; with
-    ``first_last`` the first session closes only after every other one has.
+    ``last_of=n`` the session of the scenario with seed 0 closes only after
+    the ``n - 1`` others have.
     """
 
     def __init__(
-        self, *, fail_close: bool = False, together: int = 1, first_last: int | None = None
+        self, *, fail_close: bool = False, together: int = 1, last_of: int | None = None
     ) -> None:
         self.sessions: list[FakeSession] = []
         self.open = 0
         self.most_open = 0
         self.fail_close = fail_close
         self.together = together
-        self.first_last = first_last
+        self.last_of = last_of
         self._lock = threading.Lock()
         self._barrier = threading.Barrier(together)
         self._others_closed = threading.Event()
@@ -211,6 +220,7 @@ class FakeChannel:
 
     def __call__(self, setup: ChannelSetup) -> FakeSession:
         session = FakeSession(setup, self)
+        _: ChannelSession = session  # mypy checks the fake against the protocol
         with self._lock:
             self.sessions.append(session)
         return session
@@ -224,14 +234,14 @@ class FakeChannel:
             self._barrier.wait(timeout=THREAD_TIMEOUT)
 
     def closed(self, session: FakeSession) -> None:
+        held = self.last_of is not None and session.setup.seed == 0
         with self._lock:
             self.open -= 1
-            first = self.sessions.index(session) == 0
-            if not first:
+            if not held:
                 self._closed += 1
-                if self._closed == self.first_last:
+                if self.last_of is not None and self._closed == self.last_of - 1:
                     self._others_closed.set()
-        if first and self.first_last is not None:
+        if held:
             assert self._others_closed.wait(timeout=THREAD_TIMEOUT)
 
     @property
@@ -571,7 +581,7 @@ async def test_results_come_back_in_input_order(concurrency: int) -> None:
     if concurrency == 1:
         channel = FakeChannel()
     else:  # the first scenario finishes last, though it starts first
-        channel = FakeChannel(together=concurrency, first_last=count - 1)
+        channel = FakeChannel(together=concurrency, last_of=count)
     scenarios = [
         parse_scenario(f"name: s{i}\nseed: {i}\nsteps:\n  - say: hello {i}\n") for i in range(count)
     ]
