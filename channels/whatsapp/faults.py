@@ -78,12 +78,12 @@ class FaultProfile(BaseModel):
         if isinstance(spec, dict):
             if "preset" in spec:
                 # A preset with some of its fields changed: {preset: flaky, duplicate: 0}.
-                fields = dict(spec)
-                name = fields.pop("preset")
+                changed = dict(spec)
+                name = changed.pop("preset")
                 if name not in PRESETS:
                     names = ", ".join(sorted(PRESETS))
                     raise ConfigError(f"fault profile: unknown preset {name!r} ({names})")
-                return cls._validated({**PRESETS[name].model_dump(), **fields}, "fault profile")
+                return cls._validated({**PRESETS[name].model_dump(), **changed}, "fault profile")
             return cls._validated(spec, "fault profile")
         text = str(spec)
         if text in PRESETS:

@@ -26,11 +26,11 @@ from harness.exceptions import (
     LLMError,
     SchemaVersionError,
 )
+from harness.fixture import VERDICTS_FILE
 from harness.judge import (
     DEFAULT_RUBRIC,
     EXIT_BELOW_THRESHOLD,
     EXIT_NO_VERDICT,
-    VERDICTS_FILE,
     Criterion,
     CriterionScore,
     GateOutcome,
