@@ -49,7 +49,8 @@ __all__ = [
 ]
 
 Policy = Literal["pinned", "live"]
-ReplayStatus = Literal["same", "failed", "diverged", "error"]
+#: ``changed``: the conversation changed as a skew or a live policy allows, without diverging.
+ReplayStatus = Literal["same", "changed", "failed", "diverged", "error"]
 
 _CHANNEL_FIELDS = ("id", "from", "from_user_id", "timestamp", "context", "errors")
 _MEDIA = {"image", "audio", "video", "document", "sticker"}
@@ -292,6 +293,8 @@ async def replay_fixture(
         status = "diverged"
     elif violations:
         status = "failed"
+    elif changes:
+        status = "changed"
     else:
         status = "same"
     return ReplayResult(

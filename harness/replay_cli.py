@@ -47,7 +47,7 @@ __all__ = [
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_EXIT = {"same": 0, "failed": 1, "error": 1, "diverged": 3}
+_EXIT = {"same": 0, "changed": 0, "failed": 1, "error": 1, "diverged": 3}
 
 
 def judge_options(command: F) -> F:
