@@ -1,7 +1,8 @@
 """The ``harness`` command line.
 
 Exit codes: 0 success, 1 an invariant or expectation failed, 2 bad input or
-usage, 3 a replay diverged, 4 the judge scored below the gate's threshold. Errors are printed as one line, never a traceback.
+usage, 3 a replay diverged, 4 the judge scored below the gate's threshold.
+Errors are printed as one line, never a traceback.
 Channel plugins add their own subcommands (see :mod:`harness.plugins`).
 """
 
