@@ -143,7 +143,8 @@ class ConversationDiff(_Model):
             counts[turn.status_word] = counts.get(turn.status_word, 0) + 1
         kinds = ", ".join(f"{n} {word}" for word, n in counts.items())
         head = f"{len(self.differences)} of {total} differ ({kinds})"
-        return f"{head}; first at {first.label()}: {first.changes[0]}"
+        what = first.changes[0] if first.changes else first.status_word
+        return f"{head}; first at {first.label()}: {what}"
 
     def lines(self) -> list[str]:
         """Every difference on its own line, prefixed by its turn (``turn 2: ...``)."""
@@ -373,8 +374,6 @@ def _compare_messages(ta: Turn, tb: Turn, compare_times: bool) -> list[str]:
     out: list[str] = []
     for n, (x, y) in enumerate(zip(a, b, strict=False), start=1):
         what = f"user message {n}"
-        if x.user != y.user:
-            out.append(f"{what} sender differs: {_text_pair(x.user, y.user)}")
         if x.type != y.type:
             out.append(f"{what} type differs: {x.type!r} -> {y.type!r}")
         if x.text != y.text:

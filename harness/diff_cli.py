@@ -42,6 +42,7 @@ _STATUS = {"same": "SAME", "changed": "CHANGED", "only_a": "ONLY IN A", "only_b"
 _STYLE = {"same": "dim", "changed": "bold yellow", "only_a": "bold red", "only_b": "bold green"}
 _QUIET_NOTES = frozenset({"llm", "receipt"})  # model calls and read receipts: noise here
 _GIST = 50
+_RESULT = 100
 _LISTED = 8
 
 
@@ -180,7 +181,10 @@ def _item_text(item: Item) -> Text | None:
     if isinstance(item, ToolCard):
         text = Text(f"⚙ {item.name} ", style="magenta")
         text.append(item.args)
-        text.append(f" → error: {item.error}" if item.error else f" → {item.result}")
+        # results are not compared, only shown: a long one is cut short
+        text.append(
+            f" → error: {item.error}" if item.error else f" → {_clip(item.result, _RESULT)}"
+        )
         if item.side_effect:
             text.append(" (side effect)", style="dim")
         return text
@@ -205,7 +209,9 @@ def _clip(text: str, limit: int = _GIST) -> str:
 
 def _gist(items: list[Item]) -> str:
     """One line for a turn that did not change: what the user said, how the agent answered."""
-    said = [i.text for i in items if isinstance(i, Bubble) and i.direction == "in"]
+    said = [
+        i.text for i in items if isinstance(i, Bubble) and i.direction == "in" and not i.duplicate
+    ]
     said = [t for t in said if t]
     replies = sum(1 for i in items if isinstance(i, Bubble) and i.direction == "out")
     tools = sum(1 for i in items if isinstance(i, ToolCard))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from harness.exceptions import Divergence
@@ -59,7 +60,7 @@ class _Watched(RecordingLLMClient):
                 **params,
             )
         except Divergence as exc:
-            self._recording.divergences.append(exc)
+            self._recording.diverged(exc, self._clock.now())
             raise
 
 
@@ -75,7 +76,7 @@ class _WatchedTools(ToolRecorder):
         try:
             return await super().call(name, args, **kwargs)
         except Divergence as exc:
-            self._recording.divergences.append(exc)
+            self._recording.diverged(exc, self._clock.now())
             raise
 
 
@@ -96,6 +97,13 @@ class Recording:
     clients: list[RecordingLLMClient] = field(default_factory=list)
     tool_recorders: list[ToolRecorder] = field(default_factory=list)
     divergences: list[Divergence] = field(default_factory=list)
+    #: When each divergence happened, on the run's clock (to find its turn).
+    divergence_times: list[datetime] = field(default_factory=list)
+
+    def diverged(self, error: Divergence, at: datetime) -> None:
+        """Note a request the recording could not answer, and when it was asked."""
+        self.divergences.append(error)
+        self.divergence_times.append(at)
 
     def llm(
         self, inner: LLMClient | None, *, sink: Any = None, clock: Any = None

@@ -276,7 +276,10 @@ async def replay_fixture(
     if conversation is not None:
         for check in checks:
             violations.extend(check.run(conversation))
-    divergences = tuple(str(d) for d in recording.divergences)
+    divergences = tuple(
+        _with_turn(str(d), at, conversation)
+        for d, at in zip(recording.divergences, recording.divergence_times, strict=True)
+    )
     changes: tuple[str, ...] = ()
     if recorded is not None and conversation is not None:
         diff: ConversationDiff = diff_conversations(recorded, conversation)
@@ -308,6 +311,17 @@ async def replay_fixture(
         duration_s=round(time.perf_counter() - started, 4),
         conversation=conversation,
     )
+
+
+def _with_turn(text: str, at: datetime, conversation: Conversation | None) -> str:
+    """A divergence's explanation, led by the turn it happened in."""
+    if conversation is None:
+        return text
+    turn = None
+    for candidate in conversation.turns:
+        if candidate.start <= at:
+            turn = candidate
+    return text if turn is None else f"turn {turn.index + 1}: {text}"
 
 
 def _str_map(value: object) -> dict[str, str]:

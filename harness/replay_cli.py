@@ -268,7 +268,13 @@ def replay_command(
     judge_gate: float | None,
 ) -> None:
     """Replay a recorded conversation with its timing, offline, and compare it turn by turn."""
-    [path] = fixture_dirs((fixture,))
+    found = fixture_dirs((fixture,))
+    if len(found) != 1 or found[0] != fixture:
+        raise ConfigError(
+            f"{fixture}: holds {len(found)} fixtures; name one, or replay them all with "
+            "harness regress"
+        )
+    [path] = found
     meta = load_fixture(path).meta
     runner = Runner(
         RunOptions(

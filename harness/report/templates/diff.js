@@ -35,7 +35,7 @@
   // The row at the top of a pane, recorded on the pane as data-top-row.
   function markTop(pane, rows) {
     var head = pane.querySelector(".pane-head");
-    var top = pane.scrollTop + (head ? head.offsetHeight : 0);
+    var top = pane.scrollTop + (head ? head.offsetHeight : 0) + 1; // 1px: fractional scrolling
     for (var i = 0; i < rows.length; i++) {
       if (rows[i].offsetParent !== null && rows[i].offsetTop + rows[i].offsetHeight > top) {
         pane.setAttribute("data-top-row", rows[i].getAttribute("data-row"));
@@ -77,8 +77,10 @@
     if (row) {
       var pane = row.parentNode;
       var head = pane.querySelector(".pane-head");
-      // only this pane moves here; the other follows through its scroll handler
+      // only this pane moves here; the other follows through its scroll
+      // handler, told now rather than at the next frame
       pane.scrollTop = row.offsetTop - (head ? head.offsetHeight : 0);
+      pane.dispatchEvent(new Event("scroll"));
     }
     markTop(a, rowsA);
     markTop(b, rowsB);
