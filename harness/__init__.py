@@ -27,6 +27,11 @@ from harness.builtin_invariants import (
     one_reply_per_burst,
     sends_valid,
 )
+from harness.canonical import (
+    canonical_bytes,
+    canonical_json,
+    canonical_key,
+)
 from harness.channel import (
     AgentEnvironment,
     AgentFactory,
@@ -59,6 +64,16 @@ from harness.diff import (
     TurnDiff,
     TurnStatus,
     diff_conversations,
+)
+from harness.divergence import (
+    Parts,
+    clip,
+    llm_differences,
+    llm_parts,
+    message_text,
+    quote,
+    tool_differences,
+    tool_parts,
 )
 from harness.exceptions import (
     ChannelError,
@@ -191,8 +206,6 @@ from harness.recorder import (
     Sink,
     ToolRecord,
     ToolRecorder,
-    canonical_json,
-    canonical_key,
 )
 from harness.recording import (
     Recording,
@@ -398,6 +411,7 @@ __all__ = [
     "OnMiss",
     "OutboundSend",
     "Participant",
+    "Parts",
     "Policy",
     "RecordMode",
     "RecordedToolError",
@@ -468,12 +482,14 @@ __all__ = [
     "agent_clock",
     "bind",
     "build_turns",
+    "canonical_bytes",
     "canonical_json",
     "canonical_key",
     "check",
     "check_expectation",
     "check_rubric",
     "check_threshold",
+    "clip",
     "close_agent",
     "constraint_honored",
     "describe",
@@ -487,6 +503,8 @@ __all__ = [
     "invariant",
     "is_sensitive_key",
     "json_default",
+    "llm_differences",
+    "llm_parts",
     "load_channel_plugins",
     "load_fixture",
     "load_scenario",
@@ -494,6 +512,7 @@ __all__ = [
     "load_target",
     "load_verdicts",
     "make_span",
+    "message_text",
     "never_reasks",
     "no_freeform_outside_window",
     "no_repeated_side_effects",
@@ -509,6 +528,7 @@ __all__ = [
     "parse_spec",
     "parse_verdict",
     "plan_from_fixture",
+    "quote",
     "read_jsonl",
     "read_yaml",
     "record_scenario",
@@ -527,6 +547,8 @@ __all__ = [
     "sends_valid",
     "settings_from",
     "step_action",
+    "tool_differences",
+    "tool_parts",
     "wall_clock_from",
     "wrap",
     "wrap_tools",

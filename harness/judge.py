@@ -31,6 +31,7 @@ from typing import Any, Final, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from harness.canonical import canonical_json, canonical_key
 from harness.exceptions import (
     ConfigError,
     FixtureFormatError,
@@ -46,8 +47,6 @@ from harness.recorder import (
     LLMRecord,
     RecordingLLMClient,
     RecordMode,
-    canonical_json,
-    canonical_key,
 )
 from harness.redaction import Redactor
 from harness.trace import (

@@ -28,9 +28,19 @@ from enum import StrEnum
 from operator import itemgetter
 from typing import Any, Generic, Literal, Protocol, TypeAlias, TypeVar
 
-import orjson
 from pydantic import AwareDatetime, BaseModel, ConfigDict, JsonValue
 
+from harness.canonical import canonical_bytes, canonical_json, canonical_key
+from harness.divergence import (
+    Parts,
+    clip,
+    llm_differences,
+    llm_parts,
+    message_text,
+    quote,
+    tool_differences,
+    tool_parts,
+)
 from harness.exceptions import ConfigError, Divergence, HarnessError, RecordingError, UnknownTool
 from harness.llm import LLMClient, LLMResponse, SystemPrompt, json_default, request_body
 from harness.trace import Event, LLMExchange, ToolCall
@@ -45,8 +55,6 @@ __all__ = [
     "Sink",
     "ToolRecord",
     "ToolRecorder",
-    "canonical_json",
-    "canonical_key",
 ]
 
 #: Request params left out of the key: they change from run to run without
@@ -113,30 +121,6 @@ class _UTCClock:
         return datetime.now(UTC)
 
 
-_ORJSON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
-_CANONICAL = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=json_default
-)
-
-
-def _canonical_bytes(value: Any) -> bytes:
-    try:
-        return orjson.dumps(value, default=json_default, option=_ORJSON_OPTIONS)
-    except orjson.JSONEncodeError:
-        # Beyond orjson (integers past 64 bits...): the standard library agrees on the rest.
-        return _CANONICAL.encode(value).encode()
-
-
-def canonical_json(value: Any) -> str:
-    """``value`` as compact JSON with sorted keys: equal requests give equal text."""
-    return _canonical_bytes(value).decode()
-
-
-def canonical_key(value: Any) -> str:
-    """The sha256 hex digest of :func:`canonical_json` of ``value``."""
-    return hashlib.sha256(_canonical_bytes(value)).hexdigest()
-
-
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -167,7 +151,6 @@ class ToolRecord(_Frozen):
 
 _R = TypeVar("_R", LLMRecord, ToolRecord)
 _T = TypeVar("_T")
-_Parts: TypeAlias = dict[Hashable, int]
 
 
 class _Tape(Generic[_R]):
@@ -177,8 +160,8 @@ class _Tape(Generic[_R]):
     first miss, so loading and serving stay O(1) per record.
     """
 
-    def __init__(self, records: Iterable[_R], parts: Callable[[_R], _Parts]) -> None:
-        self._parts: Callable[[_R], _Parts] = parts
+    def __init__(self, records: Iterable[_R], parts: Callable[[_R], Parts]) -> None:
+        self._parts: Callable[[_R], Parts] = parts
         self.records: list[_R] = []
         self.plays: list[int] = []
         self._queues: dict[str, deque[int]] = {}
@@ -214,7 +197,7 @@ class _Tape(Generic[_R]):
             (i, r) for i, (r, n) in enumerate(zip(self.records, self.plays, strict=True)) if not n
         ]
 
-    def nearest(self, parts: _Parts) -> tuple[int, _R] | None:
+    def nearest(self, parts: Parts) -> tuple[int, _R] | None:
         """The record sharing the most (weighted) parts; unused and earlier ones win ties."""
         if not self.records:
             return None
@@ -276,7 +259,7 @@ class _Recorder(Generic[_R, _T]):
         self._clock: _Clock = _UTCClock() if clock is None else clock
         self._on_record: Callable[[_R], None] | None = on_record
 
-    def _parts(self, record: _R) -> _Parts:
+    def _parts(self, record: _R) -> Parts:
         raise NotImplementedError
 
     def _materialize(self, item: _T) -> _R:
@@ -333,7 +316,7 @@ class _Recorder(Generic[_R, _T]):
     def _diverged(
         self,
         key: str,
-        parts: _Parts,
+        parts: Parts,
         differ: Callable[[_R], list[str]],
     ) -> Divergence:
         recorded = self._tape.count(key)
@@ -432,7 +415,7 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending]):
             params=params,
             exclude=self.volatile,
         )
-        raw = _canonical_bytes(body)
+        raw = canonical_bytes(body)
         key = hashlib.sha256(raw).hexdigest()
         text = raw.decode()
         if self.mode is RecordMode.REPLAY:
@@ -443,9 +426,7 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending]):
                 return record.response
             if self.on_miss == "raise":
                 now = json.loads(text)
-                raise self._diverged(
-                    key, _llm_parts(now), lambda r: _llm_differences(r.request, now)
-                )
+                raise self._diverged(key, llm_parts(now), lambda r: llm_differences(r.request, now))
         assert self._inner is not None  # __init__ refuses a missing inner client for these modes
         seq = self._log.reserve() if self.mode is not RecordMode.PASSTHROUGH else 0
         response = await self._inner.create(
@@ -496,15 +477,13 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending]):
             )
         return item.record
 
-    def _parts(self, record: LLMRecord) -> _Parts:
-        return _llm_parts(record.request)
+    def _parts(self, record: LLMRecord) -> Parts:
+        return llm_parts(record.request)
 
     def _describe(self, record: LLMRecord) -> str:
         messages = record.request.get("messages")
         count = len(messages) if isinstance(messages, list) else 0
-        last = (
-            _quote(_message_text(messages[-1])) if isinstance(messages, list) and messages else ""
-        )
+        last = quote(message_text(messages[-1])) if isinstance(messages, list) and messages else ""
         return f"{record.model}, {count} messages, last {last} (key {record.key[:12]})"
 
 
@@ -577,8 +556,8 @@ class ToolRecorder(_Recorder[ToolRecord, ToolRecord]):
             if self.on_miss == "raise":
                 raise self._diverged(
                     key,
-                    _tool_parts(name, json_args),
-                    lambda r: _tool_differences(r.name, r.args, name, json_args),
+                    tool_parts(name, json_args),
+                    lambda r: tool_differences(r.name, r.args, name, json_args),
                 )
         seq = self._log.reserve()
         try:
@@ -632,11 +611,11 @@ class ToolRecorder(_Recorder[ToolRecord, ToolRecord]):
     def _materialize(self, item: ToolRecord) -> ToolRecord:
         return item
 
-    def _parts(self, record: ToolRecord) -> _Parts:
-        return _tool_parts(record.name, record.args)
+    def _parts(self, record: ToolRecord) -> Parts:
+        return tool_parts(record.name, record.args)
 
     def _describe(self, record: ToolRecord) -> str:
-        return f"{record.name}({_clip(canonical_json(record.args))})"
+        return f"{record.name}({clip(canonical_json(record.args))})"
 
 
 def _as_json(value: Any, what: str, lenient: bool) -> Any:
@@ -654,157 +633,3 @@ def _repr_default(value: object) -> Any:
         return json_default(value)
     except TypeError:
         return repr(value)
-
-
-# --- nearest-record parts and readable differences -------------------------------------------
-
-
-def _fingerprint(value: Any) -> int:
-    return hash(canonical_json(value))
-
-
-def _llm_parts(body: Mapping[str, Any]) -> _Parts:
-    """Per-part fingerprints of a request; system and tools weigh more than one message."""
-    parts: _Parts = {
-        ("model", body.get("model")): 1,
-        ("system", _fingerprint(body.get("system"))): 2,
-        ("tools", _fingerprint(body.get("tools"))): 2,
-    }
-    messages = body.get("messages") or []
-    parts[("messages", len(messages))] = 1
-    for i, message in enumerate(messages):
-        parts[("message", i, _fingerprint(message))] = 1
-    for name, value in body.items():
-        if name not in _NAMED_PARTS or name == "max_tokens":
-            parts[("param", name, _fingerprint(value))] = 1
-    return parts
-
-
-def _tool_parts(name: str, args: Mapping[str, Any]) -> _Parts:
-    # The tool's name outweighs any number of matching arguments.
-    parts: _Parts = {("tool", name): 1000}
-    for arg, value in args.items():
-        parts[("arg", arg, _fingerprint(value))] = 1
-    return parts
-
-
-def _clip(text: str, start: int = 0) -> str:
-    text = text.replace("\n", "\\n")
-    clipped = text[start : start + _PREVIEW]
-    return ("…" if start > 0 else "") + clipped + ("…" if start + _PREVIEW < len(text) else "")
-
-
-def _quote(text: str, start: int = 0) -> str:
-    return "'" + _clip(text, start) + "'"
-
-
-def _pair(recorded: str, now: str) -> str:
-    """``(recorded: '…'; now: '…')``, both shown from a little before where they part."""
-    common = 0
-    for a, b in zip(recorded, now, strict=False):
-        if a != b:
-            break
-        common += 1
-    start = max(0, common - 12)
-    return f"(recorded: {_quote(recorded, start)}; now: {_quote(now, start)})"
-
-
-def _text_of(value: Any) -> str:
-    return value if isinstance(value, str) else canonical_json(value)
-
-
-def _message_text(message: Any) -> str:
-    """A message as a person would skim it: ``user: text``, tool calls and results inline."""
-    if not isinstance(message, Mapping):
-        return _text_of(message)
-    content = message.get("content")
-    if isinstance(content, list):
-        pieces = []
-        for block in content:
-            kind = block.get("type") if isinstance(block, Mapping) else None
-            if kind == "text":
-                pieces.append(_text_of(block.get("text")))
-            elif kind == "tool_use":
-                pieces.append(f"tool_use {block.get('name')}({canonical_json(block.get('input'))})")
-            elif kind == "tool_result":
-                pieces.append(f"tool_result {_text_of(block.get('content'))}")
-            else:
-                pieces.append(canonical_json(block))
-        text = " | ".join(pieces)
-    else:
-        text = _text_of(content)
-    return f"{message.get('role')}: {text}"
-
-
-def _tool_names(tools: Any) -> dict[str, str]:
-    named: dict[str, str] = {}
-    for i, tool in enumerate(tools if isinstance(tools, list) else []):
-        name = tool.get("name") if isinstance(tool, Mapping) else None
-        named[str(name) if name is not None else f"#{i}"] = canonical_json(tool)
-    return named
-
-
-def _llm_differences(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
-    """What separates ``now`` from ``recorded``, most telling first, in plain words."""
-    out: list[str] = []
-    if recorded.get("model") != now.get("model"):
-        out.append(f"model: {recorded.get('model')} -> {now.get('model')}")
-    if canonical_json(recorded.get("system")) != canonical_json(now.get("system")):
-        out.append(
-            "system prompt differs "
-            + _pair(_text_of(recorded.get("system") or ""), _text_of(now.get("system") or ""))
-        )
-    old_tools, new_tools = _tool_names(recorded.get("tools")), _tool_names(now.get("tools"))
-    if old_tools != new_tools:
-        changes = [
-            f"{label}: {', '.join(names)}"
-            for label, names in (
-                ("added", [n for n in new_tools if n not in old_tools]),
-                ("removed", [n for n in old_tools if n not in new_tools]),
-                (
-                    "changed",
-                    [n for n in new_tools if old_tools.get(n, new_tools[n]) != new_tools[n]],
-                ),
-            )
-            if names
-        ]
-        out.append(f"tools differ ({'; '.join(changes) or 'order'})")
-    old_messages = list(recorded.get("messages") or [])
-    new_messages = list(now.get("messages") or [])
-    if len(old_messages) != len(new_messages):
-        out.append(f"messages: {len(new_messages)} now, {len(old_messages)} recorded")
-    for i, (old, new) in enumerate(zip(old_messages, new_messages, strict=False)):
-        if canonical_json(old) != canonical_json(new):
-            old_text, new_text = _message_text(old), _message_text(new)
-            if old_text == new_text:
-                old_text, new_text = canonical_json(old), canonical_json(new)
-            out.append(f"messages[{i}] differs {_pair(old_text, new_text)}")
-    params = sorted(
-        {n for n in recorded if n not in _NAMED_PARTS} | {n for n in now if n not in _NAMED_PARTS}
-    )
-    for name in ["max_tokens", *params]:
-        old_value, new_value = recorded.get(name, _ABSENT), now.get(name, _ABSENT)
-        if _show(old_value) != _show(new_value):
-            out.append(f"param {name}: {_show(old_value)} -> {_show(new_value)}")
-    return out
-
-
-def _tool_differences(
-    recorded_name: str, recorded: Mapping[str, Any], name: str, now: Mapping[str, Any]
-) -> list[str]:
-    """Which tool or which arguments separate a call from the nearest recorded one."""
-    out: list[str] = []
-    if recorded_name != name:
-        out.append(f"tool: {recorded_name} -> {name}")
-    for arg in sorted(set(recorded) | set(now)):
-        old_value, new_value = recorded.get(arg, _ABSENT), now.get(arg, _ABSENT)
-        if _show(old_value) != _show(new_value):
-            out.append(f"arg {arg}: {_show(old_value)} -> {_show(new_value)}")
-    return out
-
-
-_ABSENT = object()
-
-
-def _show(value: Any) -> str:
-    return "(absent)" if value is _ABSENT else _clip(canonical_json(value))

@@ -46,7 +46,8 @@ from harness.judge import (
     save_verdicts,
 )
 from harness.llm import AnthropicClient, LLMResponse, SystemPrompt, Usage, sdk_http_module
-from harness.recorder import VOLATILE_PARAMS, LLMRecord, RecordingLLMClient, canonical_key
+from harness.canonical import canonical_key
+from harness.recorder import VOLATILE_PARAMS, LLMRecord, RecordingLLMClient
 from harness.trace import Conversation, InboundMessage
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "judge"

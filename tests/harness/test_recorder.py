@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from harness.canonical import canonical_json, canonical_key
 from harness.exceptions import ConfigError, Divergence, RecordingError, UnknownTool
 from harness.llm import LLMResponse, SystemPrompt, TextBlock, ToolUseBlock, Usage
 from harness.recorder import (
@@ -19,8 +20,6 @@ from harness.recorder import (
     RecordMode,
     ToolRecord,
     ToolRecorder,
-    canonical_json,
-    canonical_key,
 )
 from harness.trace import Event, LLMExchange, ToolCall
 
