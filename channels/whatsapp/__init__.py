@@ -241,6 +241,11 @@ from channels.whatsapp.statuses import (
     pricing,
     status,
 )
+from channels.whatsapp.summary import (
+    interactive_options,
+    message_reply_id,
+    message_text,
+)
 from channels.whatsapp.transport import (
     GRAPH_HOSTS,
     GraphRedirect,
@@ -433,6 +438,7 @@ __all__ = [
     "graph_error",
     "handshake",
     "image",
+    "interactive_options",
     "is_animated_webp",
     "is_bsuid",
     "is_valid",
@@ -443,6 +449,8 @@ __all__ = [
     "load_json",
     "location",
     "media_kind",
+    "message_reply_id",
+    "message_text",
     "new_bsuid",
     "new_fbtrace_id",
     "new_media_id",

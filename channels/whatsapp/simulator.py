@@ -60,6 +60,7 @@ from channels.whatsapp.messages import (
     parse_message,
 )
 from channels.whatsapp.statuses import pricing, status
+from channels.whatsapp.summary import interactive_options, message_reply_id, message_text
 from channels.whatsapp.validation import TemplateRegistry, ValidatedSend, normalize_wa_id
 from channels.whatsapp.window import SessionWindows
 from harness.clock import Clock, VirtualClock
@@ -317,7 +318,7 @@ class WhatsAppSimulator:
         if sent is None:
             raise StepError(f"the agent sent user {who.key} no buttons or list to tap")
         interactive = dict(sent.send.body.get("interactive") or {})
-        options = _options(interactive)
+        options = interactive_options(interactive)
         for option_id, title, description in options:  # noqa: B007  # used after the loop
             if choice in (option_id, title):
                 break
@@ -533,8 +534,8 @@ class WhatsAppSimulator:
                 user=who.key,
                 wamid=update.item_id,
                 type=item["type"],
-                text=_text_of(item),
-                reply_id=_reply_id_of(item),
+                text=message_text(item),
+                reply_id=message_reply_id(item),
                 context_id=(item.get("context") or {}).get("id"),
                 body=item,
                 delivery=attempt.delivery,
@@ -791,45 +792,3 @@ def _error_info(error: GraphAPIError) -> ErrorInfo:
 def _json_safe(body: Mapping[str, Any]) -> dict[str, Any]:
     """The body as plain JSON data (it came from ``json.loads``, so it already is)."""
     return {str(k): v for k, v in body.items()}
-
-
-def _options(interactive: Mapping[str, Any]) -> list[tuple[str, str, str | None]]:
-    action = interactive.get("action") or {}
-    if interactive.get("type") == "list":
-        return [
-            (row["id"], row["title"], row.get("description"))
-            for section in action.get("sections") or []
-            for row in section.get("rows") or []
-        ]
-    return [
-        (b["reply"]["id"], b["reply"]["title"], None)
-        for b in action.get("buttons") or []
-        if isinstance(b, Mapping) and "reply" in b
-    ]
-
-
-def _text_of(item: Mapping[str, Any]) -> str | None:
-    kind = item.get("type")
-    if kind == "text":
-        return str((item.get("text") or {}).get("body", ""))
-    if kind == "interactive":
-        inter = item.get("interactive") or {}
-        reply = inter.get("button_reply") or inter.get("list_reply") or {}
-        return reply.get("title")
-    if kind == "button":
-        return (item.get("button") or {}).get("text")
-    if kind in {"image", "video", "document"}:
-        return (item.get(kind) or {}).get("caption")
-    if kind == "reaction":
-        return (item.get("reaction") or {}).get("emoji")
-    return None
-
-
-def _reply_id_of(item: Mapping[str, Any]) -> str | None:
-    if item.get("type") == "interactive":
-        inter = item.get("interactive") or {}
-        reply = inter.get("button_reply") or inter.get("list_reply") or {}
-        return reply.get("id")
-    if item.get("type") == "button":
-        return (item.get("button") or {}).get("payload")
-    return None
