@@ -6,8 +6,6 @@ Needs Debian's ``chromium`` package. Without it the tests skip, unless
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -15,27 +13,18 @@ import pytest
 
 from harness.diff import diff_conversations
 from harness.report import write_diff_html
+from tests.harness.report.browser import PNG_SIGNATURE, find_chromium, run_chromium
 from tests.harness.report.dom import Element, parse
 from tests.harness.test_diff import DANGEROUS, booking
 
 pytestmark = pytest.mark.browser
 
-# Read at import: the autouse fixture in tests/conftest.py clears HARNESS_* before each test.
-_REQUIRE = bool(os.environ.get("CI")) or bool(os.environ.get("HARNESS_REQUIRE_BROWSER"))
-_TIMEOUT = 60
-_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _WINDOW = "--window-size=1280,700"  # short enough that the panes have to scroll
 
 
 @pytest.fixture(scope="module")
 def chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        message = "headless Chromium is not installed (apt-get install chromium)"
-        if _REQUIRE:
-            pytest.fail(message + "; CI and HARNESS_REQUIRE_BROWSER need it")
-        pytest.skip(message)
-    return found
+    return find_chromium()
 
 
 @pytest.fixture(scope="module")
@@ -50,23 +39,7 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _run(chromium: str, profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [
-        chromium,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-dev-shm-usage",
-        f"--user-data-dir={profile}",
-        *args,
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=_TIMEOUT, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done
+    return run_chromium(chromium, profile, *args)
 
 
 def _dom(chromium: str, tmp_path: Path, url: str) -> Element:
@@ -129,7 +102,7 @@ def test_a_screenshot_of_the_diff(chromium: str, page: Path, tmp_path: Path) -> 
     shot = tmp_path / "diff.png"
     _run(chromium, tmp_path / "profile", f"--screenshot={shot}", _WINDOW, page.as_uri())
     data = shot.read_bytes()
-    assert data.startswith(_PNG_SIGNATURE)
+    assert data.startswith(PNG_SIGNATURE)
     width = int.from_bytes(data[16:20], "big")
     height = int.from_bytes(data[20:24], "big")
     assert (width, height) == (1280, 700)
