@@ -259,6 +259,12 @@ class _Recorder(Generic[_R, _T]):
         self._clock: _Clock = _UTCClock() if clock is None else clock
         self._on_record: Callable[[_R], None] | None = on_record
 
+    def load(self, records: Iterable[_R]) -> None:
+        """Add recorded answers to serve (a replica of an agent fetching them from a store)."""
+        for record in records:
+            self._tape.add(record, played=False)
+            self._loaded += 1
+
     def _parts(self, record: _R) -> Parts:
         raise NotImplementedError
 

@@ -13,12 +13,13 @@ carried on.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from harness.exceptions import Divergence
+from harness.exceptions import ConfigError, Divergence
 from harness.llm import LLMClient, LLMResponse, SystemPrompt
 from harness.recorder import (
     LLMRecord,
@@ -28,8 +29,16 @@ from harness.recorder import (
     ToolRecord,
     ToolRecorder,
 )
+from harness.store import Store, open_store
 
-__all__ = ["Recording", "wrap", "wrap_tools"]
+__all__ = [
+    "Recording",
+    "fetch_records",
+    "publish_records",
+    "store_key",
+    "wrap",
+    "wrap_tools",
+]
 
 
 class _Watched(RecordingLLMClient):
@@ -50,6 +59,7 @@ class _Watched(RecordingLLMClient):
         **params: Any,
     ) -> LLMResponse:
         """Answer as the recorder does; note a divergence before raising it."""
+        await self._recording.ensure_loaded()
         try:
             return await super().create(
                 model=model,
@@ -73,6 +83,7 @@ class _WatchedTools(ToolRecorder):
 
     async def call(self, name: str, args: Mapping[str, Any] | None = None, /, **kwargs: Any) -> Any:
         """Call as the recorder does; note a divergence before raising it."""
+        await self._recording.ensure_loaded()
         try:
             return await super().call(name, args, **kwargs)
         except Divergence as exc:
@@ -99,6 +110,78 @@ class Recording:
     divergences: list[Divergence] = field(default_factory=list)
     #: When each divergence happened, on the run's clock (to find its turn).
     divergence_times: list[datetime] = field(default_factory=list)
+
+    #: Where the records live for an agent in another process: a store and a fixture id.
+    store: Store | None = None
+    fixture_id: str = ""
+    _loaded: bool = False
+    _writes: set[asyncio.Task[int]] = field(default_factory=set)
+
+    @classmethod
+    def in_store(
+        cls, store: Store, fixture_id: str, mode: RecordMode | str, *, on_miss: OnMiss = "raise"
+    ) -> Recording:
+        """A recording kept in ``store`` under ``fixture_id``, shared by every replica of an agent.
+
+        In replay mode each recorder fetches the recorded answers before its
+        first call; in record mode each new record is appended to the store.
+        """
+        recording = cls(
+            mode=RecordMode.parse(mode), on_miss=on_miss, store=store, fixture_id=fixture_id
+        )
+        if recording.mode is RecordMode.RECORD:
+            recording.on_llm_record = recording._keep("llm")
+            recording.on_tool_record = recording._keep("tools")
+        return recording
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, str]) -> Recording | None:
+        """The recording an agent in another process is told to use, if any.
+
+        ``HARNESS_RECORD_MODE`` (record, replay or passthrough),
+        ``HARNESS_RECORDING_URL`` (the store, e.g. ``redis://host:6379/0``) and
+        ``HARNESS_FIXTURE_ID`` (which recording): set them on every replica.
+        """
+        mode = settings.get("HARNESS_RECORD_MODE", "").strip()
+        if not mode or mode == RecordMode.PASSTHROUGH.value:
+            return None
+        url = settings.get("HARNESS_RECORDING_URL", "").strip()
+        fixture_id = settings.get("HARNESS_FIXTURE_ID", "").strip()
+        if not url or not fixture_id:
+            raise ConfigError(
+                "HARNESS_RECORD_MODE needs HARNESS_RECORDING_URL and HARNESS_FIXTURE_ID"
+            )
+        on_miss = settings.get("HARNESS_ON_MISS", "raise").strip() or "raise"
+        if on_miss not in ("raise", "live"):
+            raise ConfigError(f"HARNESS_ON_MISS={on_miss!r}: expected raise or live")
+        return cls.in_store(open_store(url), fixture_id, mode, on_miss=on_miss)  # type: ignore[arg-type]  # checked just above
+
+    def _keep(self, log: str) -> Callable[[Any], None]:
+        def keep(record: LLMRecord | ToolRecord) -> None:
+            assert self.store is not None  # only set up for a store-backed recording
+            task = asyncio.get_running_loop().create_task(
+                self.store.append(store_key(self.fixture_id, log), record.model_dump_json())
+            )
+            self._writes.add(task)
+            task.add_done_callback(self._writes.discard)
+
+        return keep
+
+    async def ensure_loaded(self) -> None:
+        """Fetch the recorded answers from the store, once, before the first call."""
+        if self._loaded or self.store is None or self.mode is not RecordMode.REPLAY:
+            return
+        self._loaded = True
+        llm, tools = await fetch_records(self.store, self.fixture_id)
+        for client in self.clients:
+            client.load(llm)
+        for recorder in self.tool_recorders:
+            recorder.load(tools)
+
+    async def flush(self) -> None:
+        """Wait until every record made so far is in the store."""
+        while self._writes:
+            await asyncio.gather(*list(self._writes))
 
     def diverged(self, error: Divergence, at: datetime) -> None:
         """Note a request the recording could not answer, and when it was asked."""
@@ -148,25 +231,65 @@ class Recording:
         return found
 
 
+def _recording_of(env: Any) -> Recording | None:
+    if isinstance(env, Recording):
+        return env
+    recording = getattr(env, "recording", None)
+    return recording if isinstance(recording, Recording) else None
+
+
 def wrap(client: LLMClient, env: Any = None) -> RecordingLLMClient:
     """Wrap an agent's model client for the harness: the one call an agent makes.
 
     ``env`` is the :class:`~harness.channel.AgentEnvironment` the agent was
-    built with (or anything with ``recording``, ``sink`` and ``clock``); with
-    no recording in it (or no ``env``), the client passes through and still
-    reports each call to the sink.
+    built with (or anything with ``recording``, ``sink`` and ``clock``), or a
+    :class:`Recording` itself (an agent in another process gets one from
+    :meth:`Recording.from_settings`); with no recording, the client passes
+    through and still reports each call to the sink.
     """
-    recording = getattr(env, "recording", None)
+    recording = _recording_of(env)
     sink, clock = getattr(env, "sink", None), getattr(env, "clock", None)
-    if isinstance(recording, Recording):
+    if recording is not None:
         return recording.llm(client, sink=sink, clock=clock)
     return RecordingLLMClient(client, RecordMode.PASSTHROUGH, sink=sink, clock=clock)
 
 
 def wrap_tools(env: Any = None) -> ToolRecorder:
     """A tool registry for the harness, in the run's mode; see :func:`wrap`."""
-    recording = getattr(env, "recording", None)
+    recording = _recording_of(env)
     sink, clock = getattr(env, "sink", None), getattr(env, "clock", None)
-    if isinstance(recording, Recording):
+    if recording is not None:
         return recording.tools(sink=sink, clock=clock)
     return ToolRecorder(RecordMode.PASSTHROUGH, sink=sink, clock=clock)
+
+
+def store_key(fixture_id: str, log: str) -> str:
+    """Where a recording's ``llm`` or ``tools`` log lives in a store."""
+    return f"recording:{fixture_id}:{log}"
+
+
+async def publish_records(
+    store: Store,
+    fixture_id: str,
+    llm: Sequence[LLMRecord] = (),
+    tools: Sequence[ToolRecord] = (),
+) -> None:
+    """Put a fixture's recorded answers in ``store`` for replicas replaying ``fixture_id``."""
+    for log, records in (("llm", llm), ("tools", tools)):
+        key = store_key(fixture_id, log)
+        await store.delete(key)
+        for record in records:
+            await store.append(key, record.model_dump_json())
+
+
+async def fetch_records(store: Store, fixture_id: str) -> tuple[list[LLMRecord], list[ToolRecord]]:
+    """The recorded answers kept in ``store`` for ``fixture_id``."""
+    llm = [
+        LLMRecord.model_validate_json(raw)
+        for raw in await store.read_log(store_key(fixture_id, "llm"))
+    ]
+    tools = [
+        ToolRecord.model_validate_json(raw)
+        for raw in await store.read_log(store_key(fixture_id, "tools"))
+    ]
+    return llm, tools

@@ -20,7 +20,7 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -222,6 +222,10 @@ async def replay_fixture(
     skew = skew or Skew()
     turn_starts = [i for i, a in enumerate(actions) if a.starts_turn]
     times = skew.apply([a.at for a in actions], turn_starts)
+    if runner.options.target_url:
+        # An agent in another process lives on real time: the conversation starts now.
+        moved = datetime.now(UTC).replace(microsecond=0) - times[0]
+        times = [t + moved for t in times]
     events = fixture.events or (recorded.events if recorded else ())
     tail = max(e.at for e in events) - actions[-1].at
     end = times[-1] + tail * skew.scale
@@ -251,7 +255,7 @@ async def replay_fixture(
             **runner.options.channel_options,
         },
         recording=recording,
-        start=actions[0].at - timedelta(seconds=1),
+        start=times[0] - timedelta(seconds=1),
         agent_offset=skew.agent_offset,
     )
     session: ChannelSession | None = None

@@ -20,7 +20,7 @@ from rich.table import Table
 
 from harness.clock import Skew, parse_skew
 from harness.exceptions import ConfigError, Divergence, FixtureNotFound, LLMError
-from harness.fixture import META_FILE, load_fixture
+from harness.fixture import META_FILE, Fixture, load_fixture
 from harness.judge import (
     Judge,
     Verdict,
@@ -31,11 +31,13 @@ from harness.judge import (
 )
 from harness.llm import AnthropicClient
 from harness.prompts import parse_prompt_overrides
-from harness.recorder import RecordingLLMClient, RecordMode
+from harness.recorder import LLMRecord, RecordingLLMClient, RecordMode, ToolRecord
+from harness.recording import publish_records
 from harness.replay import Policy, ReplayResult, replay_fixture
 from harness.run_cli import parse_settings
 from harness.runner import DEFAULT_TARGET, Runner, RunOptions
 from harness.scenario import load_scenario
+from harness.store import open_store
 
 __all__ = [
     "fixture_dirs",
@@ -254,6 +256,31 @@ def _replay_all(
 )
 @click.option("--target", default=None, help="The agent's factory (default: the recorded one).")
 @click.option("--agent-setting", "agent_settings", multiple=True, metavar="KEY=VALUE")
+@click.option(
+    "--target-url",
+    default=None,
+    help="Replay against an agent at this webhook URL (a staging deployment).",
+)
+@click.option(
+    "--graph-host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Where the fake Graph API listens, with --target-url.",
+)
+@click.option("--graph-port", default=8000, show_default=True, type=int)
+@click.option(
+    "--redis",
+    "redis_url",
+    default=None,
+    help="Publish the recording to this store first, for the agent's replicas "
+    "(they run with HARNESS_RECORD_MODE=replay, HARNESS_RECORDING_URL and "
+    "HARNESS_FIXTURE_ID).",
+)
+@click.option(
+    "--fixture-id",
+    default=None,
+    help="The id the replicas know the recording by (default: the folder's name).",
+)
 @judge_options
 @click.pass_context
 def replay_command(
@@ -264,6 +291,11 @@ def replay_command(
     prompt_specs: tuple[str, ...],
     target: str | None,
     agent_settings: tuple[str, ...],
+    target_url: str | None,
+    graph_host: str,
+    graph_port: int,
+    redis_url: str | None,
+    fixture_id: str | None,
     judge: bool,
     judge_gate: float | None,
 ) -> None:
@@ -275,11 +307,19 @@ def replay_command(
             "harness regress"
         )
     [path] = found
-    meta = load_fixture(path).meta
+    loaded = load_fixture(path)
+    if redis_url is not None:
+        asyncio.run(_publish(loaded, redis_url, fixture_id or path.name))
+        click.echo(f"published the recording to {redis_url} as {fixture_id or path.name!r}")
+    channel_options: dict[str, object] = {}
+    if target_url is not None:
+        channel_options = {"graph_url": f"http://{graph_host}:{graph_port}", "serve_graph": True}
     runner = Runner(
         RunOptions(
-            target=target or _recorded_target(meta),
+            target=None if target_url else (target or _recorded_target(loaded.meta)),
+            target_url=target_url,
             agent_settings=parse_settings(agent_settings, "--agent-setting"),
+            channel_options=channel_options,
         )
     )
     results = _replay_all(
@@ -354,6 +394,19 @@ def regress_command(
     console.print(f"{len(results)} fixtures: {same} same, {len(results) - same} not", markup=False)
     judged = _judge_exit(paths, results, judge, judge_gate)
     ctx.exit(worst or judged)
+
+
+async def _publish(fixture: Fixture, url: str, fixture_id: str) -> None:
+    store = open_store(url)
+    try:
+        await publish_records(
+            store,
+            fixture_id,
+            fixture.records("llm", LLMRecord),
+            fixture.records("tools", ToolRecord),
+        )
+    finally:
+        await store.close()
 
 
 def _recorded_target(meta: object) -> str | None:

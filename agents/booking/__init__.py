@@ -124,6 +124,7 @@ from agents.booking.webhook import (
     sign,
     verify_signature,
 )
+from harness.recording import Recording, wrap, wrap_tools
 
 __all__ = [
     "APOLOGY_TEXT",
@@ -201,7 +202,16 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     # `agents.booking:app` for uvicorn, built lazily: nothing reads the environment at import.
     if name == "app":
-        built = create_app(BookingSettings.from_env(os.environ))
+        settings = BookingSettings.from_env(os.environ)
+        # A deployment the harness replays against (or records) says so in its environment;
+        # every replica then shares the recording kept in the store.
+        recording = Recording.from_settings(os.environ)
+        if recording is None:
+            built = create_app(settings)
+        else:
+            built = create_app(
+                settings, llm=wrap(build_llm(settings), recording), tools=wrap_tools(recording)
+            )
         globals()["app"] = built
         return built
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
