@@ -164,7 +164,10 @@ class _Tape(Generic[_R]):
         self._parts: Callable[[_R], Parts] = parts
         self.records: list[_R] = []
         self.plays: list[int] = []
-        self._queues: dict[str, deque[int]] = {}
+        # A key recorded once maps to its position; only a key asked several times
+        # needs a queue. Most keys are asked once, and a plain int keeps a large
+        # recording small and the lookup flat.
+        self._queues: dict[str, int | deque[int]] = {}
         self._counts: Counter[str] = Counter()
         self._index: dict[Hashable, list[int]] | None = None
         for record in records:
@@ -176,16 +179,28 @@ class _Tape(Generic[_R]):
         self.plays.append(1 if played else 0)
         self._counts[record.key] += 1
         if not played:
-            self._queues.setdefault(record.key, deque()).append(position)
+            waiting = self._queues.get(record.key)
+            if waiting is None:
+                self._queues[record.key] = position
+            elif isinstance(waiting, int):
+                self._queues[record.key] = deque((waiting, position))
+            else:
+                waiting.append(position)
         if self._index is not None:
             for part in self._parts(record):
                 self._index.setdefault(part, []).append(position)
 
     def take(self, key: str) -> _R | None:
-        queue = self._queues.get(key)
-        if not queue:
+        waiting = self._queues.get(key)
+        if waiting is None:
             return None
-        position = queue.popleft()
+        if isinstance(waiting, int):
+            position = waiting
+            del self._queues[key]
+        else:
+            position = waiting.popleft()
+            if not waiting:
+                del self._queues[key]
         self.plays[position] += 1
         return self.records[position]
 
