@@ -29,8 +29,9 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from harness.canonical import canonical_json
 from harness.llm import LLMResponse, SystemPrompt, TextBlock, Usage
-from harness.recorder import LLMRecord, RecordingLLMClient, RecordMode, canonical_json
+from harness.recorder import LLMRecord, RecordingLLMClient, RecordMode
 
 LOOKUP_SIZES = (10, 1_000, 100_000)
 QUICK_LOOKUP_SIZES = (10, 1_000, 10_000)

@@ -209,6 +209,9 @@ from harness.recorder import (
 )
 from harness.recording import (
     Recording,
+    fetch_records,
+    publish_records,
+    store_key,
     wrap,
     wrap_tools,
 )
@@ -496,6 +499,7 @@ __all__ = [
     "diff_conversations",
     "dump_yaml",
     "every_inbound_answered",
+    "fetch_records",
     "field_name",
     "format_duration",
     "gate_outcome",
@@ -528,6 +532,7 @@ __all__ = [
     "parse_spec",
     "parse_verdict",
     "plan_from_fixture",
+    "publish_records",
     "quote",
     "read_jsonl",
     "read_yaml",
@@ -547,6 +552,7 @@ __all__ = [
     "sends_valid",
     "settings_from",
     "step_action",
+    "store_key",
     "tool_differences",
     "tool_parts",
     "wall_clock_from",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from channels.whatsapp.channel import WhatsAppChannel
 from channels.whatsapp.cli import serve_command
+from channels.whatsapp.proxy_cli import proxy_command
 from harness.plugins import ChannelPlugin
 
 __all__ = ["whatsapp_plugin"]
@@ -13,5 +14,5 @@ whatsapp_plugin = ChannelPlugin(
     name="whatsapp",
     description="The WhatsApp Cloud API, simulated: signed webhooks in, a fake Graph API out.",
     factory=WhatsAppChannel,
-    commands=(serve_command,),
+    commands=(serve_command, proxy_command),
 )

@@ -18,6 +18,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
+from harness.canonical import canonical_key
 from harness.exceptions import (
     ConfigError,
     Divergence,
@@ -46,7 +47,6 @@ from harness.judge import (
     save_verdicts,
 )
 from harness.llm import AnthropicClient, LLMResponse, SystemPrompt, Usage, sdk_http_module
-from harness.canonical import canonical_key
 from harness.recorder import VOLATILE_PARAMS, LLMRecord, RecordingLLMClient
 from harness.trace import Conversation, InboundMessage
 

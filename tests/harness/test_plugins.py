@@ -72,7 +72,7 @@ def test_the_installed_channels_load() -> None:
     assert plugins["direct"].factory is DirectChannel
     assert list(plugins["direct"].commands) == []
     assert plugins["whatsapp"].factory is WhatsAppChannel
-    assert [c.name for c in plugins["whatsapp"].commands] == ["serve"]
+    assert [c.name for c in plugins["whatsapp"].commands] == ["serve", "proxy"]
 
 
 def test_a_group_nobody_uses_has_no_plugins() -> None:
