@@ -37,7 +37,7 @@ from harness.recording import Recording
 from harness.results import Violation
 from harness.runner import Runner
 from harness.scenario import Scenario, parse_scenario
-from harness.trace import Conversation, InboundMessage
+from harness.trace import Conversation, InboundMessage, Participant
 
 __all__ = [
     "Policy",
@@ -148,7 +148,13 @@ def _action(event: InboundMessage, user: str, starts_turn: bool) -> ReplayAction
 def _users(fixture: Fixture, actions: Sequence[ReplayAction]) -> list[UserSpec]:
     conversation = fixture.conversation
     specs: dict[str, UserSpec] = {}
-    for participant in conversation.participants if conversation else ():
+    participants: tuple[Participant, ...] = conversation.participants if conversation else ()
+    if not participants:
+        # A recording cut short has no conversation.json; a proxy lists who took part in meta.
+        listed = getattr(fixture.meta, "participants", None)
+        if isinstance(listed, list):
+            participants = tuple(Participant.model_validate(p) for p in listed)
+    for participant in participants:
         specs[participant.id] = UserSpec(
             name=participant.name or participant.id,
             wa_id=participant.wa_id,

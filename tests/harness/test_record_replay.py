@@ -14,6 +14,7 @@ import hashlib
 import itertools
 import json
 import re
+import shutil
 from datetime import timedelta
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -439,3 +440,18 @@ def test_nested_overrides_unwind_one_at_a_time() -> None:
             _fail_inside({"system": "inner"})
         assert overridden("system") == "outer"
     assert overridden("system") is None
+
+
+async def test_a_fixture_without_its_conversation_replays_with_the_participants_in_meta(
+    tmp_path: Path,
+) -> None:
+    # A proxy killed mid-chat leaves no conversation.json; it lists the participants in meta.
+    copy = tmp_path / "cut-short"
+    shutil.copytree(_committed("happy_confirm_button").path, copy)
+    conversation = json.loads((copy / "conversation.json").read_text())
+    (copy / "conversation.json").unlink()
+    meta = json.loads((copy / "meta.json").read_text())
+    meta["participants"] = conversation["participants"]
+    (copy / "meta.json").write_text(json.dumps(meta))
+    result = await replay_fixture(Runner(RunOptions()), load_fixture(copy))
+    assert (result.status, result.divergences) == ("same", ())
