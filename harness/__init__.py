@@ -194,6 +194,7 @@ from harness.prompts import (
 )
 from harness.record import (
     SECRET_OPTIONS,
+    llm_span,
     record_scenario,
 )
 from harness.recorder import (
@@ -509,6 +510,7 @@ __all__ = [
     "json_default",
     "llm_differences",
     "llm_parts",
+    "llm_span",
     "load_channel_plugins",
     "load_fixture",
     "load_scenario",

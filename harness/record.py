@@ -29,14 +29,19 @@ from harness.runner import Runner, settings_from
 from harness.scenario import Scenario
 from harness.trace import InboundMessage
 
-__all__ = ["SECRET_OPTIONS", "record_scenario"]
+__all__ = ["SECRET_OPTIONS", "llm_span", "record_scenario"]
 
 #: Channel options that are secrets: never written into a fixture.
 SECRET_OPTIONS = frozenset({"app_secret", "verify_token", "access_token"})
 
 
-def _span(record: LLMRecord, index: int, seed: str) -> dict[str, Any]:
-    digest = hashlib.sha256(f"{seed}:{index}".encode()).hexdigest()
+def llm_span(record: LLMRecord, index: int, run: str, *, key: str | None = None) -> dict[str, Any]:
+    """The OpenTelemetry-shaped span of one model exchange (GenAI attribute names).
+
+    ``run`` and ``index`` seed its ids, so a recording's spans are the same every
+    time; ``key`` replaces the record's request key when it was recomputed.
+    """
+    digest = hashlib.sha256(f"{run}:{index}".encode()).hexdigest()
     at = int(record.recorded_at.timestamp() * 1e9)
     return make_span(
         name=f"chat {record.model}",
@@ -52,7 +57,7 @@ def _span(record: LLMRecord, index: int, seed: str) -> dict[str, Any]:
             "gen_ai.usage.input_tokens": record.input_tokens,
             "gen_ai.usage.output_tokens": record.output_tokens,
             "gen_ai.response.finish_reasons": [record.response.stop_reason or ""],
-            "harness.request.key": record.key,
+            "harness.request.key": record.key if key is None else key,
         },
         kind="CLIENT",
     )
@@ -93,7 +98,7 @@ async def record_scenario(
         def keep_llm(record: LLMRecord) -> None:
             llm_records.append(record)
             writer.append("llm", record)
-            writer.append("spans", _span(record, len(llm_records), scenario.name))
+            writer.append("spans", llm_span(record, len(llm_records), scenario.name))
 
         def keep_tool(record: ToolRecord) -> None:
             writer.append("tools", record)

@@ -214,21 +214,23 @@ from channels.whatsapp.plugin import (
     whatsapp_plugin,
 )
 from channels.whatsapp.proxy import (
-    META_GRAPH_URL,
     WEBHOOK_PATH,
-    GraphExchange,
-    ProxyRecorder,
-    ProxySettings,
-    RecordingCollector,
-    WebhookDelivery,
     create_proxy_app,
-    outbound_text,
 )
 from channels.whatsapp.proxy_cli import (
     parse_listen,
     proxy_command,
     proxy_main,
     serve_proxy,
+)
+from channels.whatsapp.proxy_record import (
+    META_GRAPH_URL,
+    GraphExchange,
+    ProxyRecorder,
+    ProxySettings,
+    RecordingCollector,
+    WebhookDelivery,
+    parse_json_or_none,
 )
 from channels.whatsapp.pseudonyms import (
     Pseudonymizer,
@@ -266,6 +268,7 @@ from channels.whatsapp.summary import (
     interactive_options,
     message_reply_id,
     message_text,
+    outbound_text,
 )
 from channels.whatsapp.transport import (
     GRAPH_HOSTS,
@@ -489,6 +492,7 @@ __all__ = [
     "normalize_wa_id",
     "outbound_text",
     "parse_json_body",
+    "parse_json_or_none",
     "parse_listen",
     "parse_message",
     "parse_status",

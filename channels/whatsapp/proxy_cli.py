@@ -23,12 +23,14 @@ import click
 import uvicorn
 
 from channels.whatsapp.proxy import (
-    META_GRAPH_URL,
     WEBHOOK_PATH,
+    create_proxy_app,
+)
+from channels.whatsapp.proxy_record import (
+    META_GRAPH_URL,
     ProxyRecorder,
     ProxySettings,
     RecordingCollector,
-    create_proxy_app,
 )
 from channels.whatsapp.pseudonyms import new_pseudonym_key
 from harness.exceptions import ConfigError, HarnessError

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["interactive_options", "message_reply_id", "message_text"]
+__all__ = ["interactive_options", "message_reply_id", "message_text", "outbound_text"]
 
 
 def interactive_options(interactive: Mapping[str, Any]) -> list[tuple[str, str, str | None]]:
@@ -55,3 +55,29 @@ def message_reply_id(item: Mapping[str, Any]) -> str | None:
     if item.get("type") == "button":
         return (item.get("button") or {}).get("payload")
     return None
+
+
+def outbound_text(body: Mapping[str, Any]) -> str | None:
+    """The text of a send body as the trace shows it, as the fake Graph API reads it.
+
+    A text's body, a media caption, an interactive message's body, a
+    reaction's emoji, a location's name; None for templates and the rest.
+    """
+    kind = body.get("type", "text")
+    content = body.get(kind)
+    if not isinstance(content, Mapping):
+        return None
+    if kind == "text":
+        value = content.get("body")
+    elif kind == "interactive":
+        inner = content.get("body")
+        value = inner.get("text") if isinstance(inner, Mapping) else None
+    elif kind in ("image", "video", "document"):
+        value = content.get("caption")
+    elif kind == "reaction":
+        value = content.get("emoji")
+    elif kind == "location":
+        value = content.get("name")
+    else:
+        value = None
+    return value if isinstance(value, str) else None

@@ -39,10 +39,12 @@ from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.envelope import build_webhook, contact
 from channels.whatsapp.messages import parse_message
 from channels.whatsapp.proxy import (
+    create_proxy_app,
+)
+from channels.whatsapp.proxy_record import (
     ProxyRecorder,
     ProxySettings,
     RecordingCollector,
-    create_proxy_app,
 )
 from channels.whatsapp.server import BackgroundServer
 from channels.whatsapp.signing import SignedBody

@@ -32,16 +32,18 @@ from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.envelope import batch_webhooks, build_webhook, contact
 from channels.whatsapp.messages import parse_message
 from channels.whatsapp.proxy import (
+    create_proxy_app,
+)
+from channels.whatsapp.proxy_cli import parse_listen, proxy_command, proxy_main
+from channels.whatsapp.proxy_record import (
     ProxyRecorder,
     ProxySettings,
     RecordingCollector,
-    create_proxy_app,
-    outbound_text,
 )
-from channels.whatsapp.proxy_cli import parse_listen, proxy_command, proxy_main
 from channels.whatsapp.pseudonyms import Pseudonymizer, new_pseudonym_key
 from channels.whatsapp.signing import SignedBody
 from channels.whatsapp.simulator import WhatsAppSimulator
+from channels.whatsapp.summary import outbound_text
 from channels.whatsapp.validation import SendValidator
 from harness.canonical import canonical_key
 from harness.cli import HarnessGroup
