@@ -314,7 +314,7 @@ async def test_close_stops_the_agents_own_work(keeper: Keeper) -> None:
 def test_the_plugin_builds_whatsapp_channels_and_adds_serve() -> None:
     assert whatsapp_plugin.name == "whatsapp"
     assert whatsapp_plugin.factory is WhatsAppChannel
-    assert [c.name for c in whatsapp_plugin.commands] == ["serve"]
+    assert [c.name for c in whatsapp_plugin.commands] == ["serve", "proxy"]
 
 
 async def test_send_with_data_delivers_those_bytes(channel: WhatsAppChannel) -> None:
