@@ -9,19 +9,26 @@ scenario's invariants over the whole conversation, and collects a
 Scenarios are isolated from each other: each has its own channel session
 (its own simulator, users and clock) and its own store namespace, so they
 can share one Redis. Results do not depend on ``--concurrency``: the same
-seed gives the same conversations. Concurrent scenarios run on worker
-threads, each with its own event loop, because a virtual clock moves only
-when its loop has nothing else to do. Against a URL there is one agent and
-one fake Graph API port, so scenarios run one at a time.
+seed gives the same conversations. Concurrent scenarios of a large suite
+run in worker processes (in-process scenarios are CPU-bound); a small suite,
+or one with channel plugins handed in directly, runs on worker threads. Each
+worker has its own event loop, because a virtual clock moves only when its
+loop has nothing else to do.
+Against a URL there is one agent and one fake Graph API port, so scenarios
+run one at a time.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
+import multiprocessing
+import os
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -120,6 +127,8 @@ class Runner:
             known = ", ".join(sorted(found)) or "none installed"
             raise ConfigError(f"--channel {options.channel!r}: unknown channel ({known})")
         self.plugin = found[options.channel]
+        # Installed plugins can be found again by a worker process; plugins handed in can't.
+        self._own_plugins = plugins is None
         self.factory: AgentFactory | None = None
         if options.target_url is None:
             self.factory = load_target(options.target or DEFAULT_TARGET)
@@ -170,7 +179,24 @@ class Runner:
             finally:
                 await store.close()
 
-        if workers == 1:
+        processes = min(workers, os.cpu_count() or 1)
+        # Starting a worker process costs about a second; it pays off on large suites.
+        many = len(scenarios) >= _PROCESS_THRESHOLD
+        if workers > 1 and processes > 1 and many and self._own_plugins:
+            # In-process scenarios are CPU-bound: worker processes run them side by side.
+            loop = asyncio.get_running_loop()
+            context = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(max_workers=processes, mp_context=context) as pool:
+                futures = [
+                    loop.run_in_executor(
+                        pool, _run_elsewhere, self.options, scenario, f"{run_id}:{index}"
+                    )
+                    for index, scenario in enumerate(scenarios)
+                ]
+                for index, future in enumerate(futures):
+                    future.add_done_callback(functools.partial(_finished, index, results, report))
+                await asyncio.gather(*futures)
+        elif workers == 1:
             await work(in_main_loop=True)
         else:
             # One event loop per worker thread: a virtual clock moves when its loop is
@@ -318,6 +344,40 @@ class Runner:
             if not isinstance(step, ExpectStep | WaitStep):
                 await session.settle()
             progress.turns_after.append(len(session.conversation().turns))
+
+
+#: Suites at least this large run in worker processes (smaller ones on threads).
+_PROCESS_THRESHOLD = 100
+
+_WORKER_RUNNERS: dict[int, Runner] = {}
+
+
+def _run_elsewhere(options: RunOptions, scenario: Scenario, namespace: str) -> ScenarioResult:
+    """Run one scenario in a worker process (its runner is built once per process)."""
+    runner = _WORKER_RUNNERS.get(id(options))
+    if runner is None:
+        runner = _WORKER_RUNNERS[id(options)] = Runner(options)
+
+    async def go() -> ScenarioResult:
+        store = open_store(options.store_url)
+        try:
+            return await runner.run_scenario(scenario, store=store, namespace=namespace)
+        finally:
+            await store.close()
+
+    return asyncio.run(go())
+
+
+def _finished(
+    index: int,
+    results: list[ScenarioResult | None],
+    report: Callable[[ScenarioResult], None],
+    done: asyncio.Future[ScenarioResult],
+) -> None:
+    if done.cancelled() or done.exception() is not None:
+        return
+    results[index] = done.result()
+    report(done.result())
 
 
 def _message(step: SendStep) -> dict[str, Any]:
