@@ -86,7 +86,7 @@ __all__ = [
     "save_verdicts",
 ]
 
-DEFAULT_MODEL: Final = "claude-sonnet-4-5"
+DEFAULT_MODEL: Final = "claude-sonnet-4-6"
 #: The one tool the judge is offered, and forced to call.
 VERDICT_TOOL: Final = "record_verdict"
 #: The file a fixture keeps its verdicts in, and the version of its format.

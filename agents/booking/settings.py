@@ -14,7 +14,7 @@ WHATSAPP_PHONE_NUMBER_ID       phone_number_id                 (required by the 
 WHATSAPP_APP_SECRET            app_secret                      (required by the webhook app)
 WHATSAPP_VERIFY_TOKEN          verify_token                    (required by the webhook app)
 BOOKING_LLM, HARNESS_LLM       llm                             scripted (or anthropic)
-BOOKING_MODEL                  model                           claude-sonnet-4-5
+BOOKING_MODEL                  model                           claude-sonnet-4-6
 ANTHROPIC_API_KEY              anthropic_api_key               (needed for BOOKING_LLM=anthropic)
 BOOKING_MAX_TOKENS             max_tokens                      1024
 BOOKING_MAX_TOOL_ROUNDS        max_tool_rounds                 8
@@ -104,7 +104,7 @@ class BookingSettings(BaseModel):
     verify_token: SecretStr = SecretStr("")
     # -- the model
     llm: Literal["scripted", "anthropic"] = "scripted"
-    model: str = "claude-sonnet-4-5"
+    model: str = "claude-sonnet-4-6"
     anthropic_api_key: SecretStr | None = None
     max_tokens: int = Field(default=1024, ge=1)
     max_tool_rounds: int = Field(default=8, ge=1)

@@ -166,7 +166,7 @@ async def test_the_request_forces_the_verdict_tool_and_carries_the_transcript() 
     assert call["tool_choice"] == FORCED
     assert [tool["name"] for tool in call["tools"]] == ["record_verdict"]
     assert (call["model"], call["max_tokens"], call["temperature"]) == (
-        "claude-sonnet-4-5",
+        "claude-sonnet-4-6",
         1024,
         0.0,
     )
