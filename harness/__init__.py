@@ -207,6 +207,7 @@ from harness.recorder import (
     Sink,
     ToolRecord,
     ToolRecorder,
+    acting_for,
 )
 from harness.recording import (
     Recording,
@@ -482,6 +483,7 @@ __all__ = [
     "YamlDocument",
     "YamlPath",
     "__version__",
+    "acting_for",
     "action_only_after_confirmation",
     "agent_clock",
     "bind",

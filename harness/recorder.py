@@ -21,7 +21,9 @@ import hashlib
 import inspect
 import json
 from collections import Counter, deque
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -55,6 +57,7 @@ __all__ = [
     "Sink",
     "ToolRecord",
     "ToolRecorder",
+    "acting_for",
 ]
 
 #: Request params left out of the key: they change from run to run without
@@ -73,6 +76,23 @@ Sink: TypeAlias = Callable[[Event], None]
 _NAMED_PARTS = frozenset({"model", "messages", "max_tokens", "system", "tools"})
 _PREVIEW = 48
 _MAX_LISTED = 4
+
+
+_ACTING: ContextVar[str | None] = ContextVar("harness_acting_user", default=None)
+
+
+@contextmanager
+def acting_for(user: str) -> Iterator[None]:
+    """Name the user an agent is working for, so its model and tool calls carry that user.
+
+    An agent serving several users wraps each user's work in it (the tasks it
+    starts inside inherit it); the recorders stamp their trace events with it.
+    """
+    token = _ACTING.set(user)
+    try:
+        yield
+    finally:
+        _ACTING.reset(token)
 
 
 class RecordMode(StrEnum):
@@ -476,6 +496,7 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending]):
         self._emit(
             LLMExchange(
                 at=self._clock.now() if at is None else at,
+                user=_ACTING.get(),
                 key=key,
                 model=response.model,
                 stop_reason=response.stop_reason,
@@ -620,6 +641,7 @@ class ToolRecorder(_Recorder[ToolRecord, ToolRecord]):
         self._emit(
             ToolCall(
                 at=self._clock.now() if source == "recorded" else record.recorded_at,
+                user=_ACTING.get(),
                 name=record.name,
                 args=record.args,
                 result=record.result,

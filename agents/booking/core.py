@@ -36,7 +36,7 @@ from harness.agent import DirectMessage, DirectOption, DirectReply, DirectTurn
 from harness.clock import Clock
 from harness.exceptions import LLMError
 from harness.llm import LLMClient
-from harness.recorder import RecordMode, ToolRecorder
+from harness.recorder import RecordMode, ToolRecorder, acting_for
 from harness.store import Store
 from harness.trace import ToolCall
 
@@ -166,9 +166,10 @@ class BookingAgent:
         if now.tzinfo is None:
             now = now.replace(tzinfo=UTC)
         async with self.user_lock(user):
-            state = await self.states.load(user)
-            turn = await self._respond(state, messages, now)
-            await self.states.save(state)
+            with acting_for(user):  # the model and tool calls in the trace name the user
+                state = await self.states.load(user)
+                turn = await self._respond(state, messages, now)
+                await self.states.save(state)
             return turn
 
     async def _respond(
