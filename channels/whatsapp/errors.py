@@ -50,6 +50,7 @@ from pydantic import TypeAdapter
 
 from channels.whatsapp.payloads import MetaModel, validate
 from harness.exceptions import ChannelError
+from harness.trace import ErrorInfo
 
 __all__ = [
     "ERROR_CODES",
@@ -369,6 +370,16 @@ class GraphAPIError(ChannelError):
             error_subcode=self.error_subcode,
             fbtrace_id=self.fbtrace_id,
         ).to_dict()
+
+    def to_error_info(self) -> ErrorInfo:
+        """This error as the trace records it (code, title, message, details, HTTP status)."""
+        return ErrorInfo(
+            code=self.code,
+            title=self.title,
+            message=self.message,
+            details=self.details,
+            http_status=self.http_status,
+        )
 
     def to_error_object(self, *, href: str | None = ERROR_DOCS_URL) -> ErrorObject:
         """This error as it appears in a ``failed`` status webhook."""

@@ -212,13 +212,7 @@ def _error_info(answer: Any, status: int) -> ErrorInfo:
             message=f"the Graph API answered {status} without an error body",
             http_status=status,
         )
-    return ErrorInfo(
-        code=error.code,
-        title=error.title,
-        message=error.message,
-        details=error.details,
-        http_status=status,
-    )
+    return error.to_error_info()
 
 
 class ProxyRecorder:

@@ -644,7 +644,7 @@ class WhatsAppSimulator:
                 type=str(kind or "unknown"),
                 text=text,
                 request=_json_safe(body),
-                error=_error_info(error),
+                error=error.to_error_info(),
                 in_window=None,
             )
         )
@@ -777,16 +777,6 @@ class WhatsAppSimulator:
                 biz_opaque_callback_data=send.biz_opaque_callback_data,
             )
             self._enqueue_status(wamid, who.key, item, due, extra)
-
-
-def _error_info(error: GraphAPIError) -> ErrorInfo:
-    return ErrorInfo(
-        code=error.code,
-        title=error.title,
-        message=error.message,
-        details=error.details,
-        http_status=error.http_status,
-    )
 
 
 def _json_safe(body: Mapping[str, Any]) -> dict[str, Any]:
