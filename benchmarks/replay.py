@@ -23,10 +23,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness.fixture import load_fixture  # after the path tweak
-from harness.record import record_scenario
-from harness.replay import replay_fixture
-from harness.runner import Runner, RunOptions
-from harness.scenario import Scenario, parse_scenario
+from harness.replay.playback import replay_fixture
+from harness.replay.record import record_scenario
+from harness.suites.runner import Runner, RunOptions
+from harness.suites.scenario import Scenario, parse_scenario
 
 _TURNS = [
     ("say", "Hi! Do you have a table on Friday at 8pm?"),

@@ -21,8 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.runner import Runner, RunOptions  # noqa: E402  # after the path tweak
-from harness.scenario import load_scenarios  # noqa: E402
+from harness.suites.runner import Runner, RunOptions  # noqa: E402  # after the path tweak
+from harness.suites.scenario import load_scenarios  # noqa: E402
 
 
 def peak_rss_mb() -> float:

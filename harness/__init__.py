@@ -6,7 +6,9 @@ public name of the core is importable from here.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from harness.version import VERSION
+
+__version__ = VERSION
 
 from harness.agent import (
     DirectAgent,
@@ -14,18 +16,6 @@ from harness.agent import (
     DirectOption,
     DirectReply,
     DirectTurn,
-)
-from harness.builtin_invariants import (
-    DEFAULT_PHRASES,
-    REPLY_TYPES,
-    action_only_after_confirmation,
-    constraint_honored,
-    every_inbound_answered,
-    never_reasks,
-    no_freeform_outside_window,
-    no_repeated_side_effects,
-    one_reply_per_burst,
-    sends_valid,
 )
 from harness.canonical import (
     canonical_bytes,
@@ -59,12 +49,6 @@ from harness.clock import (
     parse_skew,
     wall_clock_from,
 )
-from harness.diff import (
-    ConversationDiff,
-    TurnDiff,
-    TurnStatus,
-    diff_conversations,
-)
 from harness.divergence import (
     Parts,
     clip,
@@ -97,10 +81,6 @@ from harness.exceptions import (
     StoreUnavailable,
     UnknownTool,
 )
-from harness.expectations import (
-    check_expectation,
-    reply_text,
-)
 from harness.files import (
     write_atomic,
 )
@@ -124,50 +104,6 @@ from harness.fixture import (
     make_span,
     read_jsonl,
 )
-from harness.invariants import (
-    BoundInvariant,
-    DurationParam,
-    Invariant,
-    InvariantFunction,
-    InvariantSpec,
-    NamedSpec,
-    Regex,
-    SpecLike,
-    Transcript,
-    bind,
-    check,
-    invariant,
-    parse_spec,
-    registered,
-    render_event,
-    resolve,
-)
-from harness.judge import (
-    DEFAULT_MODEL,
-    DEFAULT_RUBRIC,
-    EXIT_BELOW_THRESHOLD,
-    EXIT_NO_VERDICT,
-    VERDICT_TOOL,
-    VERDICTS_SCHEMA_VERSION,
-    Criterion,
-    CriterionScore,
-    GateFailure,
-    GateOutcome,
-    GateStatus,
-    Judge,
-    JudgeMode,
-    Rubric,
-    Verdict,
-    VerdictFile,
-    check_rubric,
-    check_threshold,
-    gate_outcome,
-    load_verdicts,
-    parse_rubric,
-    parse_verdict,
-    render_transcript,
-    save_verdicts,
-)
 from harness.llm import (
     AnthropicClient,
     ContentBlock,
@@ -182,6 +118,7 @@ from harness.llm import (
     request_body,
     sdk_http_module,
 )
+from harness.options import parse_settings
 from harness.plugins import (
     ENTRY_POINT_GROUP,
     ChannelPlugin,
@@ -191,11 +128,6 @@ from harness.prompts import (
     overridden,
     override,
     parse_prompt_overrides,
-)
-from harness.record import (
-    SECRET_OPTIONS,
-    llm_span,
-    record_scenario,
 )
 from harness.recorder import (
     VOLATILE_PARAMS,
@@ -223,13 +155,50 @@ from harness.redaction import (
     is_sensitive_key,
     redact,
 )
-from harness.replay import (
+from harness.replay.diff import (
+    ConversationDiff,
+    TurnDiff,
+    TurnStatus,
+    diff_conversations,
+)
+from harness.replay.judge import (
+    DEFAULT_MODEL,
+    DEFAULT_RUBRIC,
+    EXIT_BELOW_THRESHOLD,
+    EXIT_NO_VERDICT,
+    VERDICT_TOOL,
+    VERDICTS_SCHEMA_VERSION,
+    Criterion,
+    CriterionScore,
+    GateFailure,
+    GateOutcome,
+    GateStatus,
+    Judge,
+    JudgeMode,
+    Rubric,
+    Verdict,
+    VerdictFile,
+    check_rubric,
+    check_threshold,
+    gate_outcome,
+    load_verdicts,
+    parse_rubric,
+    parse_verdict,
+    render_transcript,
+    save_verdicts,
+)
+from harness.replay.playback import (
     Policy,
     ReplayAction,
     ReplayResult,
     ReplayStatus,
     plan_from_fixture,
     replay_fixture,
+)
+from harness.replay.record import (
+    SECRET_OPTIONS,
+    llm_span,
+    record_scenario,
 )
 from harness.results import (
     RunResult,
@@ -238,14 +207,49 @@ from harness.results import (
     Violation,
     ViolationKind,
 )
-from harness.runner import (
+from harness.store import (
+    REDIS_SCHEMES,
+    MemoryStore,
+    RedisStore,
+    Store,
+    open_store,
+)
+from harness.suites.builtin_invariants import (
+    DEFAULT_PHRASES,
+    REPLY_TYPES,
+    action_only_after_confirmation,
+    constraint_honored,
+    every_inbound_answered,
+    never_reasks,
+    no_freeform_outside_window,
+    no_repeated_side_effects,
+    one_reply_per_burst,
+    sends_valid,
+)
+from harness.suites.expectations import (
+    check_expectation,
+    reply_text,
+)
+from harness.suites.invariants import (
+    BoundInvariant,
+    InvariantSpec,
+    NamedSpec,
+    SpecLike,
+    bind,
+    check,
+    parse_spec,
+    registered,
+    resolve,
+)
+from harness.suites.registry import DurationParam, Invariant, InvariantFunction, Regex, invariant
+from harness.suites.runner import (
     DEFAULT_TARGET,
     Runner,
     RunOptions,
     load_target,
     settings_from,
 )
-from harness.scenario import (
+from harness.suites.scenario import (
     DEFAULT_USER,
     InvariantRef,
     Scenario,
@@ -255,7 +259,7 @@ from harness.scenario import (
     parse_scenario,
     scenario_json_schema,
 )
-from harness.steps import (
+from harness.suites.steps import (
     ACTIONS,
     DEFAULT_GAP,
     MEDIA_TYPES,
@@ -277,12 +281,16 @@ from harness.steps import (
     WaitStep,
     step_action,
 )
-from harness.store import (
-    REDIS_SCHEMES,
-    MemoryStore,
-    RedisStore,
-    Store,
-    open_store,
+from harness.suites.transcript import Transcript, render_event
+from harness.suites.yamlpos import (
+    LocatedError,
+    YamlDocument,
+    YamlPath,
+    describe,
+    dump_yaml,
+    field_name,
+    read_yaml,
+    scenario_error,
 )
 from harness.trace import (
     EVENT_ADAPTER,
@@ -301,16 +309,6 @@ from harness.trace import (
     ToolCall,
     Turn,
     build_turns,
-)
-from harness.yamlpos import (
-    LocatedError,
-    YamlDocument,
-    YamlPath,
-    describe,
-    dump_yaml,
-    field_name,
-    read_yaml,
-    scenario_error,
 )
 
 __all__ = [
@@ -343,6 +341,7 @@ __all__ = [
     "VERDICTS_FILE",
     "VERDICTS_SCHEMA_VERSION",
     "VERDICT_TOOL",
+    "VERSION",
     "VOLATILE_PARAMS",
     "AgentEnvironment",
     "AgentFactory",
@@ -532,6 +531,7 @@ __all__ = [
     "parse_prompt_overrides",
     "parse_rubric",
     "parse_scenario",
+    "parse_settings",
     "parse_skew",
     "parse_spec",
     "parse_verdict",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.cli import main
+from harness.cli.main import main
 
 __all__: list[str] = []
 

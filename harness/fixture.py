@@ -45,6 +45,7 @@ from harness.exceptions import (
 from harness.files import write_atomic
 from harness.redaction import Redactor
 from harness.trace import EVENT_ADAPTER, Conversation, Event
+from harness.version import VERSION
 
 __all__ = [
     "CONVERSATION_FILE",
@@ -72,7 +73,7 @@ SCHEMA_VERSION: Final = 1
 
 META_FILE: Final = "meta.json"
 CONVERSATION_FILE: Final = "conversation.json"
-#: The judge's verdicts on the conversation, when it was judged (see ``harness.judge``).
+#: The judge's verdicts on the conversation, when it was judged (see ``harness.replay.judge``).
 VERDICTS_FILE: Final = "verdicts.json"
 MEDIA_DIR: Final = "media"
 
@@ -90,9 +91,7 @@ class FixtureWarning(UserWarning):
 
 
 def _harness_version() -> str:
-    from harness import __version__  # late: harness/__init__ may come to import this module
-
-    return __version__
+    return VERSION
 
 
 class FixtureMeta(BaseModel):

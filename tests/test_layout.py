@@ -19,6 +19,12 @@ FORBIDDEN = {
     "agents": {"channels"},
 }
 
+# Inside harness: the core is the package's top-level modules; each feature is a
+# subpackage that may use the core and the features ranked below it, never those above.
+FEATURES = {"suites": 1, "replay": 2, "report": 3, "cli": 4}
+# The package's own facade and entry point gather everything.
+FACADES = {"harness", "harness.__main__"}
+
 
 def _imported_top_levels(path: Path) -> set[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
@@ -44,6 +50,103 @@ def _modules(package: str) -> list[Path]:
     return sorted((ROOT / package).rglob("*.py"))
 
 
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _known_modules() -> set[str]:
+    return {_module_name(path) for package in PACKAGES for path in _modules(package)}
+
+
+def _imported_modules(path: Path, known: set[str]) -> set[str]:
+    """The project's modules a file imports, anywhere in it (``TYPE_CHECKING`` blocks too)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name in known)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                if submodule in known:
+                    found.add(submodule)
+                elif node.module in known:
+                    found.add(node.module)
+    return found
+
+
+def _import_graph() -> dict[str, set[str]]:
+    known = _known_modules()
+    return {
+        _module_name(path): _imported_modules(path, known)
+        for package in PACKAGES
+        for path in _modules(package)
+    }
+
+
+def _layer(module: str) -> int | None:
+    """0 for the core, a feature's rank, None for the facades and other packages."""
+    if module in FACADES or not module.startswith("harness."):
+        return None
+    parts = module.split(".")
+    return FEATURES.get(parts[1], 0) if len(parts) > 2 or parts[1] in FEATURES else 0
+
+
+def _layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    problems = []
+    for module, imported in sorted(graph.items()):
+        mine = _layer(module)
+        for other in sorted(imported):
+            theirs = _layer(other)
+            if other == "harness" and module not in FACADES:
+                problems.append(f"{module} imports the facade harness")
+            elif other.startswith("harness.cli") and not (
+                module.startswith("harness.cli") or module in FACADES
+            ):
+                problems.append(f"{module} imports the command line ({other})")
+            elif mine is not None and theirs is not None and theirs > mine:
+                problems.append(f"{module} (layer {mine}) imports {other} (layer {theirs})")
+    return problems
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in graph.get(node, ()):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))
 def test_import_direction(package: str) -> None:
     offenders = []
@@ -52,6 +155,36 @@ def test_import_direction(package: str) -> None:
         if bad:
             offenders.append(f"{path.relative_to(ROOT)} imports {sorted(bad)}")
     assert offenders == []
+
+
+def test_harness_features_use_the_core_and_nothing_uses_the_cli() -> None:
+    assert _layer_violations(_import_graph()) == []
+
+
+def test_no_modules_import_each_other_in_a_circle() -> None:
+    assert _cycles(_import_graph()) == []
+
+
+def test_the_layer_and_cycle_checks_see_violations() -> None:
+    graph = {
+        "harness.trace": {"harness.suites.runner"},
+        "harness.suites.runner": {"harness.trace", "harness.report.html"},
+        "harness.report.html": {"harness.cli.run"},
+        "harness.fixture": {"harness"},
+        "harness": {"harness.fixture"},
+        "channels.whatsapp.proxy": {"harness.cli.main"},
+    }
+    assert _layer_violations(graph) == [
+        "channels.whatsapp.proxy imports the command line (harness.cli.main)",
+        "harness.fixture imports the facade harness",
+        "harness.report.html imports the command line (harness.cli.run)",
+        "harness.suites.runner (layer 1) imports harness.report.html (layer 3)",
+        "harness.trace (layer 0) imports harness.suites.runner (layer 1)",
+    ]
+    assert sorted(_cycles(graph)) == [
+        ["harness", "harness.fixture"],
+        ["harness.suites.runner", "harness.trace"],
+    ]
 
 
 def test_import_checker_sees_violations(tmp_path: Path) -> None:
@@ -111,12 +244,12 @@ def test_public_names_are_exported_and_documented(package: str) -> None:
 
 # modules whose names are reached through their module, not re-exported by the package
 NOT_RE_EXPORTED = {
-    "harness.cli",
+    "harness.cli.main",
     "harness.__main__",
-    "harness.run_cli",
-    "harness.scenario_cli",
-    "harness.replay_cli",
-    "harness.diff_cli",
+    "harness.cli.run",
+    "harness.cli.schema",
+    "harness.cli.replay",
+    "harness.cli.diff",
     "channels.whatsapp.cli",
 }
 

@@ -25,6 +25,7 @@ from channels.whatsapp.config import (
 from channels.whatsapp.control import (
     CONTROL_OPENAPI_PATHS,
     CONTROL_OPENAPI_SCHEMAS,
+    control_app,
     control_routes,
 )
 from channels.whatsapp.delivery import (
@@ -460,6 +461,7 @@ __all__ = [
     "contact",
     "contact_card",
     "contacts_message",
+    "control_app",
     "control_routes",
     "create_graph_app",
     "create_proxy_app",

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import click
 
 from channels.whatsapp.config import SimulatorConfig
+from channels.whatsapp.control import control_app
 from channels.whatsapp.faults import FaultProfile
 from channels.whatsapp.server import BackgroundServer
 from channels.whatsapp.simulator import WhatsAppSimulator
@@ -122,10 +123,10 @@ async def _serve(
     seed: int,
 ) -> None:
     clock = VirtualClock(datetime.now(UTC).replace(microsecond=0))
-    sim = WhatsAppSimulator(config, clock=clock, faults=faults, seed=seed, control=True)
+    sim = WhatsAppSimulator(config, clock=clock, faults=faults, seed=seed)
     if webhook_url:
         sim.connect(webhook_url)
-    server = BackgroundServer(sim.graph_app, host, port)
+    server = BackgroundServer(control_app(sim), host, port)
     await server.start()
     click.echo(
         f"fake Graph API on {server.url}/{config.api_version}/{config.phone_number_id}/messages"

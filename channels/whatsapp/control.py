@@ -21,20 +21,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
+from channels.whatsapp.simulator import WhatsAppSimulator
 from harness.clock import parse_duration
 from harness.exceptions import ConfigError, HarnessError
 from harness.trace import EVENT_ADAPTER
 
-if TYPE_CHECKING:
-    from channels.whatsapp.simulator import WhatsAppSimulator
-
-__all__ = ["CONTROL_OPENAPI_PATHS", "CONTROL_OPENAPI_SCHEMAS", "control_routes"]
+__all__ = ["CONTROL_OPENAPI_PATHS", "CONTROL_OPENAPI_SCHEMAS", "control_app", "control_routes"]
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -61,6 +60,15 @@ def _field(data: dict[str, Any], name: str, kind: type) -> Any:
     if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
         raise ConfigError(f"field {name!r} must be a {kind.__name__}")
     return value
+
+
+def control_app(sim: WhatsAppSimulator) -> ASGIApp:
+    """The simulator's fake Graph API with the control endpoints and their OpenAPI paths."""
+    return sim.build_graph_app(
+        control_routes(sim),
+        openapi_paths=CONTROL_OPENAPI_PATHS,
+        openapi_schemas=CONTROL_OPENAPI_SCHEMAS,
+    )
 
 
 def control_routes(sim: WhatsAppSimulator) -> list[Route]:

@@ -35,7 +35,7 @@ from channels.whatsapp.proxy_record import (
 from channels.whatsapp.pseudonyms import new_pseudonym_key
 from harness.exceptions import ConfigError, HarnessError
 from harness.fixture import META_FILE
-from harness.run_cli import parse_settings
+from harness.options import parse_settings
 from harness.store import Store, open_store
 
 __all__ = ["parse_listen", "proxy_command", "proxy_main", "serve_proxy"]

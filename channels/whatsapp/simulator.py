@@ -25,14 +25,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
+from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 
 from channels.whatsapp.config import SimulatorConfig
-from channels.whatsapp.control import (
-    CONTROL_OPENAPI_PATHS,
-    CONTROL_OPENAPI_SCHEMAS,
-    control_routes,
-)
 from channels.whatsapp.delivery import (
     AsgiTarget,
     Deliverer,
@@ -124,7 +120,6 @@ class WhatsAppSimulator:
         seed: int = 0,
         templates: TemplateRegistry | None = None,
         sink: Callable[[Event], None] | None = None,
-        control: bool = False,
     ) -> None:
         self.config = config or SimulatorConfig()
         self.clock: Clock = clock or VirtualClock()
@@ -145,19 +140,8 @@ class WhatsAppSimulator:
             self.clock, mps=int(self.config.throughput_mps), enabled=self.config.rate_limits
         )
         self.templates = templates or TemplateRegistry.default()
-        self.graph_app = create_graph_app(
-            access_tokens={self.config.access_token},
-            phone_numbers={self.config.phone_number_id: self.config.display_phone_number},
-            on_send=self._on_send,
-            media=self.media,
-            clock=self.clock,
-            templates=self.templates,
-            public_url=self.config.public_url,
-            routes=control_routes(self) if control else (),
-            openapi_paths=CONTROL_OPENAPI_PATHS if control else None,
-            openapi_schemas=CONTROL_OPENAPI_SCHEMAS if control else None,
-            on_refuse=self._on_refuse,
-        )
+        #: The fake Graph API (``channels.whatsapp.control.control_app`` adds the control API).
+        self.graph_app = self.build_graph_app()
         #: When set (by :meth:`run_paced`), virtual time follows real time.
         self.paced = False
         self._users: dict[str, SimUser] = {}
@@ -188,6 +172,28 @@ class WhatsAppSimulator:
         self._target = target
         self._deliverer = Deliverer(target, self.config, self.clock, self.dice, self.record)
         self._handshaken = False
+
+    def build_graph_app(
+        self,
+        routes: Sequence[BaseRoute] = (),
+        *,
+        openapi_paths: Mapping[str, Any] | None = None,
+        openapi_schemas: Mapping[str, Any] | None = None,
+    ) -> ASGIApp:
+        """The fake Graph API bound to this simulator, with ``routes`` served beside it."""
+        return create_graph_app(
+            access_tokens={self.config.access_token},
+            phone_numbers={self.config.phone_number_id: self.config.display_phone_number},
+            on_send=self._on_send,
+            media=self.media,
+            clock=self.clock,
+            templates=self.templates,
+            public_url=self.config.public_url,
+            routes=routes,
+            openapi_paths=openapi_paths,
+            openapi_schemas=openapi_schemas,
+            on_refuse=self._on_refuse,
+        )
 
     def graph_transport(self) -> httpx.AsyncBaseTransport:
         """A transport that reaches the fake Graph API in-process."""

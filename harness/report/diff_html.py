@@ -23,8 +23,8 @@ from pathlib import Path
 
 from markupsafe import Markup
 
-from harness.diff import ConversationDiff, TurnDiff
 from harness.files import write_atomic
+from harness.replay.diff import ConversationDiff, TurnDiff
 from harness.report._chat import _Layout
 from harness.report._items import Item, TurnBlock
 from harness.report.html import _environment, _read

@@ -19,8 +19,8 @@ from harness.agent import DirectAgent, DirectMessage, DirectOption, DirectReply,
 from harness.channel import AgentEnvironment, ChannelSetup, UserSpec
 from harness.clock import DEFAULT_START, VirtualClock
 from harness.exceptions import ConfigError, StepError
-from harness.expectations import reply_text
 from harness.store import MemoryStore
+from harness.suites.expectations import reply_text
 from harness.trace import ClockJump, OutboundSend, ToolCall
 
 ANA = UserSpec(name="Ana", wa_id="15550001111")

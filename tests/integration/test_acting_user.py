@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from harness.recorder import RecordMode, ToolRecorder, acting_for
-from harness.runner import Runner, RunOptions
-from harness.scenario import load_scenario
+from harness.suites.runner import Runner, RunOptions
+from harness.suites.scenario import load_scenario
 from harness.trace import LLMExchange, ToolCall
 
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "booking" / "cancel_booking.yaml"

@@ -23,10 +23,10 @@ import pytest
 from click.testing import CliRunner, Result
 
 from agents.booking.regressions import Regression
-from harness.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, cli, main
+from harness.cli.main import EXIT_FAILED, EXIT_OK, EXIT_USAGE, cli, main
 from harness.results import RunResult, ScenarioResult
-from harness.runner import Runner, RunOptions
-from harness.scenario import Scenario, load_scenarios
+from harness.suites.runner import Runner, RunOptions
+from harness.suites.scenario import Scenario, load_scenarios
 
 SUITE = Path(__file__).resolve().parents[2] / "scenarios" / "booking"
 WHATSAPP_ONLY = "whatsapp-only"

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import EXIT_DIVERGED, EXIT_OK, EXIT_USAGE, main
+from harness.cli.main import EXIT_DIVERGED, EXIT_OK, EXIT_USAGE, main
 from harness.fixture import FixtureWarning, load_fixture
-from harness.replay import replay_fixture
-from harness.runner import Runner, RunOptions
+from harness.replay.playback import replay_fixture
+from harness.suites.runner import Runner, RunOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "scenarios" / "booking"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from harness.results import ScenarioResult
-from harness.runner import Runner, RunOptions
-from harness.scenario import load_scenarios
+from harness.suites.runner import Runner, RunOptions
+from harness.suites.scenario import load_scenarios
 
 SUITE = Path(__file__).resolve().parents[2] / "scenarios" / "booking"
 

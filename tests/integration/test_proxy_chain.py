@@ -50,13 +50,13 @@ from channels.whatsapp.server import BackgroundServer
 from channels.whatsapp.signing import SignedBody
 from channels.whatsapp.simulator import WhatsAppSimulator
 from harness.channel import AgentEnvironment
-from harness.cli import cli
+from harness.cli.main import cli
 from harness.clock import SystemClock, VirtualClock
 from harness.fixture import load_fixture
 from harness.recording import Recording, store_key
-from harness.replay import plan_from_fixture, replay_fixture
-from harness.runner import Runner, RunOptions
+from harness.replay.playback import plan_from_fixture, replay_fixture
 from harness.store import MemoryStore, RedisStore
+from harness.suites.runner import Runner, RunOptions
 from harness.trace import InboundMessage, LLMExchange, OutboundSend, ToolCall
 
 pytestmark = pytest.mark.network

@@ -18,9 +18,9 @@ from harness.agent import DirectMessage, DirectOption, DirectReply, DirectTurn
 from harness.channel import AgentEnvironment, agent_clock
 from harness.clock import Shift, VirtualClock, parse_skew
 from harness.fixture import Fixture, load_fixture
-from harness.invariants import check
-from harness.replay import ReplayResult, plan_from_fixture, replay_fixture
-from harness.runner import Runner, RunOptions
+from harness.replay.playback import ReplayResult, plan_from_fixture, replay_fixture
+from harness.suites.invariants import check
+from harness.suites.runner import Runner, RunOptions
 from harness.trace import Conversation, InboundMessage, OutboundSend, StatusUpdate
 
 FIXTURES = Path(__file__).resolve().parents[2] / "scenarios" / "booking" / "fixtures"

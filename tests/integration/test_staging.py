@@ -15,8 +15,8 @@ import pytest
 from agents.booking import BookingSettings, create_app
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.server import BackgroundServer
-from harness.runner import Runner, RunOptions
-from harness.scenario import parse_scenario
+from harness.suites.runner import Runner, RunOptions
+from harness.suites.scenario import parse_scenario
 
 SCENARIO = """
 name: booking against a URL

@@ -22,8 +22,8 @@ from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.plugin import whatsapp_plugin
 from harness.channel import AgentEnvironment, ChannelSetup, UserSpec
 from harness.exceptions import ConfigError
-from harness.expectations import reply_text
 from harness.store import MemoryStore
+from harness.suites.expectations import reply_text
 from harness.trace import ClockJump, InboundMessage
 
 ANA = UserSpec(name="Ana", wa_id="15550001111", bsuid="BR.1234567890")

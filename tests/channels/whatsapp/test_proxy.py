@@ -46,13 +46,13 @@ from channels.whatsapp.simulator import WhatsAppSimulator
 from channels.whatsapp.summary import outbound_text
 from channels.whatsapp.validation import SendValidator
 from harness.canonical import canonical_key
-from harness.cli import HarnessGroup
+from harness.cli.main import HarnessGroup
 from harness.clock import VirtualClock
 from harness.exceptions import ConfigError
 from harness.fixture import load_fixture
 from harness.llm import LLMResponse, TextBlock, Usage
 from harness.recording import Recording
-from harness.replay import plan_from_fixture
+from harness.replay.playback import plan_from_fixture
 from harness.store import MemoryStore, RedisStore, Store
 from harness.trace import (
     DeliveryAttempt,

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.diff import diff_conversations
+from harness.replay.diff import diff_conversations
 from harness.report import write_diff_html
+from tests.harness.replay.test_diff import DANGEROUS, booking
 from tests.harness.report.browser import PNG_SIGNATURE, find_chromium, run_chromium
 from tests.harness.report.dom import Element, parse
-from tests.harness.test_diff import DANGEROUS, booking
 
 pytestmark = pytest.mark.browser
 

@@ -1,0 +1,10 @@
+"""The ``harness`` command line: one module per subcommand, gathered in :mod:`harness.cli.main`.
+
+Nothing else in the project imports the command line; it uses everything.
+"""
+
+from __future__ import annotations
+
+from harness.cli.main import main
+
+__all__ = ["main"]

@@ -1,0 +1,153 @@
+"""``harness run``: scenario suites from the command line, with reports."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import click
+
+from harness.exceptions import ConfigError
+from harness.options import parse_settings
+from harness.report import SuiteProgress, print_summary, write_html, write_json, write_junit
+from harness.results import RunResult
+from harness.suites.runner import DEFAULT_TARGET, Runner, RunOptions
+from harness.suites.scenario import load_scenarios
+
+__all__ = ["DEFAULT_SUITE", "parse_settings", "run_command", "write_reports"]
+
+#: Where ``harness run`` looks when no path is given.
+DEFAULT_SUITE = Path("scenarios")
+
+
+def write_reports(run: RunResult, directory: Path) -> list[Path]:
+    """Write report.json, junit.xml and report.html into ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    return [
+        write_json(run, directory / "report.json"),
+        write_junit(run, directory / "junit.xml"),
+        write_html(run, directory / "report.html"),
+    ]
+
+
+@click.command("run")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--target",
+    default=None,
+    help=f"The agent's factory, package.module:attr (default: {DEFAULT_TARGET}).",
+)
+@click.option(
+    "--target-url",
+    default=None,
+    help="The agent's webhook URL, for an agent in another process (staging).",
+)
+@click.option(
+    "--channel",
+    default="whatsapp",
+    show_default=True,
+    help="How the conversation reaches the agent: whatsapp or direct.",
+)
+@click.option(
+    "--concurrency",
+    default=4,
+    show_default=True,
+    type=int,
+    help="Scenarios run at once (one at a time against --target-url).",
+)
+@click.option(
+    "--seed",
+    default=0,
+    show_default=True,
+    type=int,
+    help="Seed for ids and faults; a scenario's own seed wins.",
+)
+@click.option(
+    "--redis",
+    "redis_url",
+    default=None,
+    help="A redis:// URL for a shared store (default: in memory).",
+)
+@click.option(
+    "--report-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write report.json, junit.xml and report.html here.",
+)
+@click.option(
+    "--agent-setting",
+    "agent_settings",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A setting for the agent under test (repeatable), e.g. BOOKING_REGRESSIONS=no_dedupe.",
+)
+@click.option(
+    "--graph-host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Where the fake Graph API listens, with --target-url.",
+)
+@click.option(
+    "--graph-port", default=8000, show_default=True, type=int, help="Its port, with --target-url."
+)
+@click.option("--app-secret", default=None, help="Signs the webhooks (X-Hub-Signature-256).")
+@click.option("--verify-token", default=None, help="Token of the verification handshake.")
+@click.option("--access-token", default=None, help="Bearer token the fake Graph API accepts.")
+@click.option("--phone-number-id", default=None, help="The business number's id.")
+@click.option("--waba-id", default=None, help="The WhatsApp Business Account id.")
+@click.pass_context
+def run_command(
+    ctx: click.Context,
+    paths: tuple[Path, ...],
+    target: str | None,
+    target_url: str | None,
+    channel: str,
+    concurrency: int,
+    seed: int,
+    redis_url: str | None,
+    report_dir: Path | None,
+    agent_settings: tuple[str, ...],
+    graph_host: str,
+    graph_port: int,
+    app_secret: str | None,
+    verify_token: str | None,
+    access_token: str | None,
+    phone_number_id: str | None,
+    waba_id: str | None,
+) -> None:
+    """Run scenario suites (default: scenarios/) against an agent; exit 1 if any fails."""
+    channel_options: dict[str, object] = {
+        key: value
+        for key, value in (
+            ("app_secret", app_secret),
+            ("verify_token", verify_token),
+            ("access_token", access_token),
+            ("phone_number_id", phone_number_id),
+            ("waba_id", waba_id),
+        )
+        if value is not None
+    }
+    if target_url is not None:
+        channel_options["graph_url"] = f"http://{graph_host}:{graph_port}"
+        channel_options["serve_graph"] = True
+    scenarios = load_scenarios(list(paths) or [DEFAULT_SUITE])
+    if not scenarios:
+        raise ConfigError(f"no scenario files in {', '.join(map(str, paths or [DEFAULT_SUITE]))}")
+    options = RunOptions(
+        channel=channel,
+        target=target,
+        target_url=target_url,
+        concurrency=concurrency,
+        seed=seed,
+        store_url=redis_url,
+        agent_settings=parse_settings(agent_settings, "--agent-setting"),
+        channel_options=channel_options,
+    )
+    runner = Runner(options)
+    with SuiteProgress(len(scenarios)) as progress:
+        run = asyncio.run(runner.run(scenarios, on_result=progress.advance))
+    print_summary(run)
+    if report_dir is not None:
+        for path in write_reports(run, report_dir):
+            click.echo(f"wrote {path}")
+    ctx.exit(0 if run.ok else 1)

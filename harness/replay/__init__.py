@@ -1,0 +1,93 @@
+"""Record once, replay offline: a scenario into a fixture, the fixture back through the channel.
+
+Also the comparison of two conversations (diff) and the judge that scores them.
+These use the core and the suites (a replay checks the scenario's invariants again).
+"""
+
+from __future__ import annotations
+
+from harness.replay.diff import (
+    ConversationDiff,
+    TurnDiff,
+    TurnStatus,
+    diff_conversations,
+)
+from harness.replay.judge import (
+    DEFAULT_MODEL,
+    DEFAULT_RUBRIC,
+    EXIT_BELOW_THRESHOLD,
+    EXIT_NO_VERDICT,
+    VERDICT_TOOL,
+    VERDICTS_SCHEMA_VERSION,
+    Criterion,
+    CriterionScore,
+    GateFailure,
+    GateOutcome,
+    GateStatus,
+    Judge,
+    JudgeMode,
+    Rubric,
+    Verdict,
+    VerdictFile,
+    check_rubric,
+    check_threshold,
+    gate_outcome,
+    load_verdicts,
+    parse_rubric,
+    parse_verdict,
+    render_transcript,
+    save_verdicts,
+)
+from harness.replay.playback import (
+    Policy,
+    ReplayAction,
+    ReplayResult,
+    ReplayStatus,
+    plan_from_fixture,
+    replay_fixture,
+)
+from harness.replay.record import (
+    SECRET_OPTIONS,
+    llm_span,
+    record_scenario,
+)
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "DEFAULT_RUBRIC",
+    "EXIT_BELOW_THRESHOLD",
+    "EXIT_NO_VERDICT",
+    "SECRET_OPTIONS",
+    "VERDICTS_SCHEMA_VERSION",
+    "VERDICT_TOOL",
+    "ConversationDiff",
+    "Criterion",
+    "CriterionScore",
+    "GateFailure",
+    "GateOutcome",
+    "GateStatus",
+    "Judge",
+    "JudgeMode",
+    "Policy",
+    "ReplayAction",
+    "ReplayResult",
+    "ReplayStatus",
+    "Rubric",
+    "TurnDiff",
+    "TurnStatus",
+    "Verdict",
+    "VerdictFile",
+    "check_rubric",
+    "check_threshold",
+    "diff_conversations",
+    "gate_outcome",
+    "llm_span",
+    "load_verdicts",
+    "parse_rubric",
+    "parse_verdict",
+    "plan_from_fixture",
+    "record_scenario",
+    "render_transcript",
+    "replay_fixture",
+    "save_verdicts",
+]

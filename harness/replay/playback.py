@@ -1,0 +1,360 @@
+"""Replaying a recorded conversation through the channel, with its timing, offline.
+
+A replay reads a fixture's event log back into the user's actions: each
+message the user sent, at the virtual instant it reached the agent, and each
+time the channel delivered one again (Meta's duplicates; retries after a
+refused delivery are left to happen by themselves). It plays those actions
+through the channel at their recorded instants (or at skewed ones: shifted
+from a turn on, gaps scaled, the agent's clock offset), with the agent's
+model and tools answering from the recording, then compares the new
+conversation with the recorded one, turn by turn, and checks the scenario's
+invariants again.
+
+Policies: ``pinned`` (a request the recording can't answer is a divergence)
+and ``live`` (it goes to the agent's own model or tool, and is recorded).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from harness.channel import ChannelSession, ChannelSetup, UserSpec
+from harness.clock import Skew
+from harness.exceptions import ConfigError, HarnessError
+from harness.fixture import Fixture
+from harness.prompts import override
+from harness.recorder import LLMRecord, RecordMode, ToolRecord
+from harness.recording import Recording
+from harness.replay.diff import ConversationDiff, diff_conversations
+from harness.results import Violation
+from harness.suites.invariants import bind
+from harness.suites.runner import Runner
+from harness.suites.scenario import Scenario, parse_scenario
+from harness.trace import Conversation, InboundMessage, Participant
+
+__all__ = [
+    "Policy",
+    "ReplayAction",
+    "ReplayResult",
+    "ReplayStatus",
+    "plan_from_fixture",
+    "replay_fixture",
+]
+
+Policy = Literal["pinned", "live"]
+#: ``changed``: the conversation changed as a skew or a live policy allows, without diverging.
+ReplayStatus = Literal["same", "changed", "failed", "diverged", "error"]
+
+_CHANNEL_FIELDS = ("id", "from", "from_user_id", "timestamp", "context", "errors")
+_MEDIA = {"image", "audio", "video", "document", "sticker"}
+
+
+@dataclass(frozen=True)
+class ReplayAction:
+    """One thing the user (or Meta) did, at its recorded instant."""
+
+    at: datetime
+    user: str
+    kind: Literal["say", "tap", "send", "redeliver"]
+    text: str = ""
+    choice: str = ""
+    message: Mapping[str, Any] | None = None
+    index: int = 0
+    wamid: str = ""
+    starts_turn: bool = False
+
+
+class ReplayResult(BaseModel):
+    """How a replay went: same, an invariant failed, diverged (and why), or could not run."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    fixture: str
+    status: ReplayStatus
+    divergences: tuple[str, ...] = ()
+    changes: tuple[str, ...] = ()
+    violations: tuple[Violation, ...] = ()
+    error: str | None = None
+    unused: int = 0
+    duration_s: float = 0.0
+    conversation: Conversation | None = None
+
+
+def plan_from_fixture(fixture: Fixture) -> list[ReplayAction]:
+    """The user's actions in a recorded conversation, in the order they reached the agent."""
+    conversation = fixture.conversation
+    events = fixture.events or (conversation.events if conversation else ())
+    if not events:
+        raise ConfigError(f"{fixture.path}: the fixture records no events to replay")
+    deliveries_of: dict[str, set[str]] = {}
+    counts: dict[str, int] = {}
+    order: dict[str, int] = {}
+    turn_firsts = {
+        t.messages[0].wamid for t in (conversation.turns if conversation else ()) if t.messages
+    }
+    actions: list[ReplayAction] = []
+    for event in events:
+        if not isinstance(event, InboundMessage):
+            continue
+        user = event.user or ""
+        seen = deliveries_of.setdefault(event.wamid, set())
+        if event.duplicate:
+            if event.delivery is not None and event.delivery in seen:
+                continue  # a retry of a delivery the agent refused: it will happen again
+            actions.append(
+                ReplayAction(
+                    event.at, user, "redeliver", index=order[event.wamid], wamid=event.wamid
+                )
+            )
+        else:
+            counts[user] = counts.get(user, 0) + 1
+            order[event.wamid] = counts[user]
+            actions.append(_action(event, user, event.wamid in turn_firsts))
+        if event.delivery is not None:
+            seen.add(event.delivery)
+    if not actions:
+        raise ConfigError(f"{fixture.path}: the fixture records no user message to replay")
+    return actions
+
+
+def _action(event: InboundMessage, user: str, starts_turn: bool) -> ReplayAction:
+    body = event.body
+    if event.type == "text":
+        return ReplayAction(
+            event.at, user, "say", text=event.text or "", wamid=event.wamid, starts_turn=starts_turn
+        )
+    if event.type == "interactive" and event.reply_id is not None:
+        return ReplayAction(
+            event.at, user, "tap", choice=event.reply_id, wamid=event.wamid, starts_turn=starts_turn
+        )
+    message = {k: v for k, v in body.items() if k not in _CHANNEL_FIELDS}
+    if event.type in _MEDIA and isinstance(message.get(event.type), dict):
+        media = dict(message[event.type])  # type: ignore[arg-type]  # checked just above
+        for key in ("id", "sha256", "url"):
+            media.pop(key, None)
+        message[event.type] = media
+    return ReplayAction(
+        event.at, user, "send", message=message, wamid=event.wamid, starts_turn=starts_turn
+    )
+
+
+def _users(fixture: Fixture, actions: Sequence[ReplayAction]) -> list[UserSpec]:
+    conversation = fixture.conversation
+    specs: dict[str, UserSpec] = {}
+    participants: tuple[Participant, ...] = conversation.participants if conversation else ()
+    if not participants:
+        # A recording cut short has no conversation.json; a proxy lists who took part in meta.
+        listed = getattr(fixture.meta, "participants", None)
+        if isinstance(listed, list):
+            participants = tuple(Participant.model_validate(p) for p in listed)
+    for participant in participants:
+        specs[participant.id] = UserSpec(
+            name=participant.name or participant.id,
+            wa_id=participant.wa_id,
+            bsuid=participant.user_id,
+        )
+    for action in actions:
+        if action.user not in specs:
+            wa_id = action.user if action.user.isdigit() else None
+            bsuid = None if wa_id else action.user
+            specs[action.user] = UserSpec(name=action.user, wa_id=wa_id, bsuid=bsuid)
+    return list(specs.values())
+
+
+def _scenario(fixture: Fixture) -> Scenario | None:
+    text = getattr(fixture.meta, "scenario_yaml", None)
+    if not isinstance(text, str) or not text.strip():
+        return None
+    return parse_scenario(text, path=fixture.path / "meta.json")
+
+
+async def _play(
+    session: ChannelSession,
+    actions: Sequence[ReplayAction],
+    times: Sequence[datetime],
+    fixture: Fixture,
+    end: datetime,
+) -> None:
+    media_index = _media_index(fixture)
+    for action, when in zip(actions, times, strict=True):
+        await session.run_until(when)
+        if action.kind == "say":
+            await session.say(action.user, [action.text])
+        elif action.kind == "tap":
+            await session.tap(action.user, action.choice)
+        elif action.kind == "redeliver":
+            await session.redeliver(action.user, action.index)
+        else:
+            assert action.message is not None  # a send always carries its message
+            data = None
+            relative = media_index.get(action.wamid)
+            if relative is not None:
+                data = fixture.media_path(relative).read_bytes()
+            await session.send(action.user, action.message, data=data)
+    await session.settle()
+    # The recording may go on after the user's last message (a follow-up 25 hours later).
+    await session.run_until(end)
+    await session.settle()
+
+
+def _media_index(fixture: Fixture) -> dict[str, str]:
+    index = fixture.path / "media" / "index.json"
+    if not index.is_file():
+        return {}
+    data = json.loads(index.read_text(encoding="utf-8"))
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+async def replay_fixture(
+    runner: Runner,
+    fixture: Fixture,
+    *,
+    policy: Policy = "pinned",
+    skew: Skew | None = None,
+    prompts: Mapping[str, str] | None = None,
+    agent_settings: Mapping[str, str] | None = None,
+) -> ReplayResult:
+    """Replay one fixture through the runner's channel and agent, and compare."""
+    started = time.perf_counter()
+    recorded = fixture.conversation
+    actions = plan_from_fixture(fixture)
+    skew = skew or Skew()
+    turn_starts = [i for i, a in enumerate(actions) if a.starts_turn]
+    times = skew.apply([a.at for a in actions], turn_starts)
+    if runner.options.target_url:
+        # An agent in another process lives on real time: the conversation starts now.
+        moved = datetime.now(UTC).replace(microsecond=0) - times[0]
+        times = [t + moved for t in times]
+    events = fixture.events or (recorded.events if recorded else ())
+    tail = max(e.at for e in events) - actions[-1].at
+    end = times[-1] + tail * skew.scale
+    scenario = _scenario(fixture)
+    checks = [bind(ref) for ref in scenario.invariants] if scenario else []
+    meta = fixture.meta
+    settings = {
+        **_str_map(getattr(meta, "agent_settings", {})),
+        **runner.options.agent_settings,
+        **(agent_settings or {}),
+    }
+    recording = Recording(
+        mode=RecordMode.REPLAY,
+        on_miss="raise" if policy == "pinned" else "live",
+        llm_records=fixture.records("llm", LLMRecord),
+        tool_records=fixture.records("tools", ToolRecord),
+    )
+    setup = ChannelSetup(
+        users=_users(fixture, actions),
+        seed=int(getattr(meta, "seed", 0) or 0),
+        faults=_replay_faults(getattr(meta, "faults", None)),
+        agent_factory=runner.factory,
+        target_url=runner.options.target_url,
+        agent_settings=settings,
+        options={
+            **_any_map(getattr(meta, "channel_options", {})),
+            **runner.options.channel_options,
+        },
+        recording=recording,
+        start=times[0] - timedelta(seconds=1),
+        agent_offset=skew.agent_offset,
+    )
+    session: ChannelSession | None = None
+    conversation: Conversation | None = None
+    error: str | None = None
+    try:
+        with override(prompts or {}):
+            session = runner.plugin.factory(setup)
+            await session.start()
+            await _play(session, actions, times, fixture, end)
+            conversation = session.conversation()
+    except HarnessError as exc:
+        error = str(exc)
+    except Exception as exc:  # the agent crashed: a result, not a crash of ours
+        error = f"{type(exc).__name__}: {exc}"
+    finally:
+        if session is not None:
+            if conversation is None:
+                conversation = session.conversation()
+            await session.close()
+    violations: list[Violation] = []
+    if conversation is not None:
+        for check in checks:
+            violations.extend(check.run(conversation))
+    divergences = tuple(
+        _with_turn(str(d), at, conversation)
+        for d, at in zip(recording.divergences, recording.divergence_times, strict=True)
+    )
+    changes: tuple[str, ...] = ()
+    if recorded is not None and conversation is not None:
+        diff: ConversationDiff = diff_conversations(recorded, conversation)
+        changes = tuple(
+            f"turn {t.index + 1}: {line}"
+            for t in diff.turns
+            if t.status != "same"
+            for line in (t.changes or (t.status,))
+        )
+    status: ReplayStatus
+    if error and not divergences:
+        status = "error"
+    elif divergences or (policy == "pinned" and skew.is_identity and changes):
+        status = "diverged"
+    elif violations:
+        status = "failed"
+    elif changes:
+        status = "changed"
+    else:
+        status = "same"
+    return ReplayResult(
+        fixture=str(fixture.path),
+        status=status,
+        divergences=divergences,
+        changes=changes,
+        violations=tuple(violations),
+        error=error,
+        unused=len(recording.unused()),
+        duration_s=round(time.perf_counter() - started, 4),
+        conversation=conversation,
+    )
+
+
+def _with_turn(text: str, at: datetime, conversation: Conversation | None) -> str:
+    """A divergence's explanation, led by the turn it happened in."""
+    if conversation is None:
+        return text
+    turn = None
+    for candidate in conversation.turns:
+        if candidate.start <= at:
+            turn = candidate
+    return text if turn is None else f"turn {turn.index + 1}: {text}"
+
+
+def _str_map(value: object) -> dict[str, str]:
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, Mapping) else {}
+
+
+def _any_map(value: object) -> dict[str, Any]:
+    return {str(k): v for k, v in value.items()} if isinstance(value, Mapping) else {}
+
+
+def _replay_faults(faults: object) -> dict[str, Any] | None:
+    """The recorded fault profile without the faults the recording already holds.
+
+    Duplicates and fragments are in the recorded actions; latency, reordering
+    and batching are in their recorded instants. Status faults stay, seeded
+    as they were.
+    """
+    base: dict[str, Any] = {}
+    if isinstance(faults, Mapping):
+        base = dict(faults)
+    elif isinstance(faults, str) and faults not in ("", "none"):
+        base = {"preset": faults}
+    if not base:
+        return None
+    base.update(duplicate=0.0, fragment=0.0, latency=0.0, jitter=0.0, reorder=0.0, batch=1)
+    return base

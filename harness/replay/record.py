@@ -1,0 +1,153 @@
+"""Recording a scenario once, at the agent's seams and at the channel, into a fixture.
+
+The scenario runs as ``harness run`` would run it, with the agent's model
+client and tools recording (:mod:`harness.recording`). The fixture gets the
+channel's events with their virtual times and delivery attempts, every model
+exchange with its tokens and model, every tool call, an OpenTelemetry-shaped
+span per exchange, the files users sent (under ``media/``), the assembled
+conversation, and in ``meta.json`` what a replay needs to play it again:
+the scenario itself, its seed, its channel settings and the agent's settings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import mimetypes
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness.channel import ChannelSession
+from harness.files import write_atomic
+from harness.fixture import FixtureMeta, FixtureWriter, make_span
+from harness.recorder import LLMRecord, RecordMode, ToolRecord
+from harness.recording import Recording
+from harness.results import ScenarioResult
+from harness.suites.runner import Runner, settings_from
+from harness.suites.scenario import Scenario
+from harness.trace import InboundMessage
+
+__all__ = ["SECRET_OPTIONS", "llm_span", "record_scenario"]
+
+#: Channel options that are secrets: never written into a fixture.
+SECRET_OPTIONS = frozenset({"app_secret", "verify_token", "access_token"})
+
+
+def llm_span(record: LLMRecord, index: int, run: str, *, key: str | None = None) -> dict[str, Any]:
+    """The OpenTelemetry-shaped span of one model exchange (GenAI attribute names).
+
+    ``run`` and ``index`` seed its ids, so a recording's spans are the same every
+    time; ``key`` replaces the record's request key when it was recomputed.
+    """
+    digest = hashlib.sha256(f"{run}:{index}".encode()).hexdigest()
+    at = int(record.recorded_at.timestamp() * 1e9)
+    return make_span(
+        name=f"chat {record.model}",
+        trace_id=digest[:32],
+        span_id=digest[32:48],
+        start_time_unix_nano=at,
+        end_time_unix_nano=at,
+        attributes={
+            "gen_ai.system": "anthropic",
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": record.model,
+            "gen_ai.response.model": record.response.model,
+            "gen_ai.usage.input_tokens": record.input_tokens,
+            "gen_ai.usage.output_tokens": record.output_tokens,
+            "gen_ai.response.finish_reasons": [record.response.stop_reason or ""],
+            "harness.request.key": record.key if key is None else key,
+        },
+        kind="CLIENT",
+    )
+
+
+async def record_scenario(
+    runner: Runner,
+    scenario: Scenario,
+    out: Path | str,
+    *,
+    overwrite: bool = False,
+    secrets: tuple[str, ...] = (),
+) -> ScenarioResult:
+    """Run ``scenario`` with recording seams and write everything into the fixture ``out``."""
+    options = runner.options
+    channel_options = {k: v for k, v in options.channel_options.items() if k not in SECRET_OPTIONS}
+    agent_settings = {**settings_from(scenario.agent), **options.agent_settings}
+    seed = scenario.seed if scenario.seed is not None else options.seed
+    meta = FixtureMeta.model_validate(
+        {
+            "scenario": scenario.name,
+            "channel": options.channel,
+            "recorded_at": datetime.now(UTC),
+            "agent_version": runner.target,
+            "seed": seed,
+            "faults": scenario.faults,
+            "scenario_yaml": scenario.to_yaml(),
+            "agent_settings": agent_settings,
+            "channel_options": channel_options,
+        }
+    )
+    known_secrets = (
+        tuple(str(v) for k, v in options.channel_options.items() if k in SECRET_OPTIONS) + secrets
+    )
+    llm_records: list[LLMRecord] = []
+    with FixtureWriter(out, meta, overwrite=overwrite, secrets=known_secrets) as writer:
+
+        def keep_llm(record: LLMRecord) -> None:
+            llm_records.append(record)
+            writer.append("llm", record)
+            writer.append("spans", llm_span(record, len(llm_records), scenario.name))
+
+        def keep_tool(record: ToolRecord) -> None:
+            writer.append("tools", record)
+
+        recording = Recording(
+            mode=RecordMode.RECORD, on_llm_record=keep_llm, on_tool_record=keep_tool
+        )
+        media: dict[str, str] = {}
+
+        async def collect_media(session: ChannelSession) -> None:
+            fetch = getattr(session, "media", None)
+            if not callable(fetch):
+                return
+            for event in session.conversation().events:
+                if isinstance(event, InboundMessage) and not event.duplicate:
+                    found = fetch(event.wamid)
+                    if found is not None:
+                        data, mime = found
+                        name = _media_name(event.wamid, mime)
+                        media[event.wamid] = writer.add_media(name, data)
+
+        result = await runner.run_scenario(
+            scenario, recording=recording, before_close=collect_media
+        )
+        if result.conversation is not None:
+            for event in result.conversation.events:
+                writer.append("events", event)
+            writer.write_conversation(result.conversation)
+        if media:
+            _write_media_index(writer, media)
+    if llm_records:
+        _patch_model(Path(out), llm_records[0].model)
+    return result
+
+
+def _media_name(wamid: str, mime: str) -> str:
+    extension = mimetypes.guess_extension(mime.split(";")[0].strip()) or ".bin"
+    digest = hashlib.sha256(wamid.encode()).hexdigest()[:16]
+    return f"{digest}{extension}"
+
+
+def _write_media_index(writer: FixtureWriter, media: Mapping[str, str]) -> None:
+    text = json.dumps(dict(sorted(media.items())), indent=2) + "\n"
+    write_atomic(writer.path / "media" / "index.json", text)
+
+
+def _patch_model(root: Path, model: str) -> None:
+    """Name the model the conversation was recorded with in ``meta.json``."""
+    path = root / "meta.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["model"] = model
+    write_atomic(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")

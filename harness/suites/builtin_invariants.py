@@ -1,0 +1,581 @@
+"""The built-in invariants: the cross-turn and channel regressions WhatsApp agents ship.
+
+Each is registered by name (see :mod:`harness.suites.invariants`) and documents its
+parameters and defaults. They read the trace only: turns, tool calls, sends
+and statuses. Conversations with several users are checked per user. A
+text match is case-insensitive throughout.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Annotated, Final, TypeAlias
+
+from pydantic import BeforeValidator, JsonValue, PositiveInt
+
+from harness.clock import format_duration
+from harness.results import Violation
+from harness.suites.registry import DurationParam, Regex, invariant
+from harness.suites.transcript import Transcript
+from harness.trace import Conversation, Event, InboundMessage, OutboundSend, StatusUpdate, ToolCall
+
+__all__ = [
+    "DEFAULT_PHRASES",
+    "REPLY_TYPES",
+    "action_only_after_confirmation",
+    "constraint_honored",
+    "every_inbound_answered",
+    "never_reasks",
+    "no_freeform_outside_window",
+    "no_repeated_side_effects",
+    "one_reply_per_burst",
+    "sends_valid",
+]
+
+#: What a user says to confirm, matched as whole words.
+DEFAULT_PHRASES: Final[tuple[str, ...]] = (
+    "yes",
+    "yeah",
+    "yep",
+    "yup",
+    "sure",
+    "ok",
+    "okay",
+    "confirm",
+    "confirmed",
+    "correct",
+    "perfect",
+    "book it",
+    "please do",
+    "go ahead",
+    "do it",
+    "sounds good",
+    "that works",
+    "👍",
+)
+#: The send types that count as a reply to a burst.
+REPLY_TYPES: Final = frozenset({"text", "interactive", "template"})
+#: Meta's code for a free-form message sent outside the 24-hour window.
+_RE_ENGAGEMENT: Final = 131047
+
+
+def _as_tuple(value: object) -> object:
+    return (value,) if isinstance(value, str) else value
+
+
+_Texts: TypeAlias = Annotated[tuple[str, ...], BeforeValidator(_as_tuple)]
+
+
+def _search(pattern: str | None) -> re.Pattern[str] | None:
+    return re.compile(pattern, re.IGNORECASE) if pattern is not None else None
+
+
+def _words(phrases: tuple[str, ...]) -> re.Pattern[str] | None:
+    """A pattern matching any phrase as whole words."""
+    cleaned = sorted({p.strip() for p in phrases if p.strip()}, key=len, reverse=True)
+    if not cleaned:
+        return None
+    alternatives = "|".join(re.escape(p) for p in cleaned)
+    return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
+
+
+def _quote(text: str | None, limit: int = 40) -> str:
+    flat = " ".join((text or "").split())
+    return repr(flat if len(flat) <= limit else flat[: limit - 1] + "…")
+
+
+def _a(word: str) -> str:
+    vowel = word[:1].lower() in ("a", "e", "i", "o", "u")
+    return f"{'an' if vowel else 'a'} {word}"
+
+
+def _first_copy(event: Event) -> bool:
+    return isinstance(event, InboundMessage) and not event.duplicate
+
+
+def _message(event: Event) -> bool:
+    return isinstance(event, OutboundSend) and event.is_message
+
+
+def _turn_no(transcript: Transcript, index: int) -> str:
+    turn = transcript.turn(index)
+    return f"turn {turn + 1}" if turn is not None else "before the first turn"
+
+
+# -- action only after confirmation ------------------------------------------------
+
+
+def _confirms(event: InboundMessage, phrases: re.Pattern[str] | None, button: str | None) -> bool:
+    if button is not None and event.reply_id == button:
+        return True
+    return phrases is not None and event.text is not None and bool(phrases.search(event.text))
+
+
+@invariant("action_only_after_confirmation")
+def action_only_after_confirmation(
+    conversation: Conversation,
+    *,
+    tool: str = "book_appointment",
+    phrases: _Texts = DEFAULT_PHRASES,
+    button: str | None = "confirm",
+    proposal: Regex | None = None,
+) -> Iterator[Violation]:
+    """Every call of ``tool`` comes after the user confirmed the agent's proposal.
+
+    A confirmation is a user message (first copies only: a redelivered "yes"
+    confirms nothing new) whose text holds one of ``phrases`` as whole
+    words, or a button reply whose id is ``button``. It counts only after an
+    agent message sent since the previous call of ``tool`` (the proposal; with
+    ``proposal``, only agent messages matching that regex propose, and a new
+    proposal voids a confirmation given to an earlier one), and one
+    confirmation allows one call. Reported at the turn of the unconfirmed call.
+    """
+    rule = "action_only_after_confirmation"
+    t = Transcript(conversation)
+    confirm = _words(phrases)
+    proposes = _search(proposal)
+    proposed: dict[str | None, int] = {}
+    confirmed: dict[str | None, int] = {}
+    said: dict[str | None, list[int]] = {}
+    for i, event in enumerate(t.events):
+        user = t.user(i)
+        if isinstance(event, OutboundSend) and event.is_message:
+            if proposes is None or proposes.search(event.text or ""):
+                proposed[user] = i
+                said[user] = []
+                if proposes is not None:
+                    # A new proposal needs a new yes: the old one was for something else.
+                    confirmed.pop(user, None)
+        elif isinstance(event, InboundMessage) and not event.duplicate:
+            said.setdefault(user, []).append(i)
+            if user in proposed and _confirms(event, confirm, button):
+                confirmed[user] = i
+        elif isinstance(event, ToolCall) and event.name == tool:
+            if user not in confirmed:
+                if user in proposed:
+                    message = f"{tool} was called before the user confirmed the agent's proposal"
+                    shown = [proposed[user], *said.get(user, [])[-3:], i]
+                else:
+                    message = f"{tool} was called before the agent proposed anything to confirm"
+                    shown = [*said.get(user, [])[-3:], i]
+                yield t.violation(rule, message, shown, turn=t.turn(i))
+            proposed.pop(user, None)
+            confirmed.pop(user, None)
+            said[user] = []
+
+
+# -- never re-ask ------------------------------------------------------------------
+
+
+@invariant("never_reasks")
+def never_reasks(
+    conversation: Conversation, *, pattern: Regex, fact: Regex | None = None
+) -> Iterator[Violation]:
+    """The agent never asks again for something the user already told it.
+
+    ``pattern`` matches the agent's question (``"which (day|date)"``). With
+    ``fact``, a regex that spots the user giving it (a weekday, a date), any
+    question after the user's first message matching ``fact`` is a
+    violation. Without it, asking again after the user answered (sent a
+    message since the previous time the agent asked) is one. Reported at
+    the turn of the repeated question.
+    """
+    rule = "never_reasks"
+    t = Transcript(conversation)
+    asks = re.compile(pattern, re.IGNORECASE)
+    gives = _search(fact)
+    given: dict[str | None, int] = {}
+    asked: dict[str | None, int] = {}
+    answers: dict[str | None, list[int]] = {}
+    for i, event in enumerate(t.events):
+        user = t.user(i)
+        if isinstance(event, InboundMessage) and not event.duplicate:
+            if gives is not None and user not in given and gives.search(event.text or ""):
+                given[user] = i
+            answers.setdefault(user, []).append(i)
+        elif isinstance(event, OutboundSend) and event.is_message and asks.search(event.text or ""):
+            if gives is not None and user in given:
+                where = _turn_no(t, given[user])
+                message = f"the agent asked for something the user already gave in {where}"
+                yield t.violation(rule, message, [given[user], i], turn=t.turn(i))
+            elif gives is None and user in asked and answers.get(user):
+                where = _turn_no(t, answers[user][0])
+                message = f"the agent asked again what the user already answered in {where}"
+                shown = [asked[user], *answers[user][-3:], i]
+                yield t.violation(rule, message, shown, turn=t.turn(i))
+            asked[user] = i
+            answers[user] = []
+
+
+# -- a constraint stays honored ----------------------------------------------------
+
+
+def _text(value: JsonValue) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+@invariant("constraint_honored")
+def constraint_honored(
+    conversation: Conversation,
+    *,
+    mention: Regex,
+    require: Regex | None = None,
+    tool: str = "book_appointment",
+    arg: str | None = None,
+    reply_require: Regex | None = None,
+    proposal: Regex | None = None,
+) -> Iterator[Violation]:
+    """Once the user states a need, every later call of ``tool`` carries it.
+
+    The need is stated by a user message matching ``mention``
+    (``"wheelchair|step-free"``). Each later call of ``tool`` must have
+    argument ``arg`` matching ``require`` (default: ``mention``), or with no
+    ``arg``, any argument value matching it (non-text values as JSON, so
+    ``true`` matches a boolean). With ``reply_require``, the agent's proposals
+    after the need must match it too: the messages matching ``proposal``, or
+    without it, the last agent message before each call of ``tool``.
+    Reported at the turn of the call or message that dropped it.
+    """
+    rule = "constraint_honored"
+    t = Transcript(conversation)
+    stated_by = re.compile(mention, re.IGNORECASE)
+    carries = re.compile(require if require is not None else mention, re.IGNORECASE)
+    replies_must = _search(reply_require)
+    proposes = _search(proposal)
+    stated: dict[str | None, int] = {}
+    last_reply: dict[str | None, int] = {}
+    for i, event in enumerate(t.events):
+        user = t.user(i)
+        if isinstance(event, InboundMessage) and not event.duplicate:
+            if user not in stated and stated_by.search(event.text or ""):
+                stated[user] = i
+        elif user not in stated:
+            continue
+        elif isinstance(event, OutboundSend) and event.is_message:
+            last_reply[user] = i
+            text = event.text or ""
+            if (
+                replies_must is not None
+                and proposes is not None
+                and proposes.search(text)
+                and not replies_must.search(text)
+            ):
+                where = _turn_no(t, stated[user])
+                message = f"the agent's proposal dropped the need the user stated in {where}"
+                yield t.violation(rule, message, [stated[user], i], turn=t.turn(i))
+        elif isinstance(event, ToolCall) and event.name == tool:
+            where = _turn_no(t, stated[user])
+            if arg is not None:
+                values: list[JsonValue] = [event.args.get(arg)]
+                what = f"its {arg!r} argument does not match {carries.pattern!r}"
+            else:
+                values = list(event.args.values())
+                what = f"no argument matches {carries.pattern!r}"
+            if not any(carries.search(_text(v)) for v in values):
+                message = f"{tool} dropped the need the user stated in {where}: {what}"
+                yield t.violation(rule, message, [stated[user], i], turn=t.turn(i))
+            before = last_reply.pop(user, None)
+            if replies_must is not None and proposes is None and before is not None:
+                text = getattr(t.events[before], "text", None) or ""
+                if not replies_must.search(text):
+                    message = f"the proposal before {tool} dropped the need stated in {where}"
+                    yield t.violation(rule, message, [stated[user], before, i], turn=t.turn(i))
+
+
+# -- one reply per burst -----------------------------------------------------------
+
+
+def _reply_groups(t: Transcript, indexes: list[int], chunk_min: int) -> list[list[int]]:
+    """Replies grouped so that one long text split into chunks counts once."""
+    groups: list[list[int]] = []
+    chunking = False
+    for i in indexes:
+        send = t.events[i]
+        assert isinstance(send, OutboundSend)
+        if chunking and send.type == "text":
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+        chunking = send.type == "text" and len(send.text or "") >= chunk_min
+    return groups
+
+
+def _bursts(conversation: Conversation, gap: timedelta) -> list[list[int]]:
+    """Turn indexes grouped into bursts: a user's turns whose messages came < ``gap`` apart."""
+    bursts: list[list[int]] = []
+    open_burst: dict[str, int] = {}
+    for turn in conversation.turns:
+        messages = turn.messages
+        if not messages:
+            continue
+        current = open_burst.get(turn.user)
+        if current is not None and gap > timedelta(0):
+            previous = conversation.turns[bursts[current][-1]].messages[-1]
+            if messages[0].at - previous.at <= gap:
+                bursts[current].append(turn.index)
+                continue
+        bursts.append([turn.index])
+        open_burst[turn.user] = len(bursts) - 1
+    return bursts
+
+
+@invariant("one_reply_per_burst")
+def one_reply_per_burst(
+    conversation: Conversation,
+    *,
+    max_replies: PositiveInt = 1,
+    gap: DurationParam = timedelta(seconds=1.5),
+    chunk_min: PositiveInt = 2000,
+) -> Iterator[Violation]:
+    """A burst of several user messages gets at most ``max_replies`` agent messages.
+
+    A burst is a turn's messages, joined with the same user's next turns
+    whose first message came at most ``gap`` after the previous one: an
+    agent that answers each fragment at once splits the burst into turns,
+    and this still sees it (``gap: 0`` uses the turns alone). Only text,
+    interactive and template messages count; a text of ``chunk_min``
+    characters or more followed by another text is one long reply split to
+    fit Meta's 4096-character limit, so the chunks count once. Reported at
+    the turn of the first reply over the limit.
+    """
+    rule = "one_reply_per_burst"
+    t = Transcript(conversation)
+    for burst in _bursts(conversation, gap):
+        indexes = sorted(i for turn in burst for i in t.turn_events(turn))
+        messages = [i for i in indexes if _first_copy(t.events[i])]
+        if len(messages) < 2:
+            continue
+        replies = [
+            i
+            for i in indexes
+            if isinstance(e := t.events[i], OutboundSend) and e.is_message and e.type in REPLY_TYPES
+        ]
+        groups = _reply_groups(t, replies, chunk_min)
+        if len(groups) > max_replies:
+            excess = groups[max_replies][0]
+            message = (
+                f"a burst of {len(messages)} messages got {len(groups)} separate replies, "
+                f"more than {max_replies}"
+            )
+            yield t.violation(rule, message, [*messages, *replies], turn=t.turn(excess))
+
+
+# -- no repeated side effects ------------------------------------------------------
+
+
+def _window(t: Transcript, start: int, user: str | None) -> range:
+    """From ``start`` up to the user's next first-copy message (or the end)."""
+    for i in range(start + 1, len(t.events)):
+        if _first_copy(t.events[i]) and t.user(i) == user:
+            return range(start, i)
+    return range(start, len(t.events))
+
+
+def _side_effects(t: Transcript, span: range, user: str | None) -> list[int]:
+    return [
+        i
+        for i in span
+        if isinstance(e := t.events[i], ToolCall) and e.side_effect and t.user(i) == user
+    ]
+
+
+@invariant("no_repeated_side_effects")
+def no_repeated_side_effects(conversation: Conversation) -> Iterator[Violation]:
+    """No side-effecting tool call is repeated, least of all for a redelivered message.
+
+    A repeat is a side-effecting call with the same name and arguments as the
+    user's previous side-effecting call, when that one did not fail; or, after
+    Meta redelivered a message, a side-effecting call that repeats one made
+    for the original (same name, and same arguments too if the user had
+    written again before the copy came). Reported at the turn of the repeat,
+    with the redelivered copy when there is one.
+    """
+    rule = "no_repeated_side_effects"
+    t = Transcript(conversation)
+    found: dict[int, Violation] = {}
+    first_copy: dict[str, int] = {}
+    previous: dict[str | None, int] = {}
+    latest_copy: dict[str | None, int] = {}
+    for i, event in enumerate(t.events):
+        user = t.user(i)
+        if isinstance(event, InboundMessage):
+            if not event.duplicate:
+                first_copy.setdefault(event.wamid, i)
+                continue
+            latest_copy[user] = i
+            original = first_copy.get(event.wamid)
+            if original is None:
+                continue
+            moved_on = any(
+                _first_copy(t.events[k]) and t.user(k) == user for k in range(original + 1, i)
+            )
+            done = _side_effects(t, _window(t, original, user), user)
+            for j in _side_effects(t, _window(t, i, user), user):
+                repeat = t.events[j]
+                assert isinstance(repeat, ToolCall)
+                for k in done:
+                    earlier = t.events[k]
+                    assert isinstance(earlier, ToolCall)
+                    if (
+                        k < i < j
+                        and earlier.name == repeat.name
+                        and (not moved_on or earlier.args == repeat.args)
+                    ):
+                        message = (
+                            f"the redelivered message {_quote(event.text)} made "
+                            f"{repeat.name} run again (first in {_turn_no(t, k)})"
+                        )
+                        found.setdefault(
+                            j, t.violation(rule, message, [original, k, i, j], turn=t.turn(j))
+                        )
+                        break
+        elif isinstance(event, ToolCall) and event.side_effect:
+            last = previous.get(user)
+            before = t.events[last] if last is not None else None
+            if (
+                last is not None
+                and isinstance(before, ToolCall)
+                and before.error is None
+                and before.name == event.name
+                and before.args == event.args
+                and i not in found
+            ):
+                shown = [last, i]
+                copy = latest_copy.get(user)
+                if copy is not None and last < copy < i:
+                    shown.append(copy)
+                first = _turn_no(t, last)
+                message = f"{event.name} ran again with the same arguments (first in {first})"
+                found[i] = t.violation(rule, message, shown, turn=t.turn(i))
+            previous[user] = i
+    for index in sorted(found):
+        yield found[index]
+
+
+# -- the 24-hour window ------------------------------------------------------------
+
+
+def _send_of(t: Transcript) -> dict[str, int]:
+    """Each outbound message id, mapped to the index of the send that produced it."""
+    return {e.wamid: i for i, e in enumerate(t.events) if isinstance(e, OutboundSend) and e.wamid}
+
+
+def _codes(event: StatusUpdate) -> set[int]:
+    return {error.code for error in event.errors}
+
+
+@invariant("no_freeform_outside_window")
+def no_freeform_outside_window(conversation: Conversation) -> Iterator[Violation]:
+    """No free-form message goes out while the user's 24-hour window is closed.
+
+    Flags every non-template message sent with the window closed (as the
+    channel saw it, or as Meta answered it: error 131047), and every failed
+    status carrying 131047, shown with the send it belongs to. Reported at
+    the turn of the send.
+    """
+    rule = "no_freeform_outside_window"
+    t = Transcript(conversation)
+    sends = _send_of(t)
+    flagged: dict[int, list[int]] = {}
+    orphans: list[int] = []
+    for i, event in enumerate(t.events):
+        if isinstance(event, OutboundSend) and event.is_message and not event.is_template:
+            refused = event.error is not None and event.error.code == _RE_ENGAGEMENT
+            if event.in_window is False or refused:
+                flagged.setdefault(i, [])
+        elif isinstance(event, StatusUpdate) and _RE_ENGAGEMENT in _codes(event):
+            send = sends.get(event.wamid)
+            if send is None:
+                orphans.append(i)
+            else:
+                flagged.setdefault(send, []).append(i)
+    for send, statuses in sorted(flagged.items()):
+        sent = t.events[send]
+        kind = sent.type if isinstance(sent, OutboundSend) else "message"
+        failed = f", and it failed with {_RE_ENGAGEMENT}" if statuses else ""
+        message = f"a free-form {kind} message went out with the 24-hour window closed{failed}"
+        yield t.violation(rule, message, [send, *statuses], turn=t.turn(send))
+    for status in orphans:
+        message = f"a message failed with {_RE_ENGAGEMENT}: the 24-hour window was closed"
+        yield t.violation(rule, message, [status])
+
+
+# -- every send valid --------------------------------------------------------------
+
+
+@invariant("sends_valid")
+def sends_valid(conversation: Conversation) -> Iterator[Violation]:
+    """Every send is accepted by the Graph API and never fails on a status.
+
+    Flags each send Meta refused (its error code and details) and each
+    ``failed`` status (its code and title), shown with the send it belongs
+    to. Reported at the turn of the send.
+    """
+    rule = "sends_valid"
+    t = Transcript(conversation)
+    sends = _send_of(t)
+    for i, event in enumerate(t.events):
+        if isinstance(event, OutboundSend) and event.error is not None:
+            error = event.error
+            detail = ": ".join(part for part in (error.title, error.details) if part)
+            about = f" ({detail})" if detail else ""
+            message = f"the Graph API refused {_a(event.type)} send with {error.code}{about}"
+            yield t.violation(rule, message, [i], turn=t.turn(i))
+        elif isinstance(event, StatusUpdate) and event.status == "failed":
+            send = sends.get(event.wamid)
+            codes = ", ".join(
+                f"{e.code} ({e.title})" if e.title else str(e.code) for e in event.errors
+            )
+            kind = "message"
+            if send is not None and isinstance(sent := t.events[send], OutboundSend):
+                kind = f"{sent.type} message"
+            message = f"{_a(kind)} failed to deliver" + (f": {codes}" if codes else "")
+            shown = [i] if send is None else [send, i]
+            yield t.violation(rule, message, shown, turn=t.turn(send if send is not None else i))
+
+
+# -- every inbound answered --------------------------------------------------------
+
+
+def _ago(delta: timedelta) -> str:
+    return format_duration(delta) if delta > timedelta(0) else "0s"
+
+
+@invariant("every_inbound_answered")
+def every_inbound_answered(
+    conversation: Conversation,
+    *,
+    within: DurationParam | None = None,
+    ignore: _Texts = ("reaction",),
+) -> Iterator[Violation]:
+    """Every burst of user messages gets at least one agent message before the next.
+
+    Any message the user would see counts (whether Meta delivered it is
+    :func:`sends_valid`'s business). With ``within`` (seconds, or text such as
+    ``"30s"``), the first answer must come at most that long after the
+    burst's last message. A burst made only of message types in ``ignore``
+    (reactions, by default) needs no answer. Reported at the burst's turn.
+    """
+    rule = "every_inbound_answered"
+    t = Transcript(conversation)
+    for turn in conversation.turns:
+        indexes = t.turn_events(turn.index)
+        messages = [i for i in indexes if _first_copy(t.events[i])]
+        if all(getattr(t.events[i], "type", "") in ignore for i in messages):
+            continue  # no messages, or only reactions: nothing to answer
+        answers = [i for i in indexes if _message(t.events[i])]
+        if not answers:
+            many = f"the burst of {len(messages)} messages" if len(messages) > 1 else "the message"
+            message = f"{many} got no answer from the agent"
+            yield t.violation(rule, message, messages, turn=turn.index)
+            continue
+        waited = t.events[answers[0]].at - t.events[messages[-1]].at
+        if within is not None and waited > within:
+            message = (
+                f"the first answer came {_ago(waited)} after the user's last message, "
+                f"more than {format_duration(within)}"
+            )
+            yield t.violation(rule, message, [*messages, answers[0]], turn=turn.index)

@@ -1,0 +1,162 @@
+"""Checking a scenario's ``expect`` steps against what the agent just did.
+
+An ``expect`` step looks at the agent's messages and tool calls since the
+last step a user took (the current turn, seen from the user's side), plus,
+for statuses, everything the channel reported about the agent's last reply.
+Each unmet expectation becomes a :class:`~harness.results.Violation` of
+kind ``expectation`` that names the step's line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from harness.results import Violation
+from harness.suites.steps import ExpectStep, ToolExpectation
+from harness.suites.transcript import render_event
+from harness.trace import Conversation, Event, OutboundSend, ToolCall
+
+__all__ = ["check_expectation", "reply_text"]
+
+
+def reply_text(send: OutboundSend) -> str:
+    """What the user reads of a send: its text, the buttons or rows it offers, a template."""
+    parts = [send.text or ""]
+    request: Any = send.request  # Graph API JSON, walked defensively below
+    interactive = request.get("interactive")
+    if isinstance(interactive, dict):
+        action = interactive.get("action")
+        if isinstance(action, dict):
+            for button in action.get("buttons") or []:
+                if isinstance(button, dict) and isinstance(button.get("reply"), dict):
+                    parts.append(str(button["reply"].get("title", "")))
+            for section in action.get("sections") or []:
+                if isinstance(section, dict):
+                    for row in section.get("rows") or []:
+                        if isinstance(row, dict):
+                            parts.append(str(row.get("title", "")))
+    options = request.get("options")
+    if isinstance(options, list):
+        parts.extend(str(o.get("title", "")) for o in options if isinstance(o, dict))
+    template = request.get("template")
+    if isinstance(template, dict):
+        parts.append(f"[template {template.get('name', '')}]")
+        for component in template.get("components") or []:
+            if isinstance(component, dict):
+                for parameter in component.get("parameters") or []:
+                    if isinstance(parameter, dict) and "text" in parameter:
+                        parts.append(str(parameter["text"]))
+    elif isinstance(template, str):
+        parts.append(f"[template {template}]")
+    return " ".join(p for p in parts if p)
+
+
+def _args_match(expected: dict[str, Any] | None, actual: dict[str, Any]) -> bool:
+    if not expected:
+        return True
+    for key, want in expected.items():
+        if key not in actual:
+            return False
+        got = actual[key]
+        if got != want and str(got) != str(want):
+            return False
+    return True
+
+
+def _calls(calls: Sequence[ToolCall], expected: ToolExpectation) -> list[ToolCall]:
+    return [c for c in calls if c.name == expected.name and _args_match(expected.args, c.args)]
+
+
+def _describe_tool(expected: ToolExpectation) -> str:
+    if not expected.args:
+        return expected.name
+    args = ", ".join(f"{k}={v!r}" for k, v in expected.args.items())
+    return f"{expected.name}({args})"
+
+
+def check_expectation(
+    step: ExpectStep,
+    conversation: Conversation,
+    *,
+    since: int,
+    user: str,
+    step_at: datetime,
+    names: dict[str, str] | None = None,
+) -> list[Violation]:
+    """Check one ``expect`` step; ``since`` is the event index of the last user step."""
+    expect = step.expect
+    recent: list[Event] = list(conversation.events[since:])
+    replies = [
+        e
+        for e in recent
+        if isinstance(e, OutboundSend) and e.is_message and e.ok and (e.user in (user, None))
+    ]
+    calls = [e for e in recent if isinstance(e, ToolCall) and e.user in (user, None)]
+    turn = conversation.turns[-1].index if conversation.turns else None
+    texts = [reply_text(r) for r in replies]
+    joined = "\n".join(texts)
+    shown = tuple(
+        render_event(e, turn, names=names)
+        for e in recent
+        if isinstance(e, OutboundSend | ToolCall) and (e.user in (user, None))
+    )
+    problems: list[str] = []
+
+    for needle in expect.reply_contains or ():
+        if needle.lower() not in joined.lower():
+            problems.append(f"no reply contains {needle!r}")
+    if expect.reply_matches is not None and not re.search(expect.reply_matches, joined):
+        problems.append(f"no reply matches /{expect.reply_matches}/")
+    for needle in expect.reply_not_contains or ():
+        if needle.lower() in joined.lower():
+            problems.append(f"a reply contains {needle!r}")
+    for expected in expect.tool_called or ():
+        if not _calls(calls, expected):
+            made = ", ".join(c.name for c in calls) or "none"
+            problems.append(f"{_describe_tool(expected)} was not called (calls: {made})")
+    for expected in expect.tool_not_called or ():
+        if _calls(calls, expected):
+            problems.append(f"{_describe_tool(expected)} was called")
+    if expect.no_reply_within is not None:
+        early = [r for r in replies if r.at - step_at <= expect.no_reply_within]
+        if early:
+            problems.append(
+                f"the agent replied within {expect.no_reply_within.total_seconds():g}s"
+                f" ({len(early)} message{'s' if len(early) > 1 else ''})"
+            )
+    if expect.replies is not None and len(replies) != expect.replies:
+        problems.append(f"expected {expect.replies} replies, got {len(replies)}")
+    last = replies[-1] if replies else None
+    if expect.template is not None:
+        if last is None:
+            problems.append("no reply to check for a template")
+        elif last.is_template != expect.template:
+            problems.append(
+                "the last reply was a template"
+                if last.is_template
+                else "the last reply was not a template"
+            )
+    if expect.status is not None:
+        if last is None or last.wamid is None:
+            problems.append(f"no reply whose status could be {expect.status}")
+        else:
+            reached = {s.status for s in conversation.statuses() if s.wamid == last.wamid}
+            if expect.status not in reached:
+                seen = ", ".join(sorted(reached)) or "none"
+                problems.append(f"the last reply never reached {expect.status} (statuses: {seen})")
+
+    return [
+        Violation(
+            kind="expectation",
+            rule="expect",
+            message=problem,
+            turn=turn,
+            step=step.index,
+            line=step.line,
+            messages=shown,
+        )
+        for problem in problems
+    ]

@@ -1,0 +1,533 @@
+"""The steps of a scenario: what users do, how time passes, what the agent must have done.
+
+Each step is a mapping with one action key and that action's modifiers (see
+:mod:`harness.suites.scenario` for the whole file format):
+
+- ``say: hi`` or ``say: [a, burst, of three]`` with ``gap`` (default 1s);
+- ``tap: confirm``: a button or list row of the agent's last interactive
+  message, by id or title;
+- ``send: image`` (a media type, optional ``caption``) or
+  ``send: {type: location, location: {...}}`` (any Meta message object; the
+  channel sets ``id``, ``from``, ``from_user_id`` and ``timestamp``, and
+  checks the content);
+- ``wait: 25h`` or ``advance: 25h``: virtual time passes;
+- ``redeliver: last`` (or ``true``, or the user's Nth message): Meta delivers
+  it again with identical bytes;
+- ``expect: {...}`` with ``within``: what the agent did since the last user
+  step.
+
+``as: Ana`` names the acting user on every step but a wait. The models are
+frozen and refuse unknown fields, so a typo is an error that names it;
+:data:`Step` picks the model by the action key, so a step with no action or
+two of them fails with one clear message rather than one per model.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Annotated, Any, ClassVar, Final, Literal, TypeAlias
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    JsonValue,
+    PlainSerializer,
+    StrictBool,
+    StrictInt,
+    Tag,
+    WithJsonSchema,
+    model_validator,
+)
+from pydantic.json_schema import JsonSchemaValue, SkipJsonSchema
+
+from harness.clock import format_duration, parse_duration
+from harness.exceptions import ConfigError
+from harness.suites.yamlpos import LocatedError, describe
+
+__all__ = [
+    "ACTIONS",
+    "DEFAULT_GAP",
+    "MEDIA_TYPES",
+    "STATUSES",
+    "STEP_TAGS",
+    "STEP_TYPES",
+    "BaseStep",
+    "Duration",
+    "ExpectStep",
+    "Expectation",
+    "RedeliverStep",
+    "SayStep",
+    "ScenarioPart",
+    "SendStep",
+    "Step",
+    "TapStep",
+    "ToolExpectation",
+    "UserStep",
+    "WaitStep",
+    "step_action",
+]
+
+#: The keys that make a mapping a step, in the order error messages list them.
+ACTIONS: Final = ("say", "tap", "send", "wait", "advance", "redeliver", "expect")
+#: Media types that ``send: image`` may name; the channel generates their bytes.
+MEDIA_TYPES: Final = ("audio", "document", "image", "sticker", "video")
+#: Message statuses an ``expect: {status: ...}`` may ask for.
+STATUSES: Final = ("sent", "delivered", "read", "failed")
+#: Time between the messages of a burst unless ``gap`` says otherwise.
+DEFAULT_GAP: Final = timedelta(seconds=1)
+
+_CAPTIONED: Final = ("document", "image", "video")
+_CHANNEL_FIELDS: Final = ("id", "from", "from_user_id", "timestamp")
+# Message types whose content lives under a key named after the type.
+_TYPED_CONTENT: Final = frozenset(
+    {"text", "location", "contacts", "reaction", "interactive", "button", "order", *MEDIA_TYPES}
+)
+_DURATION_TEXT: Final = r"^[+]?(0|([0-9]+(\.[0-9]*)?|\.[0-9]+)(ms|[dhms]))+$"
+
+
+class ScenarioPart(BaseModel):
+    """Base of the models a scenario file is made of: frozen, unknown fields refused.
+
+    Fields with an alias (``as``) are also set by name (``user``) from code;
+    the loader reads files by alias only.
+    """
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", validate_by_name=True, validate_by_alias=True
+    )
+
+
+# -- field types -------------------------------------------------------------------
+
+
+def _duration(value: object) -> object:
+    if isinstance(value, timedelta):
+        delta = value
+    elif isinstance(value, str | int | float) and not isinstance(value, bool):
+        try:
+            delta = parse_duration(value)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+    else:
+        raise ValueError(f"expected a duration such as 90s, 25h or 1d2h, got {describe(value)}")
+    if delta < timedelta(0):
+        raise ValueError(f"a duration must not be negative, got {value!r}")
+    return delta
+
+
+def _positive(delta: timedelta) -> timedelta:
+    if not delta:
+        raise ValueError("must be longer than zero")
+    return delta
+
+
+_DURATION_INPUT: TypeAlias = (
+    Annotated[str, Field(pattern=_DURATION_TEXT)] | Annotated[float, Field(ge=0)]
+)
+#: A non-negative span of virtual time: ``"90s"``, ``"1d2h"`` or seconds.
+Duration: TypeAlias = Annotated[
+    timedelta,
+    BeforeValidator(_duration, json_schema_input_type=_DURATION_INPUT),
+    PlainSerializer(format_duration, return_type=str, when_used="json"),
+]
+_Positive: TypeAlias = Annotated[Duration, AfterValidator(_positive)]
+_Text: TypeAlias = Annotated[str, Field(min_length=1)]
+
+
+def _one_or_many(value: object) -> object:
+    return value if isinstance(value, list | tuple) else [value]
+
+
+#: One string or a non-empty list of them, kept as a tuple.
+_Texts: TypeAlias = Annotated[
+    tuple[_Text, ...],
+    BeforeValidator(
+        _one_or_many, json_schema_input_type=_Text | Annotated[list[_Text], Field(min_length=1)]
+    ),
+    Field(min_length=1),
+]
+
+
+def _regex(pattern: str) -> str:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"not a valid regular expression: {exc}") from None
+    return pattern
+
+
+# -- steps -------------------------------------------------------------------------
+
+
+class BaseStep(ScenarioPart):
+    """What every step has: where it was written, and its position in ``steps``."""
+
+    #: The action key that makes a mapping this kind of step.
+    action: ClassVar[str]
+    #: The 1-based line of the step in its file (``None`` when built in code).
+    line: SkipJsonSchema[int | None] = None
+    #: The step's 0-based position in ``steps`` (set by the scenario).
+    index: SkipJsonSchema[int] = 0
+
+    def to_data(self) -> dict[str, JsonValue]:
+        """This step as the file writes it: the action first, defaults left out."""
+        raise NotImplementedError
+
+
+class UserStep(BaseStep):
+    """A step taken by one of the users (``as: Ana``; the first user by default)."""
+
+    user: str | None = Field(
+        default=None, alias="as", description="The acting user's name (default: the first)."
+    )
+
+    def _with_user(self, data: dict[str, JsonValue]) -> dict[str, JsonValue]:
+        if self.user is not None:
+            data["as"] = self.user
+        return data
+
+
+class SayStep(UserStep):
+    """The user types one message, or a burst of several ``gap`` apart."""
+
+    action: ClassVar[str] = "say"
+    say: _Texts = Field(description="A message, or a list of messages sent as a burst.")
+    gap: Duration = Field(
+        default=DEFAULT_GAP,
+        description="Time between burst messages.",
+        json_schema_extra={"default": format_duration(DEFAULT_GAP)},
+    )
+
+    @property
+    def burst(self) -> bool:
+        """True when the step sends more than one message."""
+        return len(self.say) > 1
+
+    def to_data(self) -> dict[str, JsonValue]:
+        """This step as the file writes it."""
+        data: dict[str, JsonValue] = {"say": self.say[0] if len(self.say) == 1 else list(self.say)}
+        if self.gap != DEFAULT_GAP:
+            data["gap"] = format_duration(self.gap)
+        return self._with_user(data)
+
+
+class TapStep(UserStep):
+    """The user taps a button or list row of the agent's last interactive message."""
+
+    action: ClassVar[str] = "tap"
+    tap: _Text = Field(description="The button's or row's id or title.")
+
+    def to_data(self) -> dict[str, JsonValue]:
+        """This step as the file writes it."""
+        return self._with_user({"tap": self.tap})
+
+
+def _message(value: object) -> object:
+    if isinstance(value, str):
+        if value not in MEDIA_TYPES:
+            raise ValueError(
+                f"'{value}' is not a media type ({', '.join(MEDIA_TYPES)}); other messages "
+                "are written as an object, e.g. {type: location, location: {...}}"
+            )
+        return value
+    if not isinstance(value, dict):
+        raise ValueError(
+            f"expected a media type or a message object with a type, got {describe(value)}"
+        )
+    if "type" not in value:
+        raise ValueError("a message object needs a type, e.g. {type: location, location: {...}}")
+    kind = value["type"]
+    if not isinstance(kind, str) or not kind:
+        raise LocatedError(
+            f"expected a message type such as location, got {describe(kind)}", ("type",)
+        )
+    for key in _CHANNEL_FIELDS:
+        if key in value:
+            raise LocatedError("set by the channel: leave it out", (key,))
+    if kind in _TYPED_CONTENT and kind not in value:
+        raise LocatedError(f"a '{kind}' message carries its content under '{kind}'", ())
+    return value
+
+
+_SEND_SCHEMA: Final[JsonSchemaValue] = {
+    "anyOf": [
+        {"enum": list(MEDIA_TYPES)},
+        {
+            "type": "object",
+            "required": ["type"],
+            "properties": {
+                "type": {"type": "string", "minLength": 1},
+                **dict.fromkeys(_CHANNEL_FIELDS, False),
+            },
+        },
+    ],
+    "description": "A media type (image, ...) or a Meta message object without id/from/timestamp.",
+}
+
+
+class SendStep(UserStep):
+    """The user sends any inbound message: a media shorthand or a Meta message object."""
+
+    action: ClassVar[str] = "send"
+    send: Annotated[
+        str | dict[str, JsonValue], BeforeValidator(_message), WithJsonSchema(_SEND_SCHEMA)
+    ]
+    caption: str | None = Field(default=None, description="Caption of an image, video or document.")
+
+    @model_validator(mode="after")
+    def _caption_fits(self) -> SendStep:
+        if self.caption is not None and self.send not in _CAPTIONED:
+            where = "a message object" if isinstance(self.send, dict) else f"'{self.send}'"
+            raise LocatedError(
+                f"a caption goes with send: image, video or document, not {where}", ("caption",)
+            )
+        return self
+
+    @property
+    def message_type(self) -> str:
+        """The message's ``type``: ``image``, ``location``..."""
+        return self.send if isinstance(self.send, str) else str(self.send["type"])
+
+    def to_data(self) -> dict[str, JsonValue]:
+        """This step as the file writes it."""
+        data: dict[str, JsonValue] = {"send": self.send}
+        if self.caption is not None:
+            data["caption"] = self.caption
+        return self._with_user(data)
+
+
+class WaitStep(BaseStep):
+    """Virtual time passes: ``wait: 25h`` (``advance`` is a synonym)."""
+
+    action: ClassVar[str] = "wait"
+    wait: Duration | SkipJsonSchema[None] = None
+    advance: Duration | SkipJsonSchema[None] = None
+
+    model_config = ConfigDict(
+        json_schema_extra={"oneOf": [{"required": ["wait"]}, {"required": ["advance"]}]}
+    )
+
+    @model_validator(mode="after")
+    def _one_duration(self) -> WaitStep:
+        if (self.wait is None) == (self.advance is None):
+            raise ValueError("a wait step takes exactly one of wait or advance")
+        return self
+
+    @property
+    def duration(self) -> timedelta:
+        """How far virtual time moves."""
+        return self.wait if self.wait is not None else self.advance or timedelta(0)
+
+    def to_data(self) -> dict[str, JsonValue]:
+        """This step as the file writes it, with the keyword it was written with."""
+        key = "wait" if self.wait is not None else "advance"
+        return {key: format_duration(self.duration)}
+
+
+def _which(value: object) -> object:
+    if value is True or value == "last":
+        return "last"
+    if value is False:
+        raise ValueError("redeliver: false does nothing; remove the step")
+    if not isinstance(value, int) or value < 1:
+        raise ValueError(
+            f"expected last, true or the number (from 1) of the user's message, got {value!r}"
+        )
+    return value
+
+
+class RedeliverStep(UserStep):
+    """Meta delivers a user's earlier message again, with identical bytes."""
+
+    action: ClassVar[str] = "redeliver"
+    redeliver: Annotated[
+        Literal["last"] | StrictInt,
+        BeforeValidator(
+            _which,
+            json_schema_input_type=Literal["last", True] | Annotated[int, Field(ge=1)],
+        ),
+    ] = Field(description="last (or true), or the 1-based number of the user's message.")
+
+    @property
+    def which(self) -> int | None:
+        """The 1-based number of the user's message to redeliver; ``None`` for the last."""
+        return None if self.redeliver == "last" else self.redeliver
+
+    def to_data(self) -> dict[str, JsonValue]:
+        """This step as the file writes it."""
+        return self._with_user({"redeliver": self.redeliver})
+
+
+class ToolExpectation(ScenarioPart):
+    """A tool call to look for; ``args`` must be a subset of the call's arguments."""
+
+    name: _Text
+    args: dict[str, JsonValue] | None = None
+
+    def to_data(self) -> JsonValue:
+        """The name alone when there are no arguments, else ``{name, args}``."""
+        if self.args is None:
+            return self.name
+        return {"name": self.name, "args": self.args}
+
+
+def _tools(value: object) -> object:
+    items = value if isinstance(value, list | tuple) else [value]
+    return [{"name": item} if isinstance(item, str) else item for item in items]
+
+
+_ToolsInput: TypeAlias = str | ToolExpectation | list[str | ToolExpectation]
+_ToolExpectations: TypeAlias = Annotated[
+    tuple[ToolExpectation, ...],
+    BeforeValidator(_tools, json_schema_input_type=_ToolsInput),
+    Field(min_length=1),
+]
+
+
+def _one_or_list(values: tuple[Any, ...], write: Any = lambda v: v) -> JsonValue:
+    out = [write(value) for value in values]
+    return out[0] if len(out) == 1 else out
+
+
+class Expectation(ScenarioPart):
+    """What the agent must (not) have done since the last user step; all must hold."""
+
+    reply_contains: _Texts | None = Field(
+        default=None, description="Text (or texts) that must all appear in the replies."
+    )
+    reply_matches: Annotated[str, AfterValidator(_regex)] | None = Field(
+        default=None, description="A Python regular expression the replies must match."
+    )
+    reply_not_contains: _Texts | None = Field(
+        default=None, description="Text (or texts) that must not appear in the replies."
+    )
+    tool_called: _ToolExpectations | None = Field(
+        default=None, description="A tool (name or {name, args}) that must have been called."
+    )
+    tool_not_called: _ToolExpectations | None = Field(
+        default=None, description="A tool that must not have been called."
+    )
+    no_reply_within: _Positive | None = Field(
+        default=None, description="The agent sends nothing within this time."
+    )
+    status: Literal["sent", "delivered", "read", "failed"] | None = Field(
+        default=None, description="The status the agent's last reply reached."
+    )
+    template: StrictBool | None = Field(
+        default=None, description="Whether the last reply was a template."
+    )
+    replies: Annotated[StrictInt, Field(ge=0)] | None = Field(
+        default=None, description="Exactly this many agent messages."
+    )
+
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1})
+
+    @model_validator(mode="after")
+    def _something(self) -> Expectation:
+        if all(getattr(self, name) is None for name in type(self).model_fields):
+            raise ValueError("expect needs at least one of: " + ", ".join(type(self).model_fields))
+        return self
+
+    def to_data(self) -> dict[str, JsonValue]:
+        """The expectations that are set, in the file's shape."""
+        data: dict[str, JsonValue] = {}
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if name in ("reply_contains", "reply_not_contains"):
+                data[name] = _one_or_list(value)
+            elif name in ("tool_called", "tool_not_called"):
+                data[name] = _one_or_list(value, ToolExpectation.to_data)
+            elif isinstance(value, timedelta):
+                data[name] = format_duration(value)
+            else:
+                data[name] = value
+        return data
+
+
+class ExpectStep(UserStep):
+    """Check what the agent did since the last user step."""
+
+    action: ClassVar[str] = "expect"
+    expect: Expectation
+    within: _Positive | None = Field(
+        default=None, description="How long to wait for the agent (default: until quiet)."
+    )
+
+    def to_data(self) -> dict[str, JsonValue]:
+        """This step as the file writes it."""
+        data: dict[str, JsonValue] = {"expect": self.expect.to_data()}
+        if self.within is not None:
+            data["within"] = format_duration(self.within)
+        return self._with_user(data)
+
+
+#: The model of each action key.
+STEP_TYPES: Final[dict[str, type[BaseStep]]] = {
+    "say": SayStep,
+    "tap": TapStep,
+    "send": SendStep,
+    "wait": WaitStep,
+    "advance": WaitStep,
+    "redeliver": RedeliverStep,
+    "expect": ExpectStep,
+}
+_STEP_KEYS: Final = frozenset(
+    field.alias or name for cls in STEP_TYPES.values() for name, field in cls.model_fields.items()
+)
+
+
+def step_action(value: object) -> str | None:
+    """The action key of a step mapping (the first one, if it has several), else ``None``."""
+    if isinstance(value, BaseStep):
+        return value.action
+    if isinstance(value, dict):
+        return next((key for key in ACTIONS if key in value), None)
+    return None
+
+
+def _step_tag(value: object) -> str | None:
+    action = step_action(value)
+    return None if action is None else STEP_TYPES[action].__name__
+
+
+def _check_step(value: object) -> object:
+    expected = ", ".join(ACTIONS)
+    if isinstance(value, BaseStep):
+        return value
+    if not isinstance(value, dict):
+        shown = f" ({value!r})" if isinstance(value, str) else ""
+        raise ValueError(
+            f"expected a step such as {{say: hi}}, got {describe(value)}{shown}; "
+            f"a step is a mapping with one of: {expected}"
+        )
+    actions = [key for key in value if key in ACTIONS]
+    if len(actions) > 1:
+        raise ValueError(f"a step takes one action, this one has '{actions[0]}' and '{actions[1]}'")
+    if not actions:
+        unknown = [key for key in value if key not in _STEP_KEYS]
+        if unknown:
+            raise ValueError(f"unknown step '{unknown[0]}' (expected one of: {expected})")
+        raise ValueError(f"a step needs an action (one of: {expected})")
+    return value
+
+
+#: One step of a scenario, told apart by its action key.
+Step: TypeAlias = Annotated[
+    Annotated[SayStep, Tag("SayStep")]
+    | Annotated[TapStep, Tag("TapStep")]
+    | Annotated[SendStep, Tag("SendStep")]
+    | Annotated[WaitStep, Tag("WaitStep")]
+    | Annotated[RedeliverStep, Tag("RedeliverStep")]
+    | Annotated[ExpectStep, Tag("ExpectStep")],
+    Discriminator(_step_tag),
+    BeforeValidator(_check_step),
+]
+#: The tags :data:`Step` puts in validation error locations, one per step model.
+STEP_TAGS: Final = frozenset(cls.__name__ for cls in STEP_TYPES.values())
