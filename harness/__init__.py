@@ -33,21 +33,13 @@ from harness.channel import (
 )
 from harness.clock import (
     DEFAULT_START,
-    AgentOffset,
     Clock,
     JumpListener,
     ObservableClock,
     OffsetClock,
-    Scale,
-    Shift,
-    Skew,
     SystemClock,
     VirtualClock,
-    format_duration,
     hold,
-    parse_duration,
-    parse_skew,
-    wall_clock_from,
 )
 from harness.divergence import (
     Parts,
@@ -59,6 +51,7 @@ from harness.divergence import (
     tool_differences,
     tool_parts,
 )
+from harness.durations import format_duration, parse_duration, parse_duration_text
 from harness.exceptions import (
     ChannelError,
     ClockError,
@@ -207,6 +200,7 @@ from harness.results import (
     Violation,
     ViolationKind,
 )
+from harness.skew import AgentOffset, Scale, Shift, Skew, parse_skew
 from harness.store import (
     REDIS_SCHEMES,
     MemoryStore,
@@ -310,6 +304,7 @@ from harness.trace import (
     Turn,
     build_turns,
 )
+from harness.wallclock import wall_clock_from
 
 __all__ = [
     "ACTIONS",
@@ -528,6 +523,7 @@ __all__ = [
     "overridden",
     "override",
     "parse_duration",
+    "parse_duration_text",
     "parse_prompt_overrides",
     "parse_rubric",
     "parse_scenario",

@@ -29,7 +29,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from channels.whatsapp.simulator import WhatsAppSimulator
-from harness.clock import parse_duration
+from harness.durations import parse_duration
 from harness.exceptions import ConfigError, HarnessError
 from harness.trace import EVENT_ADAPTER
 

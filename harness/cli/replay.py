@@ -18,7 +18,6 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from harness.clock import Skew, parse_skew
 from harness.exceptions import ConfigError, Divergence, FixtureNotFound, LLMError
 from harness.fixture import META_FILE, Fixture, load_fixture
 from harness.llm import AnthropicClient
@@ -35,6 +34,7 @@ from harness.replay.judge import (
     save_verdicts,
 )
 from harness.replay.playback import Policy, ReplayResult, replay_fixture
+from harness.skew import Skew, parse_skew
 from harness.store import open_store
 from harness.suites.runner import DEFAULT_TARGET, Runner, RunOptions
 from harness.suites.scenario import load_scenario

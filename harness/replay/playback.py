@@ -26,7 +26,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from harness.channel import ChannelSession, ChannelSetup, UserSpec
-from harness.clock import Skew
 from harness.exceptions import ConfigError, HarnessError
 from harness.fixture import Fixture
 from harness.prompts import override
@@ -34,6 +33,7 @@ from harness.recorder import LLMRecord, RecordMode, ToolRecord
 from harness.recording import Recording
 from harness.replay.diff import ConversationDiff, diff_conversations
 from harness.results import Violation
+from harness.skew import Skew
 from harness.suites.invariants import bind
 from harness.suites.runner import Runner
 from harness.suites.scenario import Scenario, parse_scenario

@@ -16,7 +16,7 @@ from typing import Annotated, Final, TypeAlias
 
 from pydantic import BeforeValidator, JsonValue, PositiveInt
 
-from harness.clock import format_duration
+from harness.durations import format_duration
 from harness.results import Violation
 from harness.suites.registry import DurationParam, Regex, invariant
 from harness.suites.transcript import Transcript

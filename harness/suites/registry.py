@@ -25,7 +25,7 @@ from pydantic import (
     ValidationError,
 )
 
-from harness.clock import format_duration, parse_duration
+from harness.durations import format_duration, parse_duration
 from harness.exceptions import ConfigError
 from harness.results import Violation
 from harness.trace import (

@@ -45,7 +45,7 @@ from pydantic import (
 )
 from pydantic.json_schema import JsonSchemaValue, SkipJsonSchema
 
-from harness.clock import format_duration, parse_duration
+from harness.durations import format_duration, parse_duration
 from harness.exceptions import ConfigError
 from harness.suites.yamlpos import LocatedError, describe
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from harness.clock import format_duration
+from harness.durations import format_duration
 from harness.results import Violation
 from harness.trace import (
     EVENT_ADAPTER,

@@ -15,23 +15,18 @@ from hypothesis import strategies as st
 
 from harness.clock import (
     DEFAULT_START,
-    AgentOffset,
     Clock,
     ObservableClock,
     OffsetClock,
-    Scale,
-    Shift,
-    Skew,
     SystemClock,
     VirtualClock,
-    format_duration,
     hold,
-    parse_duration,
-    parse_skew,
-    wall_clock_from,
 )
+from harness.durations import format_duration, parse_duration
 from harness.exceptions import ClockError, ConfigError
+from harness.skew import AgentOffset, Scale, Shift, Skew, parse_skew
 from harness.trace import ClockJump
+from harness.wallclock import wall_clock_from
 
 T0 = DEFAULT_START
 HOUR = timedelta(hours=1)

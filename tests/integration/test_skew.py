@@ -16,9 +16,10 @@ from pathlib import Path
 
 from harness.agent import DirectMessage, DirectOption, DirectReply, DirectTurn
 from harness.channel import AgentEnvironment, agent_clock
-from harness.clock import Shift, VirtualClock, parse_skew
+from harness.clock import VirtualClock
 from harness.fixture import Fixture, load_fixture
 from harness.replay.playback import ReplayResult, plan_from_fixture, replay_fixture
+from harness.skew import Shift, parse_skew
 from harness.suites.invariants import check
 from harness.suites.runner import Runner, RunOptions
 from harness.trace import Conversation, InboundMessage, OutboundSend, StatusUpdate
