@@ -32,6 +32,7 @@ from harness.channel import (
     close_agent,
 )
 from harness.clock import (
+    DEFAULT_REAL_WORK_LIMIT,
     DEFAULT_START,
     Clock,
     JumpListener,
@@ -40,6 +41,7 @@ from harness.clock import (
     SystemClock,
     VirtualClock,
     hold,
+    virtual_base,
 )
 from harness.divergence import (
     Parts,
@@ -65,6 +67,7 @@ from harness.exceptions import (
     HarnessError,
     LLMAPIError,
     LLMError,
+    RealWorkTimeout,
     RecordingError,
     ScenarioError,
     SchemaVersionError,
@@ -97,6 +100,7 @@ from harness.fixture import (
     make_span,
     read_jsonl,
 )
+from harness.inflight import BusyTransport, busy, current_clock, running_on
 from harness.llm import (
     AnthropicClient,
     ContentBlock,
@@ -312,6 +316,7 @@ __all__ = [
     "DEFAULT_GAP",
     "DEFAULT_MODEL",
     "DEFAULT_PHRASES",
+    "DEFAULT_REAL_WORK_LIMIT",
     "DEFAULT_RUBRIC",
     "DEFAULT_START",
     "DEFAULT_TARGET",
@@ -344,6 +349,7 @@ __all__ = [
     "AnthropicClient",
     "BaseStep",
     "BoundInvariant",
+    "BusyTransport",
     "ChannelError",
     "ChannelPlugin",
     "ChannelSession",
@@ -412,6 +418,7 @@ __all__ = [
     "Participant",
     "Parts",
     "Policy",
+    "RealWorkTimeout",
     "RecordMode",
     "RecordedToolError",
     "Recording",
@@ -482,6 +489,7 @@ __all__ = [
     "agent_clock",
     "bind",
     "build_turns",
+    "busy",
     "canonical_bytes",
     "canonical_json",
     "canonical_key",
@@ -492,6 +500,7 @@ __all__ = [
     "clip",
     "close_agent",
     "constraint_honored",
+    "current_clock",
     "describe",
     "diff_conversations",
     "dump_yaml",
@@ -545,6 +554,7 @@ __all__ = [
     "reply_text",
     "request_body",
     "resolve",
+    "running_on",
     "save_verdicts",
     "scenario_error",
     "scenario_json_schema",
@@ -555,6 +565,7 @@ __all__ = [
     "store_key",
     "tool_differences",
     "tool_parts",
+    "virtual_base",
     "wall_clock_from",
     "wrap",
     "wrap_tools",

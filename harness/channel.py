@@ -111,6 +111,11 @@ class ChannelSession(Protocol):
 
     name: str
 
+    @property
+    def clock(self) -> Clock:
+        """The conversation's clock (the runner makes it the one real work holds)."""
+        ...
+
     async def start(self) -> None:
         """Build or connect the agent; nothing is sent yet."""
         ...

@@ -13,10 +13,18 @@ before moving on). With ``auto_advance=True`` the clock moves itself: a
 driver task waits until the event loop has nothing else ready to run, then
 jumps to the earliest pending deadline and wakes the sleepers due there.
 Sleepers wake in deadline order, ties in the order ``sleep`` was called, and
-each sees :meth:`~VirtualClock.now` equal to its own deadline. Work the loop
-cannot see (a request to a remote server, a worker thread) must be wrapped
-in :meth:`VirtualClock.hold` so the clock does not jump while it is in
-flight.
+each sees :meth:`~VirtualClock.now` equal to its own deadline.
+
+An idle event loop does not mean nothing is happening: a task may be waiting
+for a model, a database or another process. Such real work is announced with
+:meth:`VirtualClock.hold` (usually through :func:`harness.inflight.busy`,
+which the harness's model recorders, its Redis store and its HTTP transports
+call for you), and virtual time never moves while real work is in flight;
+deadlines due later still fire in order once it ends. Work that outlives
+``real_work_limit`` real seconds raises :class:`~harness.exceptions.RealWorkTimeout`
+naming it, instead of hanging the run. A task that holds the clock and then
+sleeps on it is waiting for virtual time, not doing real work, so it does
+not keep the clock still.
 
 :class:`OffsetClock` is the agent's skewed view of a clock. Skew transforms
 live in :mod:`harness.skew`, durations in :mod:`harness.durations`, and the
@@ -30,6 +38,8 @@ import asyncio
 import heapq
 import itertools
 import math
+import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -37,10 +47,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Final, Protocol, runtime_checkable
 
 from harness.durations import format_duration, parse_duration
-from harness.exceptions import ClockError
+from harness.exceptions import ClockError, RealWorkTimeout
 from harness.trace import ClockJump
 
 __all__ = [
+    "DEFAULT_REAL_WORK_LIMIT",
     "DEFAULT_START",
     "Clock",
     "JumpListener",
@@ -49,10 +60,14 @@ __all__ = [
     "SystemClock",
     "VirtualClock",
     "hold",
+    "virtual_base",
 ]
 
 #: Where a :class:`VirtualClock` starts unless told otherwise, so runs are reproducible.
 DEFAULT_START: Final = datetime(2026, 1, 1, tzinfo=UTC)
+
+#: How long real work may stay in flight on a virtual clock before the run gives up on it.
+DEFAULT_REAL_WORK_LIMIT: Final = 120.0
 
 #: Called with every jump a clock makes (the trace's own event type).
 JumpListener = Callable[[ClockJump], None]
@@ -132,6 +147,15 @@ class _Sleeper:
     future: asyncio.Future[None] = field(compare=False)
 
 
+@dataclass(frozen=True, slots=True)
+class _Work:
+    """One piece of real work in flight: what it is, since when, and the task doing it."""
+
+    what: str
+    started: float  # time.monotonic()
+    task: asyncio.Task[object] | None
+
+
 class VirtualClock:
     """Time that only moves when told to (or, with ``auto_advance``, when all are asleep).
 
@@ -146,14 +170,22 @@ class VirtualClock:
         *,
         auto_advance: bool = False,
         on_jump: JumpListener | None = None,
+        real_work_limit: float = DEFAULT_REAL_WORK_LIMIT,
     ) -> None:
+        if not (math.isfinite(real_work_limit) and real_work_limit > 0):
+            raise ClockError(f"real_work_limit must be a positive number, not {real_work_limit!r}")
         self._now = DEFAULT_START if start is None else _aware(start, "start")
         self._auto_advance = auto_advance
         self._sleepers: list[_Sleeper] = []  # a heap: deadline, then order of sleep()
         self._order = itertools.count()
         self._listeners: list[JumpListener] = [] if on_jump is None else [on_jump]
-        self._holds = 0
-        self._released: asyncio.Future[None] | None = None
+        #: Real seconds a piece of real work may stay in flight before it is reported as hung.
+        self.real_work_limit = real_work_limit
+        self._work: dict[int, _Work] = {}
+        self._work_ids = itertools.count()
+        self._work_lock = threading.Lock()
+        self._watchers: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self._sleeping: set[asyncio.Future[None]] = set()
         self._driver: asyncio.Task[None] | None = None
         #: Every jump so far, oldest first.
         self.jumps: list[ClockJump] = []
@@ -258,27 +290,46 @@ class VirtualClock:
         loop = asyncio.get_running_loop()
         sleeper = _Sleeper(deadline, next(self._order), loop.create_future())
         heapq.heappush(self._sleepers, sleeper)
+        self._sleeping.add(sleeper.future)
         if self._auto_advance:
             self._start_driver(loop)
+        self._notify()  # a task holding the clock may have just gone to sleep on it
         try:
             await sleeper.future
         finally:
+            self._sleeping.discard(sleeper.future)
             self._forget(sleeper)
 
     @contextmanager
-    def hold(self) -> Iterator[None]:
-        """Keep auto-advance from jumping while work the event loop can't see is in flight.
+    def hold(self, what: str = "real work") -> Iterator[None]:
+        """Keep virtual time still while real work the event loop can't see is in flight.
 
-        Use it around a request to a remote server or a call into a worker
-        thread; holds nest, and explicit :meth:`advance` ignores them.
+        Use it around a request to a model, a database or another process, or
+        a call into a worker thread (it may be entered and left from any
+        thread); ``what`` names the work in a :class:`RealWorkTimeout`. Holds
+        nest, and explicit :meth:`advance` ignores them.
         """
-        self._holds += 1
+        try:
+            task: asyncio.Task[object] | None = asyncio.current_task()
+        except RuntimeError:  # entered from a thread with no event loop
+            task = None
+        with self._work_lock:
+            key = next(self._work_ids)
+            self._work[key] = _Work(what, time.monotonic(), task)
         try:
             yield
         finally:
-            self._holds -= 1
-            if not self._holds and self._released is not None and not self._released.done():
-                self._released.set_result(None)
+            with self._work_lock:
+                del self._work[key]
+            self._notify()
+
+    @property
+    def in_flight(self) -> list[tuple[str, float]]:
+        """The real work in flight now, oldest first: what it is and for how many seconds."""
+        now = time.monotonic()
+        with self._work_lock:
+            works = sorted(self._work.values(), key=lambda w: w.started)
+        return [(w.what, round(now - w.started, 3)) for w in works]
 
     # -- internals ---------------------------------------------------------
 
@@ -315,6 +366,15 @@ class VirtualClock:
                 return
 
     async def _settle(self) -> None:
+        """Return once the loop is idle and no real work is in flight (see the module docstring)."""
+        while True:
+            await self._drain()
+            working = self._real_work()
+            if not working:
+                return
+            await self._wait_for_work(working)
+
+    async def _drain(self) -> None:
         """Yield until every other task in the loop is blocked (or give up after many rounds)."""
         loop = asyncio.get_running_loop()
         # CPython's loops keep runnable callbacks in `_ready`; reading it is the
@@ -326,6 +386,57 @@ class VirtualClock:
             if ready is not None and not ready:
                 return
 
+    def _real_work(self) -> list[_Work]:
+        """The holds whose task is not asleep on this clock (that one waits for virtual time)."""
+        with self._work_lock:
+            works = list(self._work.values())
+        return [
+            w
+            for w in works
+            if w.task is None or getattr(w.task, "_fut_waiter", None) not in self._sleeping
+        ]
+
+    async def _wait_for_work(self, working: list[_Work]) -> None:
+        """Wait until some real work ends (or a holder sleeps); past the limit, raise."""
+        oldest = min(w.started for w in working)
+        remaining = oldest + self.real_work_limit - time.monotonic()
+        if remaining > 0:
+            loop = asyncio.get_running_loop()
+            changed: asyncio.Future[None] = loop.create_future()
+            entry = (loop, changed)
+            self._watchers.append(entry)
+            try:
+                # Something may have changed between the check and now: look again first.
+                if [id(w) for w in self._real_work()] == [id(w) for w in working]:
+                    await asyncio.wait_for(changed, remaining)
+                return
+            except TimeoutError:
+                pass
+            finally:
+                self._watchers.remove(entry)
+        now = time.monotonic()
+        hung = tuple((w.what, round(now - w.started, 1)) for w in self._real_work())
+        listed = "; ".join(f"{what} (in flight {seconds:g} s)" for what, seconds in hung)
+        raise RealWorkTimeout(
+            f"real work outlived the {self.real_work_limit:g} s limit, so virtual time "
+            f"can't move on: {listed or 'it ended as the limit passed'}",
+            work=hung,
+        )
+
+    def _notify(self) -> None:
+        """Wake whoever waits for real work to change (from any thread)."""
+        for loop, changed in list(self._watchers):
+            if changed.done():
+                continue
+            try:
+                running = asyncio.get_running_loop()
+            except RuntimeError:
+                running = None
+            if running is loop:
+                changed.set_result(None)
+            else:
+                loop.call_soon_threadsafe(_resolve, changed)
+
     def _start_driver(self, loop: asyncio.AbstractEventLoop) -> None:
         driver = self._driver
         if driver is None or driver.done() or driver.get_loop() is not loop:
@@ -334,10 +445,6 @@ class VirtualClock:
     async def _drive(self) -> None:
         while self._sleepers:
             await self._settle()
-            if self._holds:
-                self._released = asyncio.get_running_loop().create_future()
-                await self._released
-                continue
             if self._sleepers:
                 self._move(self._sleepers[0].deadline, "auto-advance")
                 self._wake_due()
@@ -381,10 +488,19 @@ class OffsetClock:
         return self.base.add_listener(shifted)
 
 
-def hold(clock: Clock) -> AbstractContextManager[None]:
+def hold(clock: Clock, what: str = "real work") -> AbstractContextManager[None]:
     """:meth:`VirtualClock.hold` for any clock: a no-op unless a virtual clock is underneath."""
+    base = virtual_base(clock)
+    return nullcontext() if base is None else base.hold(what)
+
+
+def virtual_base(clock: Clock) -> VirtualClock | None:
+    """The virtual clock under ``clock`` (through any offsets), or None for real time."""
     while isinstance(clock, OffsetClock):
         clock = clock.base
-    if isinstance(clock, VirtualClock):
-        return clock.hold()
-    return nullcontext()
+    return clock if isinstance(clock, VirtualClock) else None
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)

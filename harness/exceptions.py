@@ -19,6 +19,7 @@ single line, which the command line prints as is.
     ├── StoreError
     │   └── StoreUnavailable (ConnectionError)
     ├── ClockError (RuntimeError)            misuse of a clock (time going backwards)
+    │   └── RealWorkTimeout (TimeoutError)   real work in flight outlived its limit
     ├── ScenarioError (ValueError)           a scenario file that can't be run, with file:line
     ├── StepError (RuntimeError)             a step the agent's answers made impossible
     └── ChannelError
@@ -44,6 +45,7 @@ __all__ = [
     "HarnessError",
     "LLMAPIError",
     "LLMError",
+    "RealWorkTimeout",
     "RecordingError",
     "ScenarioError",
     "SchemaVersionError",
@@ -140,6 +142,17 @@ class StoreUnavailable(StoreError, ConnectionError):
 
 class ClockError(HarnessError, RuntimeError):
     """A clock used in a way that would break time (for instance going backwards)."""
+
+
+class RealWorkTimeout(ClockError, TimeoutError):
+    """Real work (a model call, a store or HTTP request) outlived its limit on a virtual clock.
+
+    ``work`` names what was in flight, with how long each had taken, in seconds.
+    """
+
+    def __init__(self, message: str, *, work: tuple[tuple[str, float], ...] = ()) -> None:
+        super().__init__(message)
+        self.work = work
 
 
 class ScenarioError(HarnessError, ValueError):

@@ -44,6 +44,7 @@ from harness.divergence import (
     tool_parts,
 )
 from harness.exceptions import ConfigError, Divergence, HarnessError, RecordingError, UnknownTool
+from harness.inflight import busy
 from harness.llm import LLMClient, LLMResponse, SystemPrompt, json_default, request_body
 from harness.trace import Event, LLMExchange, ToolCall
 
@@ -470,14 +471,16 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending]):
                 raise self._diverged(key, llm_parts(now), lambda r: llm_differences(r.request, now))
         assert self._inner is not None  # __init__ refuses a missing inner client for these modes
         seq = self._log.reserve() if self.mode is not RecordMode.PASSTHROUGH else 0
-        response = await self._inner.create(
-            model=model,
-            messages=messages,
-            max_tokens=max_tokens,
-            system=system,
-            tools=tools,
-            **params,
-        )
+        # A real model takes real time: virtual time must not jump over the call.
+        with busy(f"model call ({model})"):
+            response = await self._inner.create(
+                model=model,
+                messages=messages,
+                max_tokens=max_tokens,
+                system=system,
+                tools=tools,
+                **params,
+            )
         at = self._clock.now()
         if self.mode is not RecordMode.PASSTHROUGH:
             self._keep(seq, _Pending(key, text, response, at))

@@ -36,6 +36,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from harness.clock import Clock, SystemClock
 from harness.exceptions import ConfigError, StoreError, StoreUnavailable
+from harness.inflight import busy
 
 __all__ = ["REDIS_SCHEMES", "MemoryStore", "RedisStore", "Store", "open_store"]
 
@@ -464,7 +465,8 @@ class RedisStore(_StoreBase):
         if shared.closed:
             raise StoreError(f"the Redis store for {shared.where} is closed")
         try:
-            return await command(shared.client)
+            with busy(f"Redis command on {key or 'the server'!r} at {shared.where}"):
+                return await command(shared.client)
         except (RedisConnectionError, RedisTimeoutError) as exc:
             raise StoreUnavailable(f"Redis at {shared.where} is unavailable: {exc}") from exc
         except ResponseError as exc:

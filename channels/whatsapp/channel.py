@@ -74,8 +74,9 @@ class WhatsAppChannel:
         start = setup.start
         if start is None and setup.target_url:
             start = datetime.now(UTC).replace(microsecond=0)
+        self.clock = VirtualClock(start)
         self.sim = WhatsAppSimulator(
-            config, clock=VirtualClock(start), store=self.store, faults=faults, seed=setup.seed
+            config, clock=self.clock, store=self.store, faults=faults, seed=setup.seed
         )
         self._client: httpx.AsyncClient | None = None
         self._app: Any = None

@@ -27,6 +27,7 @@ from channels.whatsapp.faults import FaultDice
 from channels.whatsapp.signing import SignedBody
 from harness.clock import Clock
 from harness.exceptions import HandshakeError
+from harness.inflight import BusyTransport
 from harness.trace import DeliveryAttempt
 
 __all__ = [
@@ -125,7 +126,8 @@ class UrlTarget(_HttpxTarget):
     """An agent listening at a URL (a staging deployment, or a local server)."""
 
     def __init__(self, url: str, *, timeout: float = 10.0) -> None:
-        super().__init__(httpx.AsyncClient(), url, timeout)
+        # The agent works in real time: the virtual clock waits while a POST is on the wire.
+        super().__init__(httpx.AsyncClient(transport=BusyTransport()), url, timeout)
 
 
 async def handshake(target: WebhookTarget, verify_token: str, rng: random.Random) -> None:

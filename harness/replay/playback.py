@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict
 from harness.channel import ChannelSession, ChannelSetup, UserSpec
 from harness.exceptions import ConfigError, HarnessError
 from harness.fixture import Fixture
+from harness.inflight import running_on
 from harness.prompts import override
 from harness.recorder import LLMRecord, RecordMode, ToolRecord
 from harness.recording import Recording
@@ -270,18 +271,20 @@ async def replay_fixture(
     try:
         with override(prompts or {}):
             session = runner.plugin.factory(setup)
-            await session.start()
-            await _play(session, actions, times, fixture, end)
-            conversation = session.conversation()
+            # Real work the agent starts (model calls, store and HTTP requests) holds this clock.
+            with running_on(session.clock):
+                try:
+                    await session.start()
+                    await _play(session, actions, times, fixture, end)
+                    conversation = session.conversation()
+                finally:
+                    if conversation is None:
+                        conversation = session.conversation()
+                    await session.close()
     except HarnessError as exc:
         error = str(exc)
     except Exception as exc:  # the agent crashed: a result, not a crash of ours
         error = f"{type(exc).__name__}: {exc}"
-    finally:
-        if session is not None:
-            if conversation is None:
-                conversation = session.conversation()
-            await session.close()
     violations: list[Violation] = []
     if conversation is not None:
         for check in checks:

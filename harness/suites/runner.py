@@ -35,6 +35,7 @@ from typing import Any
 
 from harness.channel import AgentFactory, ChannelSession, ChannelSetup, UserSpec
 from harness.exceptions import ConfigError, HarnessError, StepError
+from harness.inflight import running_on
 from harness.plugins import ChannelPlugin, load_channel_plugins
 from harness.recording import Recording
 from harness.results import RunResult, ScenarioResult, ScenarioStatus, Violation
@@ -51,6 +52,7 @@ from harness.suites.steps import (
     UserStep,
     WaitStep,
 )
+from harness.trace import Conversation
 
 __all__ = ["DEFAULT_TARGET", "RunOptions", "Runner", "load_target", "settings_from"]
 
@@ -252,6 +254,43 @@ class Runner:
         conversation = None
         try:
             session = self.plugin.factory(setup)
+        except HarnessError as exc:
+            error = str(exc)
+        if session is not None:
+            # Real work the agent starts (model calls, store and HTTP requests) holds this clock.
+            with running_on(session.clock):
+                conversation, error = await self._run(
+                    scenario, session, users, progress, checks, before_close
+                )
+        violations = tuple(progress.violations)
+        status: ScenarioStatus = "error" if error else ("failed" if violations else "passed")
+        return ScenarioResult(
+            name=scenario.name,
+            path=str(scenario.path or ""),
+            channel=self.options.channel,
+            seed=seed,
+            status=status,
+            duration_s=round(time.perf_counter() - started, 4),
+            violations=violations,
+            error=error,
+            conversation=conversation,
+            faults=_faults_of(scenario),
+            reproduce=_reproduce(scenario, violations, progress) if status != "passed" else "",
+        )
+
+    async def _run(
+        self,
+        scenario: Scenario,
+        session: ChannelSession,
+        users: Sequence[UserSpec],
+        progress: _Progress,
+        checks: Sequence[BoundInvariant],
+        before_close: Callable[[ChannelSession], Awaitable[None]] | None,
+    ) -> tuple[Conversation, str | None]:
+        """Start the session, play the steps, check the invariants, close; the error, if any."""
+        error: str | None = None
+        conversation: Conversation | None = None
+        try:
             await session.start()
             try:
                 await self._play(scenario, session, users, progress)
@@ -274,30 +313,15 @@ class Runner:
         except Exception as exc:  # the agent under test crashed: a result, not a crash of ours
             error = f"{type(exc).__name__}: {exc}"
         finally:
-            if session is not None:
-                if conversation is None:
-                    conversation = session.conversation()
-                try:
-                    if before_close is not None:
-                        await before_close(session)
-                    await session.close()
-                except Exception as exc:  # closing a broken agent must not hide the result
-                    error = error or f"closing the agent failed: {type(exc).__name__}: {exc}"
-        violations = tuple(progress.violations)
-        status: ScenarioStatus = "error" if error else ("failed" if violations else "passed")
-        return ScenarioResult(
-            name=scenario.name,
-            path=str(scenario.path or ""),
-            channel=self.options.channel,
-            seed=seed,
-            status=status,
-            duration_s=round(time.perf_counter() - started, 4),
-            violations=violations,
-            error=error,
-            conversation=conversation,
-            faults=_faults_of(scenario),
-            reproduce=_reproduce(scenario, violations, progress) if status != "passed" else "",
-        )
+            if conversation is None:
+                conversation = session.conversation()
+            try:
+                if before_close is not None:
+                    await before_close(session)
+                await session.close()
+            except Exception as exc:  # closing a broken agent must not hide the result
+                error = error or f"closing the agent failed: {type(exc).__name__}: {exc}"
+        return conversation, error
 
     async def _play(
         self,

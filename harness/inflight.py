@@ -1,0 +1,117 @@
+"""Real work in flight: how the agent's I/O keeps virtual time from jumping over it.
+
+A run plays a conversation on a virtual clock that jumps as soon as the event
+loop is idle. An agent waiting for a model, a database or a service is idle
+in that sense, yet busy. :func:`busy` tells the run's clock so: virtual time
+stays where it is until the work ends, and work that outlives the clock's
+``real_work_limit`` ends the scenario with an error that names it.
+
+The harness calls :func:`busy` itself wherever it can see real I/O: its
+model recorders (:mod:`harness.recorder`), its Redis store, the webhook POSTs
+to an agent at a URL, and HTTP through :class:`BusyTransport`. An agent that
+talks to a service with its own client wraps the call::
+
+    from harness.inflight import busy
+
+    with busy("CRM lookup"):
+        customer = await crm.get(f"/customers/{user}")
+
+Outside a run (no virtual clock), :func:`busy` does nothing, so the same
+agent code runs unchanged in production. The runner makes a scenario's
+clock the current one with :func:`running_on`; tasks started inside inherit
+it, as context variables go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextvars import ContextVar
+
+import httpx
+
+from harness.clock import Clock, VirtualClock, virtual_base
+
+__all__ = ["BusyTransport", "busy", "current_clock", "running_on"]
+
+_current: ContextVar[VirtualClock | None] = ContextVar("harness_running_clock", default=None)
+
+
+def busy(what: str = "real work") -> AbstractContextManager[None]:
+    """Tell the run's virtual clock that real work is in flight until the block ends.
+
+    ``what`` names the work in the error raised if it hangs. Safe to enter
+    from a worker thread; a no-op when no run is in progress.
+    """
+    clock = _current.get()
+    return nullcontext() if clock is None else clock.hold(what)
+
+
+def current_clock() -> VirtualClock | None:
+    """The virtual clock of the run in progress in this context, if any."""
+    return _current.get()
+
+
+@contextmanager
+def running_on(clock: Clock) -> Iterator[None]:
+    """Make ``clock`` (or the virtual clock under it) the one :func:`busy` holds inside."""
+    token = _current.set(virtual_base(clock))
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
+class BusyTransport(httpx.AsyncBaseTransport):
+    """An httpx transport that holds the run's clock while each exchange is in flight.
+
+    Wrap the transport of a client that reaches a real server (a model, a
+    service, an agent at a URL)::
+
+        client = httpx.AsyncClient(transport=BusyTransport(httpx.AsyncHTTPTransport()))
+
+    The hold lasts from the request until the response body has been read
+    and closed, so a streamed answer keeps the clock still too.
+    """
+
+    def __init__(self, inner: httpx.AsyncBaseTransport | None = None) -> None:
+        self._inner = inner if inner is not None else httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        """Send the request through the wrapped transport, holding the clock meanwhile."""
+        held = busy(f"HTTP {request.method} {request.url.copy_with(query=None)}")
+        held.__enter__()
+        try:
+            response = await self._inner.handle_async_request(request)
+        except BaseException:
+            held.__exit__(None, None, None)
+            raise
+        if response.is_closed or not isinstance(response.stream, httpx.AsyncByteStream):
+            held.__exit__(None, None, None)  # the body came whole with the response
+            return response
+        response.stream = _HeldStream(response.stream, held)
+        return response
+
+    async def aclose(self) -> None:
+        """Close the wrapped transport."""
+        await self._inner.aclose()
+
+
+class _HeldStream(httpx.AsyncByteStream):
+    """A response body that releases its hold on the clock when closed."""
+
+    def __init__(self, inner: httpx.AsyncByteStream, held: AbstractContextManager[None]) -> None:
+        self._inner = inner
+        self._held: AbstractContextManager[None] | None = held
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._inner:
+            yield chunk
+
+    async def aclose(self) -> None:
+        try:
+            await self._inner.aclose()
+        finally:
+            held, self._held = self._held, None
+            if held is not None:
+                held.__exit__(None, None, None)

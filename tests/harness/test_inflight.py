@@ -1,0 +1,250 @@
+"""Real work in flight keeps virtual time still: holds, busy(), BusyTransport and the limit."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Sequence
+from datetime import timedelta
+from typing import Any
+
+import httpx
+import pytest
+
+from harness.clock import OffsetClock, VirtualClock
+from harness.exceptions import ClockError, RealWorkTimeout
+from harness.inflight import BusyTransport, busy, current_clock, running_on
+from harness.llm import LLMResponse, SystemPrompt, TextBlock
+from harness.recorder import RecordingLLMClient, RecordMode
+
+
+def _offset(clock: VirtualClock) -> float:
+    """Virtual seconds since the clock's default start."""
+    return (clock.now() - VirtualClock().now()).total_seconds()
+
+
+async def _wake_at(clock: VirtualClock, seconds: float, seen: list[tuple[str, float]]) -> None:
+    await clock.sleep(seconds)
+    seen.append((f"timer {seconds:g}", _offset(clock)))
+
+
+async def test_virtual_time_waits_for_real_work_then_timers_fire_in_order() -> None:
+    clock = VirtualClock()
+    seen: list[tuple[str, float]] = []
+
+    async def real_work() -> None:
+        with clock.hold("a slow service"):
+            await asyncio.sleep(0.05)  # real time: the loop is idle meanwhile
+            seen.append(("work done", _offset(clock)))
+
+    tasks = [
+        asyncio.create_task(_wake_at(clock, 2.0, seen)),
+        asyncio.create_task(_wake_at(clock, 1.0, seen)),
+        asyncio.create_task(real_work()),
+    ]
+    await asyncio.sleep(0)
+    await clock.run_until(clock.now() + timedelta(seconds=5))
+    await asyncio.gather(*tasks)
+    assert seen == [("work done", 0.0), ("timer 1", 1.0), ("timer 2", 2.0)]
+
+
+async def test_without_a_hold_the_clock_jumps_over_the_real_work() -> None:
+    # The control experiment for the test above: this is the bug holds prevent.
+    clock = VirtualClock()
+    seen: list[tuple[str, float]] = []
+
+    async def unannounced_work() -> None:
+        await asyncio.sleep(0.05)
+        seen.append(("work done", _offset(clock)))
+
+    tasks = [
+        asyncio.create_task(_wake_at(clock, 1.0, seen)),
+        asyncio.create_task(unannounced_work()),
+    ]
+    await asyncio.sleep(0)
+    await clock.run_until(clock.now() + timedelta(seconds=5))
+    await asyncio.gather(*tasks)
+    assert seen == [("timer 1", 1.0), ("work done", 5.0)]
+
+
+async def test_auto_advance_waits_for_real_work_too() -> None:
+    clock = VirtualClock(auto_advance=True)
+    seen: list[tuple[str, float]] = []
+
+    async def real_work() -> None:
+        with clock.hold("model call"):
+            await asyncio.sleep(0.05)
+            seen.append(("work done", _offset(clock)))
+
+    await asyncio.gather(_wake_at(clock, 3.0, seen), real_work())
+    assert seen == [("work done", 0.0), ("timer 3", 3.0)]
+
+
+async def test_work_in_a_worker_thread_holds_the_clock() -> None:
+    clock = VirtualClock()
+    seen: list[tuple[str, float]] = []
+
+    def blocking() -> None:
+        time.sleep(0.05)
+
+    async def threaded() -> None:
+        with running_on(clock):
+            # busy() entered and left on the worker thread itself.
+            await asyncio.to_thread(_busy_in_thread, blocking)
+        seen.append(("thread done", _offset(clock)))
+
+    tasks = [asyncio.create_task(_wake_at(clock, 1.0, seen)), asyncio.create_task(threaded())]
+    await asyncio.sleep(0)
+    await clock.run_until(clock.now() + timedelta(seconds=2))
+    await asyncio.gather(*tasks)
+    assert seen == [("thread done", 0.0), ("timer 1", 1.0)]
+
+
+def _busy_in_thread(work: Any) -> None:
+    with busy("a blocking call in a thread"):
+        work()
+
+
+async def test_a_holder_that_sleeps_on_the_clock_does_not_keep_it_still() -> None:
+    # Holding around code that waits for virtual time must not deadlock the run.
+    clock = VirtualClock(real_work_limit=2.0)
+
+    async def holder() -> float:
+        with clock.hold("a model that sleeps on the virtual clock"):
+            await clock.sleep(30)
+        return _offset(clock)
+
+    task = asyncio.create_task(holder())
+    await asyncio.sleep(0)
+    started = time.monotonic()
+    await clock.run_until(clock.now() + timedelta(seconds=60))
+    assert await task == 30.0
+    assert time.monotonic() - started < 1.0
+
+
+async def test_real_work_past_the_limit_raises_naming_the_call() -> None:
+    clock = VirtualClock(real_work_limit=0.2)
+    never = asyncio.Event()
+
+    async def hung() -> None:
+        with clock.hold("model call (claude-sonnet-4-6)"):
+            await never.wait()
+
+    task = asyncio.create_task(hung())
+    await asyncio.sleep(0)
+    with pytest.raises(RealWorkTimeout) as caught:
+        await clock.run_until(clock.now() + timedelta(seconds=1))
+    task.cancel()
+    message = str(caught.value)
+    assert "0.2 s limit" in message
+    assert "model call (claude-sonnet-4-6) (in flight 0.2 s)" in message
+    assert [what for what, _ in caught.value.work] == ["model call (claude-sonnet-4-6)"]
+    assert clock.now() == VirtualClock().now()  # time did not move past the hung call
+
+
+def test_the_limit_must_be_positive() -> None:
+    with pytest.raises(ClockError, match="real_work_limit"):
+        VirtualClock(real_work_limit=0)
+
+
+async def test_busy_holds_the_current_runs_clock_and_nothing_outside_a_run() -> None:
+    clock = VirtualClock()
+    assert current_clock() is None
+    with busy("outside any run"):
+        assert clock.in_flight == []
+    with running_on(OffsetClock(clock, timedelta(minutes=-5))):  # the agent's skewed view
+        assert current_clock() is clock
+        with busy("inside the run"):
+            assert [what for what, _ in clock.in_flight] == ["inside the run"]
+        assert clock.in_flight == []
+    assert current_clock() is None
+
+
+async def test_tasks_started_inside_a_run_inherit_its_clock() -> None:
+    clock = VirtualClock()
+    with running_on(clock):
+        found = await asyncio.create_task(_current())
+    assert found is clock
+    assert await asyncio.create_task(_current()) is None
+
+
+async def _current() -> VirtualClock | None:
+    return current_clock()
+
+
+async def test_busy_transport_holds_until_the_response_body_is_closed() -> None:
+    clock = VirtualClock()
+    observed: list[list[str]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        observed.append([what for what, _ in clock.in_flight])
+        if request.url.path == "/ping":
+            return httpx.Response(200, json={"ok": True})  # a body that comes whole
+        return httpx.Response(200, stream=_Chunks([b'{"id": ', b"42}"]))
+
+    transport = BusyTransport(httpx.MockTransport(handler))
+    with running_on(clock):
+        async with httpx.AsyncClient(transport=transport) as client:
+            async with client.stream("GET", "http://crm.example/customers/42?x=1") as response:
+                assert [what for what, _ in clock.in_flight] == [
+                    "HTTP GET http://crm.example/customers/42"
+                ]
+                await response.aread()
+            assert clock.in_flight == []
+            plain = await client.get("http://crm.example/ping")
+            assert plain.json() == {"ok": True}
+            assert clock.in_flight == []
+    assert observed == [
+        ["HTTP GET http://crm.example/customers/42"],
+        ["HTTP GET http://crm.example/ping"],
+    ]
+
+
+class _Chunks(httpx.AsyncByteStream):
+    """A response body that arrives in pieces, as one from the network does."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks = chunks
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self.chunks:
+            yield chunk
+
+
+class _SlowModel:
+    """A model that answers after a real delay, as a remote one does."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+
+    async def create(
+        self,
+        *,
+        model: str,
+        messages: Sequence[Any],
+        max_tokens: int,
+        system: SystemPrompt | None = None,
+        tools: Sequence[Any] | None = None,
+        **params: Any,
+    ) -> LLMResponse:
+        await asyncio.sleep(self.delay)
+        return LLMResponse(
+            id="msg_1", model=model, content=(TextBlock(text="hello"),), stop_reason="end_turn"
+        )
+
+
+async def test_a_recorded_model_call_keeps_virtual_time_still_while_it_runs() -> None:
+    clock = VirtualClock()
+    seen: list[tuple[str, float]] = []
+    client = RecordingLLMClient(_SlowModel(0.05), RecordMode.RECORD, clock=clock)
+
+    async def agent() -> None:
+        await client.create(model="m", messages=[{"role": "user", "content": "hi"}], max_tokens=10)
+        seen.append(("answer", _offset(clock)))
+
+    with running_on(clock):
+        tasks = [asyncio.create_task(_wake_at(clock, 1.0, seen)), asyncio.create_task(agent())]
+    await asyncio.sleep(0)
+    await clock.run_until(clock.now() + timedelta(seconds=2))
+    await asyncio.gather(*tasks)
+    assert seen == [("answer", 0.0), ("timer 1", 1.0)]
