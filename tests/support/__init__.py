@@ -1,0 +1,1 @@
+"""Helpers the tests share: servers and proxies that stand in for the real world."""
