@@ -161,7 +161,9 @@ class PendingUpdate:
     payload: dict[str, Any]
     due: datetime
     faults: tuple[str, ...] = ()
-    on_delivered: Callable[[PendingUpdate, DeliveryAttempt], None] | None = None
+    #: Called as each copy goes out, before the agent has answered: the trace is causal,
+    #: so whatever the agent does while handling the POST comes after the update itself.
+    on_sending: Callable[[PendingUpdate, str], None] | None = None
     seq: int = 0
     send_at: datetime = field(default=_EPOCH, repr=False)
 
@@ -305,6 +307,9 @@ class Deliverer:
             wait = (first - self.clock.now()).total_seconds() + offset
             if wait > 0:
                 await self.clock.sleep(wait)
+            for update in updates:
+                if update.on_sending is not None:
+                    update.on_sending(update, delivery)
             self.in_flight += 1
             try:
                 result = await self.target.post(body)
@@ -322,9 +327,5 @@ class Deliverer:
                 faults=faults if attempt == 1 else (*faults, "retry"),
             )
             self._emit(record)
-            if result.reached:
-                for update in updates:
-                    if update.on_delivered is not None:
-                        update.on_delivered(update, record)
             if result.status_code == 200:
                 return

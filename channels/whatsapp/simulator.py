@@ -148,7 +148,7 @@ class WhatsAppSimulator:
         self._sent: dict[str, _Sent] = {}
         self._inbound: dict[str, tuple[SimUser, dict[str, Any]]] = {}
         self._last_inbound: dict[str, str] = {}
-        self._reached: set[str] = set()
+        self._sent_items: set[str] = set()
         self._status_seen: set[tuple[str, str]] = set()
         self._target: WebhookTarget | None = None
         self._deliverer: Deliverer | None = None
@@ -281,7 +281,7 @@ class WhatsAppSimulator:
                 user=who.key,
                 payload=payload,
                 due=now,
-                on_delivered=self._on_inbound_delivered,
+                on_sending=self._on_inbound_sending,
             )
         )
         self._last_activity = now
@@ -529,11 +529,12 @@ class WhatsAppSimulator:
         await handshake(deliverer.target, self.config.verify_token, self._rng)
         self._handshaken = True
 
-    def _on_inbound_delivered(self, update: PendingUpdate, attempt: Any) -> None:
+    def _on_inbound_sending(self, update: PendingUpdate, delivery: str) -> None:
+        """A user's message goes out to the agent: it enters the trace now (a copy: a duplicate)."""
         who, payload = self._inbound[update.item_id]
         item = payload["entry"][0]["changes"][0]["value"]["messages"][0]
-        duplicate = update.item_id in self._reached
-        self._reached.add(update.item_id)
+        duplicate = update.item_id in self._sent_items
+        self._sent_items.add(update.item_id)
         self.record(
             InboundMessage(
                 at=self.clock.now(),
@@ -544,12 +545,12 @@ class WhatsAppSimulator:
                 reply_id=message_reply_id(item),
                 context_id=(item.get("context") or {}).get("id"),
                 body=item,
-                delivery=attempt.delivery,
+                delivery=delivery,
                 duplicate=duplicate,
             )
         )
 
-    def _on_status_delivered(self, update: PendingUpdate, attempt: Any) -> None:
+    def _on_status_sending(self, update: PendingUpdate, delivery: str) -> None:
         item = update.payload["entry"][0]["changes"][0]["value"]["statuses"][0]
         key = (item["id"], item["status"])
         if key in self._status_seen:
@@ -570,7 +571,7 @@ class WhatsAppSimulator:
                     )
                     for e in item.get("errors") or []
                 ),
-                delivery=attempt.delivery,
+                delivery=delivery,
             )
         )
 
@@ -716,7 +717,7 @@ class WhatsAppSimulator:
                 payload=self._status_payload(item, who_key),
                 due=due,
                 faults=faults,
-                on_delivered=self._on_status_delivered,
+                on_sending=self._on_status_sending,
             )
         )
 
