@@ -12,7 +12,7 @@ ways.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -128,6 +128,17 @@ class DirectChannel:
         before = self.clock.now()
         await self.clock.run_until(before + timedelta(seconds=seconds), reason="wait")
         self._record(ClockJump(at=self.clock.now(), previous=before, reason=f"wait {seconds:g}s"))
+
+    #: The agent runs in-process on the virtual clock: every step settles it.
+    real_time = False
+
+    async def wait_until(self, holds: Callable[[Conversation], bool], within: float) -> bool:
+        """In-process the agent has already settled: whether ``holds`` holds now."""
+        return holds(self.conversation())
+
+    async def quiet(self, window: float, within: float) -> bool:
+        """In-process the agent has already settled: it is quiet."""
+        return True
 
     async def settle(self) -> None:
         """Let the agent's pending work run, then let the user take a few seconds to read.

@@ -33,6 +33,7 @@ __all__ = [
     "AgentFactory",
     "ChannelSession",
     "ChannelSetup",
+    "RunShared",
     "UserSpec",
     "agent_clock",
     "close_agent",
@@ -104,6 +105,17 @@ class ChannelSetup:
     recording: Recording | None = None
     start: datetime | None = None
     agent_offset: timedelta = timedelta(0)
+    #: What the channel's run context (:attr:`ChannelPlugin.run_context`) shares between
+    #: the scenarios of one run, such as one fake API server for an agent at a URL.
+    shared: Any = None
+
+
+class RunShared(Protocol):
+    """What a channel keeps for a whole run, beyond any one scenario."""
+
+    def late(self, namespace: str) -> list[Event]:
+        """What the agent did for the scenario ``namespace`` after that scenario had ended."""
+        ...
 
 
 class ChannelSession(Protocol):
@@ -146,7 +158,23 @@ class ChannelSession(Protocol):
         ...
 
     async def settle(self) -> None:
-        """Run until the agent has finished reacting."""
+        """Run until the agent has finished reacting (in-process), or got what was sent."""
+        ...
+
+    @property
+    def real_time(self) -> bool:
+        """True when the agent lives on real time (another process): expectations must wait."""
+        ...
+
+    async def wait_until(self, holds: Callable[[Conversation], bool], within: float) -> bool:
+        """Wait until ``holds(trace)`` is true or ``within`` real seconds pass; the last answer."""
+        ...
+
+    async def quiet(self, window: float, within: float) -> bool:
+        """Wait until the agent has done nothing for ``window`` real seconds (at most ``within``).
+
+        False when the agent was still busy after ``within`` seconds.
+        """
         ...
 
     async def run_until(self, when: datetime) -> None:

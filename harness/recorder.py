@@ -59,6 +59,7 @@ __all__ = [
     "ToolRecord",
     "ToolRecorder",
     "acting_for",
+    "current_user",
 ]
 
 #: Request params left out of the key: they change from run to run without
@@ -94,6 +95,11 @@ def acting_for(user: str) -> Iterator[None]:
         yield
     finally:
         _ACTING.reset(token)
+
+
+def current_user() -> str | None:
+    """The user the agent is working for now, as :func:`acting_for` named it."""
+    return _ACTING.get()
 
 
 class RecordMode(StrEnum):

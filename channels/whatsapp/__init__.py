@@ -237,6 +237,7 @@ from channels.whatsapp.pseudonyms import (
     Pseudonymizer,
     new_pseudonym_key,
 )
+from channels.whatsapp.router import GraphRouter, Owner
 from channels.whatsapp.server import (
     BackgroundServer,
 )
@@ -361,6 +362,7 @@ __all__ = [
     "GraphExchange",
     "GraphRedirect",
     "GraphRedirectSync",
+    "GraphRouter",
     "Image",
     "ImageMessage",
     "InboundMessage",
@@ -380,6 +382,7 @@ __all__ = [
     "MetaModel",
     "Metadata",
     "OtherChange",
+    "Owner",
     "PairRateLimited",
     "PairRateLimiter",
     "ParameterInvalid",

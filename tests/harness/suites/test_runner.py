@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -96,6 +96,17 @@ class FakeSession:
         self.agent: FakeAgent | None = None
         self.closed = False
         self._ids = itertools.count(1)
+
+    #: The agent runs in-process on the virtual clock: every step settles it.
+    real_time = False
+
+    async def wait_until(self, holds: Callable[[Conversation], bool], within: float) -> bool:
+        """In-process the agent has already settled: whether ``holds`` holds now."""
+        return holds(self.conversation())
+
+    async def quiet(self, window: float, within: float) -> bool:
+        """In-process the agent has already settled: it is quiet."""
+        return True
 
     async def start(self) -> None:
         self.calls.append(("start",))

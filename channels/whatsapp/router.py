@@ -1,0 +1,216 @@
+"""One fake Graph API for every scenario of a run against an agent at a URL.
+
+An agent in another process has one Graph API base URL, so the scenarios a
+run plays against it at the same time must share one server. The
+:class:`GraphRouter` serves it and hands each send to the simulator of the
+scenario it belongs to, found by its recipient (``to`` or ``recipient``) or,
+for read receipts and typing indicators, by the message it marks. Every
+scenario's users are distinct, so the owner is never in doubt. Media
+uploads, downloads and ``/openapi.json`` need no owner: the scenarios share
+one media store.
+
+A send for a scenario that has already ended is accepted as Meta would
+accept it, and kept as *late* for that scenario (:meth:`GraphRouter.late`),
+never credited to another one.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from channels.whatsapp.config import SimulatorConfig
+from channels.whatsapp.graph import AcceptAll, create_graph_app
+from channels.whatsapp.ids import new_wamid
+from channels.whatsapp.media import MediaStore
+from channels.whatsapp.server import BackgroundServer
+from channels.whatsapp.validation import normalize_wa_id
+from harness.clock import Clock, SystemClock
+from harness.trace import Event, OutboundSend
+
+__all__ = ["GraphRouter", "Owner"]
+
+Message = MutableMapping[str, Any]
+
+
+@dataclass
+class Owner:
+    """A scenario the router serves: its Graph API app, and what it has ended with."""
+
+    namespace: str
+    app: ASGIApp
+    clock: Clock
+    active: bool = True
+    late: list[Event] = field(default_factory=list)
+
+
+class GraphRouter:
+    """The Graph API server a run shares, routing each request to its scenario's simulator."""
+
+    def __init__(self, config: SimulatorConfig, host: str, port: int) -> None:
+        self.config = config
+        self.clock: Clock = SystemClock()
+        #: The media every scenario of the run uploads to and downloads from.
+        self.media = MediaStore(self.clock, public_url=config.public_url)
+        self._shared_app = create_graph_app(
+            access_tokens={config.access_token},
+            phone_numbers={config.phone_number_id: config.display_phone_number},
+            on_send=AcceptAll(),
+            media=self.media,
+            clock=self.clock,
+            public_url=config.public_url,
+        )
+        self._server = BackgroundServer(self, host, port)
+        self._owners: dict[str, Owner] = {}  # by namespace
+        self._by_user: dict[str, Owner] = {}
+        self._by_wamid: dict[str, Owner] = {}
+
+    @property
+    def url(self) -> str:
+        """Where the router listens."""
+        return self._server.url
+
+    async def start(self) -> None:
+        """Start serving."""
+        await self._server.start()
+
+    async def stop(self) -> None:
+        """Stop serving."""
+        await self._server.stop()
+
+    def attach(self, namespace: str, app: ASGIApp, clock: Clock, users: list[str]) -> Owner:
+        """Route sends to ``users`` (wa_ids and BSUIDs) to ``app``, a scenario's Graph API."""
+        owner = Owner(namespace, app, clock)
+        self._owners[namespace] = owner
+        for user in users:
+            known = self._by_user.get(user)
+            if known is not None and known.active and known is not owner:
+                raise ValueError(
+                    f"user {user} belongs to scenario {known.namespace} already; "
+                    "scenarios that run at once need distinct users"
+                )
+            self._by_user[user] = owner
+        return owner
+
+    def message_sent(self, namespace: str, wamid: str) -> None:
+        """A user's message of scenario ``namespace``: read receipts for it go there."""
+        owner = self._owners.get(namespace)
+        if owner is not None:
+            self._by_wamid[wamid] = owner
+
+    def detach(self, namespace: str) -> None:
+        """The scenario ended: what comes for it from now on is late."""
+        owner = self._owners.get(namespace)
+        if owner is not None:
+            owner.active = False
+
+    def late(self, namespace: str) -> list[Event]:
+        """The sends that came for scenario ``namespace`` after it ended."""
+        owner = self._owners.get(namespace)
+        return [] if owner is None else list(owner.late)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """ASGI: sends go to their scenario, everything else to the shared Graph API."""
+        if scope["type"] != "http" or scope["method"] != "POST" or not _is_send(scope["path"]):
+            await self._shared_app(scope, receive, send)
+            return
+        body = await _read_body(receive)
+        owner = self._owner_of(body)
+        replay = _replaying(body)
+        if owner is None or owner.active:
+            # No owner: the shared app answers as Meta would for a stranger's number.
+            await (owner.app if owner else self._shared_app)(scope, replay, send)
+            return
+        await self._answer_late(owner, body, send)
+
+    def _owner_of(self, body: bytes) -> Owner | None:
+        try:
+            data = json.loads(body)
+        except ValueError:
+            return None
+        if not isinstance(data, dict):
+            return None
+        for key in ("to", "recipient"):
+            value = data.get(key)
+            if isinstance(value, str):
+                user = normalize_wa_id(value) if key == "to" else value
+                if user is not None and user in self._by_user:
+                    return self._by_user[user]
+        marked = data.get("message_id")
+        if isinstance(marked, str):
+            return self._by_wamid.get(marked)
+        return None
+
+    async def _answer_late(self, owner: Owner, body: bytes, send: Send) -> None:
+        data: Any = json.loads(body)
+        to = data.get("to") or data.get("recipient")
+        kind = str(data.get("type") or ("typing" if "typing_indicator" in data else "mark_read"))
+        text = (data.get("text") or {}).get("body") if isinstance(data.get("text"), dict) else None
+        receipt = data.get("status") == "read"
+        wamid = None if receipt else new_wamid(_RNG, str(to or ""), outbound=True)
+        owner.late.append(
+            OutboundSend(
+                at=owner.clock.now(),
+                user=normalize_wa_id(to) if isinstance(to, str) and data.get("to") else to,
+                type=kind,
+                text=text if isinstance(text, str) else None,
+                request=data,
+                wamid=wamid,
+            )
+        )
+        answer: dict[str, Any] = (
+            {"success": True}
+            if wamid is None
+            else {
+                "messaging_product": "whatsapp",
+                "contacts": [{"input": to, "wa_id": normalize_wa_id(str(to)) or to}],
+                "messages": [{"id": wamid}],
+            }
+        )
+        payload = json.dumps(answer).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
+        await send({"type": "http.response.body", "body": payload})
+
+
+def _is_send(path: str) -> bool:
+    return path.rstrip("/").endswith("/messages")
+
+
+async def _read_body(receive: Receive) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+def _replaying(body: bytes) -> Callable[[], Awaitable[Message]]:
+    sent = False
+
+    async def receive() -> Message:
+        nonlocal sent
+        if sent:
+            return {"type": "http.disconnect"}
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return receive
+
+
+#: Ids for late answers (any unique-looking ids do).
+_RNG = random.Random("late")
