@@ -135,7 +135,8 @@ async def test_a_stream_is_the_messages_api_event_sequence() -> None:
 
 @pytest.mark.network
 async def test_a_429_with_retry_after_is_retried_by_the_sdk() -> None:
-    script: list[Step] = [Failure(429, retry_after=0.2), Text("made it")]
+    # One second is longer than the SDK's own first backoff (at most half a second).
+    script: list[Step] = [Failure(429, retry_after=1), Text("made it")]
     async with serve_fake_anthropic(script, delay=FAST) as (url, fake), _sdk(url) as client:
         message = await client.messages.create(model=MODEL, max_tokens=50, messages=HELLO)
     assert isinstance(message.content[0], anthropic.types.TextBlock)
@@ -143,7 +144,7 @@ async def test_a_429_with_retry_after_is_retried_by_the_sdk() -> None:
     assert len(fake.requests) == 2
     first, second = fake.requests
     assert first.body == second.body
-    assert second.received_at - first.received_at >= 0.2 + FAST  # the SDK waited as told
+    assert second.received_at - first.received_at >= 1 + FAST  # the SDK waited as told
 
 
 @pytest.mark.network
