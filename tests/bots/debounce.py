@@ -104,7 +104,7 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
-        for task in running:
+        for task in running:  # bursts still waiting for quiet go unanswered
             task.cancel()
         if client is None:
             await http.aclose()
