@@ -1,0 +1,110 @@
+"""Serving the test doubles over real loopback HTTP, in-process or as a process.
+
+The fake model server and the slow service share this; the bots do not (each
+bot is a program of its own). It uses uvicorn and the standard library only,
+not the harness's own server, so that the doubles stay independent of the code
+they are used to test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import sys
+import time
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import uvicorn
+
+__all__ = ["free_port", "serve_in_process", "started_process"]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@asynccontextmanager
+async def serve_in_process(app: Any, *, port: int = 0) -> AsyncIterator[str]:
+    """Serve ``app`` with uvicorn on 127.0.0.1 inside the running loop; yields its base URL.
+
+    ``port`` 0 lets the system pick a free one. A request still running when the
+    block ends gets two seconds, then is cancelled.
+    """
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=2,
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    deadline = time.monotonic() + 5
+    while not server.started:
+        if task.done():
+            raise RuntimeError(f"uvicorn did not start: {task.exception() or 'it exited'}")
+        if time.monotonic() > deadline:
+            raise RuntimeError("uvicorn was not listening after 5 s")
+        await asyncio.sleep(0.01)
+    bound = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{bound}"
+    finally:
+        server.should_exit = True
+        await task
+
+
+@asynccontextmanager
+async def started_process(
+    module: str,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    ready_path: str = "/",
+    start_within: float = 10,
+) -> AsyncIterator[tuple[str, asyncio.subprocess.Process]]:
+    """Run ``python -m module --port N *args`` and wait until ``ready_path`` answers.
+
+    Yields the base URL and the process; the process is terminated (then killed,
+    if it lingers) when the block ends. ``env`` is added to this process's
+    environment. A process that exits early fails with its stderr.
+    """
+    port = free_port()
+    process = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", module, "--port", str(port), *args),
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        async with httpx.AsyncClient(timeout=1) as client:
+            deadline = time.monotonic() + start_within
+            while True:
+                if process.returncode is not None:
+                    assert process.stderr is not None
+                    error = (await process.stderr.read()).decode()
+                    raise RuntimeError(f"{module} exited with {process.returncode}: {error}")
+                try:
+                    await client.get(url + ready_path)
+                    break
+                except httpx.TransportError:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"{module} did not answer in {start_within} s") from None
+                    await asyncio.sleep(0.05)
+        yield url, process
+    finally:
+        if process.returncode is None:
+            process.terminate()
+            try:
+                await asyncio.wait_for(process.communicate(), timeout=5)
+            except TimeoutError:
+                process.kill()
+                await process.communicate()
