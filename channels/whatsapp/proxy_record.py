@@ -38,8 +38,8 @@ from harness.clock import Clock, SystemClock
 from harness.exceptions import ConfigError
 from harness.files import write_atomic
 from harness.fixture import META_FILE, FixtureMeta, FixtureWriter, make_span
-from harness.recorder import LLMRecord, ToolRecord
 from harness.recording import store_key
+from harness.records import LLMRecord, ToolRecord
 from harness.redaction import Redactor
 from harness.replay.record import llm_span
 from harness.store import Store

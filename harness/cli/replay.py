@@ -21,10 +21,11 @@ from rich.table import Table
 from harness.exceptions import ConfigError, Divergence, FixtureNotFound, LLMError
 from harness.fixture import META_FILE, Fixture, load_fixture
 from harness.llm import AnthropicClient
+from harness.llm_recorder import RecordingLLMClient
 from harness.options import parse_settings
 from harness.prompts import parse_prompt_overrides
-from harness.recorder import LLMRecord, RecordingLLMClient, RecordMode, ToolRecord
 from harness.recording import publish_records
+from harness.records import LLMRecord, ToolRecord
 from harness.replay.judge import (
     Judge,
     Verdict,
@@ -38,6 +39,7 @@ from harness.skew import Skew, parse_skew
 from harness.store import open_store
 from harness.suites.runner import DEFAULT_TARGET, Runner, RunOptions
 from harness.suites.scenario import load_scenario
+from harness.tape import RecordMode
 
 __all__ = [
     "fixture_dirs",

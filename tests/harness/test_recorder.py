@@ -12,15 +12,10 @@ import pytest
 from harness.canonical import canonical_json, canonical_key
 from harness.exceptions import ConfigError, Divergence, RecordingError, UnknownTool
 from harness.llm import LLMResponse, SystemPrompt, TextBlock, ToolUseBlock, Usage
-from harness.recorder import (
-    VOLATILE_PARAMS,
-    LLMRecord,
-    RecordedToolError,
-    RecordingLLMClient,
-    RecordMode,
-    ToolRecord,
-    ToolRecorder,
-)
+from harness.llm_recorder import VOLATILE_PARAMS, RecordingLLMClient
+from harness.records import LLMRecord, ToolRecord
+from harness.tape import RecordMode
+from harness.tool_recorder import RecordedToolError, ToolRecorder
 from harness.trace import Event, LLMExchange, ToolCall
 
 START = datetime(2025, 6, 13, 18, 0, tzinfo=UTC)

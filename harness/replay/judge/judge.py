@@ -13,10 +13,12 @@ from typing import Any, Final
 from harness.canonical import canonical_key
 from harness.exceptions import ConfigError
 from harness.llm import LLMClient, LLMRequest
-from harness.recorder import LLMRecord, RecordingLLMClient, RecordMode
+from harness.llm_recorder import RecordingLLMClient
+from harness.records import LLMRecord
 from harness.replay.judge.rubric import DEFAULT_RUBRIC, Criterion, Rubric, check_rubric
 from harness.replay.judge.transcript import render_transcript
 from harness.replay.judge.verdict import VERDICT_TOOL, Verdict, parse_verdict
+from harness.tape import RecordMode
 from harness.trace import Conversation
 
 __all__ = ["DEFAULT_MODEL", "Judge"]

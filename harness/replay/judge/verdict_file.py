@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from harness.exceptions import FixtureFormatError, FixtureNotFound, SchemaVersionError
 from harness.files import write_atomic
 from harness.fixture import VERDICTS_FILE
-from harness.recorder import LLMRecord
+from harness.records import LLMRecord
 from harness.redaction import Redactor
 from harness.replay.judge._base import Frozen, describe
 from harness.replay.judge.verdict import Verdict

@@ -29,7 +29,8 @@ from harness.exceptions import (
 )
 from harness.fixture import VERDICTS_FILE
 from harness.llm import AnthropicClient, LLMResponse, SystemPrompt, Usage, sdk_http_module
-from harness.recorder import VOLATILE_PARAMS, LLMRecord, RecordingLLMClient
+from harness.llm_recorder import VOLATILE_PARAMS, RecordingLLMClient
+from harness.records import LLMRecord
 from harness.replay.judge import (
     DEFAULT_RUBRIC,
     EXIT_BELOW_THRESHOLD,
