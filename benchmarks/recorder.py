@@ -31,7 +31,9 @@ if __package__ in (None, ""):  # run as a script: make the project importable
 
 from harness.canonical import canonical_json
 from harness.llm import LLMResponse, SystemPrompt, TextBlock, Usage
-from harness.recorder import LLMRecord, RecordingLLMClient, RecordMode
+from harness.llm_recorder import RecordingLLMClient
+from harness.records import LLMRecord
+from harness.tape import RecordMode
 
 LOOKUP_SIZES = (10, 1_000, 100_000)
 QUICK_LOOKUP_SIZES = (10, 1_000, 10_000)

@@ -10,6 +10,7 @@ from harness.version import VERSION
 
 __version__ = VERSION
 
+from harness.acting import acting_for, current_user
 from harness.agent import (
     DirectAgent,
     DirectMessage,
@@ -116,6 +117,7 @@ from harness.llm import (
     request_body,
     sdk_http_module,
 )
+from harness.llm_recorder import VOLATILE_PARAMS, RecordingLLMClient
 from harness.options import parse_settings
 from harness.plugins import (
     ENTRY_POINT_GROUP,
@@ -127,19 +129,6 @@ from harness.prompts import (
     override,
     parse_prompt_overrides,
 )
-from harness.recorder import (
-    VOLATILE_PARAMS,
-    LLMRecord,
-    OnMiss,
-    RecordedToolError,
-    RecordingLLMClient,
-    RecordMode,
-    Sink,
-    ToolRecord,
-    ToolRecorder,
-    acting_for,
-    current_user,
-)
 from harness.recording import (
     Recording,
     fetch_records,
@@ -148,6 +137,7 @@ from harness.recording import (
     wrap,
     wrap_tools,
 )
+from harness.records import LLMRecord, ToolRecord
 from harness.redaction import (
     REDACTED,
     Redactor,
@@ -308,6 +298,8 @@ from harness.suites.yamlpos import (
     read_yaml,
     scenario_error,
 )
+from harness.tape import OnMiss, RecordMode, Sink
+from harness.tool_recorder import RecordedToolError, ToolRecorder
 from harness.trace import (
     EVENT_ADAPTER,
     NON_MESSAGE_SEND_TYPES,

@@ -21,15 +21,11 @@ from typing import Any
 
 from harness.exceptions import ConfigError, Divergence
 from harness.llm import LLMClient, LLMResponse, SystemPrompt
-from harness.recorder import (
-    LLMRecord,
-    OnMiss,
-    RecordingLLMClient,
-    RecordMode,
-    ToolRecord,
-    ToolRecorder,
-)
+from harness.llm_recorder import RecordingLLMClient
+from harness.records import LLMRecord, ToolRecord
 from harness.store import Store, open_store
+from harness.tape import OnMiss, RecordMode
+from harness.tool_recorder import ToolRecorder
 
 __all__ = [
     "Recording",

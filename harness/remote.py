@@ -35,9 +35,9 @@ from typing import Final
 from pydantic import AwareDatetime, BaseModel, ConfigDict
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from harness.acting import current_user
 from harness.clock import SystemClock
 from harness.exceptions import ConfigError
-from harness.recorder import current_user
 from harness.recording import Recording
 from harness.store import Store, open_store
 from harness.trace import EVENT_ADAPTER, Event

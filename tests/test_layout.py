@@ -248,7 +248,11 @@ NOT_RE_EXPORTED = {
     "harness.__main__",
     "harness.cli.run",
     "harness.cli.schema",
+    "harness.cli.judging",
+    "harness.cli.record",
+    "harness.cli.regress",
     "harness.cli.replay",
+    "harness.cli.replaying",
     "harness.cli.diff",
     "channels.whatsapp.cli",
 }

@@ -25,7 +25,8 @@ from agents.booking.tools import TOOL_SCHEMAS
 from harness.clock import Clock
 from harness.exceptions import Divergence, UnknownTool
 from harness.llm import LLMClient, SystemPrompt, ToolUseBlock
-from harness.recorder import RecordMode, ToolRecorder
+from harness.tape import RecordMode
+from harness.tool_recorder import ToolRecorder
 from harness.trace import ToolCall
 
 __all__ = ["FALLBACK_TEXT", "Brain", "BrainResult", "ToolDecision", "ToolPolicy"]

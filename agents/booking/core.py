@@ -32,12 +32,14 @@ from agents.booking.regressions import Regression
 from agents.booking.settings import BookingSettings
 from agents.booking.state import Proposal, StateStore, UserState
 from agents.booking.tools import Calendar, register_tools, room_of
+from harness.acting import acting_for
 from harness.agent import DirectMessage, DirectOption, DirectReply, DirectTurn
 from harness.clock import Clock
 from harness.exceptions import LLMError
 from harness.llm import LLMClient
-from harness.recorder import RecordMode, ToolRecorder, acting_for
 from harness.store import Store
+from harness.tape import RecordMode
+from harness.tool_recorder import ToolRecorder
 from harness.trace import ToolCall
 
 __all__ = ["APOLOGY_TEXT", "UNSUPPORTED_TEXT", "AgentTurn", "BookingAgent", "Reply"]

@@ -24,8 +24,8 @@ from typing import Any, Final
 
 from agents.booking.language import format_day
 from harness.clock import Clock
-from harness.recorder import ToolRecorder
 from harness.store import Store
+from harness.tool_recorder import ToolRecorder
 
 __all__ = [
     "SEATINGS",

@@ -38,8 +38,8 @@ from agents.booking.settings import BookingSettings
 from harness.clock import Clock, SystemClock
 from harness.exceptions import ConfigError, SignatureError
 from harness.llm import AnthropicClient, LLMClient
-from harness.recorder import ToolRecorder
 from harness.store import Store, open_store
+from harness.tool_recorder import ToolRecorder
 
 __all__ = ["MissingSignature", "build_llm", "create_app", "sign", "verify_signature"]
 

@@ -224,15 +224,10 @@ from channels.whatsapp.proxy_cli import (
     proxy_main,
     serve_proxy,
 )
-from channels.whatsapp.proxy_record import (
-    META_GRAPH_URL,
-    GraphExchange,
-    ProxyRecorder,
-    ProxySettings,
-    RecordingCollector,
-    WebhookDelivery,
-    parse_json_or_none,
-)
+from channels.whatsapp.proxy_collector import RecordingCollector
+from channels.whatsapp.proxy_exchange import GraphExchange, WebhookDelivery, parse_json_or_none
+from channels.whatsapp.proxy_record import ProxyRecorder
+from channels.whatsapp.proxy_settings import META_GRAPH_URL, ProxySettings
 from channels.whatsapp.pseudonyms import (
     Pseudonymizer,
     new_pseudonym_key,

@@ -49,13 +49,10 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from channels.whatsapp.errors import ServiceUnavailable
-from channels.whatsapp.proxy_record import (
-    GraphExchange,
-    ProxyRecorder,
-    ProxySettings,
-    RecordingCollector,
-    parse_json_or_none,
-)
+from channels.whatsapp.proxy_collector import RecordingCollector
+from channels.whatsapp.proxy_exchange import GraphExchange, parse_json_or_none
+from channels.whatsapp.proxy_record import ProxyRecorder
+from channels.whatsapp.proxy_settings import ProxySettings
 from channels.whatsapp.signing import SIGNATURE_HEADER, verify
 from harness.exceptions import SignatureError
 

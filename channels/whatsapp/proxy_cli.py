@@ -26,12 +26,9 @@ from channels.whatsapp.proxy import (
     WEBHOOK_PATH,
     create_proxy_app,
 )
-from channels.whatsapp.proxy_record import (
-    META_GRAPH_URL,
-    ProxyRecorder,
-    ProxySettings,
-    RecordingCollector,
-)
+from channels.whatsapp.proxy_collector import RecordingCollector
+from channels.whatsapp.proxy_record import ProxyRecorder
+from channels.whatsapp.proxy_settings import META_GRAPH_URL, ProxySettings
 from channels.whatsapp.pseudonyms import new_pseudonym_key
 from harness.exceptions import ConfigError, HarnessError
 from harness.fixture import META_FILE

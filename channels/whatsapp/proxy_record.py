@@ -1,15 +1,14 @@
-"""What the recording proxy writes: its settings, and the fixture it builds as a chat goes.
+"""What the recording proxy writes: the fixture it builds as a chat goes.
 
 :class:`ProxyRecorder` turns what passes through the proxy (webhooks in,
 Graph API calls out) into trace events appended to the fixture as they
-happen; :class:`RecordingCollector` brings in the model and tool calls an
-agent recorded into a store under the same fixture id. The proxy app itself
-is in :mod:`channels.whatsapp.proxy`.
+happen. Its settings are in :mod:`channels.whatsapp.proxy_settings`, what
+the proxy hands it in :mod:`channels.whatsapp.proxy_exchange`; the proxy
+app itself is in :mod:`channels.whatsapp.proxy`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import itertools
 import json
@@ -18,31 +17,28 @@ import mimetypes
 import re
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 
 from channels.whatsapp.envelope import MessageUpdate, StatusUpdate, iter_updates, parse_webhook
 from channels.whatsapp.errors import GraphAPIError
 from channels.whatsapp.payloads import PayloadError
+from channels.whatsapp.proxy_exchange import GraphExchange, WebhookDelivery, parse_json_or_none
+from channels.whatsapp.proxy_settings import ProxySettings
 from channels.whatsapp.pseudonyms import Pseudonymizer
 from channels.whatsapp.summary import message_reply_id, message_text, outbound_text
 from channels.whatsapp.validation import normalize_wa_id
 from harness.canonical import canonical_key
 from harness.clock import Clock, SystemClock
-from harness.exceptions import ConfigError
 from harness.files import write_atomic
 from harness.fixture import META_FILE, FixtureMeta, FixtureWriter, make_span
-from harness.recorder import LLMRecord, ToolRecord
-from harness.recording import store_key
+from harness.records import LLMRecord, ToolRecord
 from harness.redaction import Redactor
 from harness.replay.record import llm_span
-from harness.store import Store
 from harness.trace import (
     Conversation,
     DeliveryAttempt,
@@ -56,123 +52,13 @@ from harness.trace import (
 )
 from harness.trace import StatusUpdate as StatusEvent
 
-__all__ = [
-    "META_GRAPH_URL",
-    "GraphExchange",
-    "ProxyRecorder",
-    "ProxySettings",
-    "RecordingCollector",
-    "WebhookDelivery",
-    "parse_json_or_none",
-]
+__all__ = ["ProxyRecorder"]
 
-META_GRAPH_URL: Final = "https://graph.facebook.com"
 _log = logging.getLogger("channels.whatsapp.proxy")
 _MESSAGES: Final = re.compile(r"/v[0-9]+\.[0-9]+/[^/]+/messages")
 _WINDOW: Final = timedelta(hours=24)
 _MEDIA_TYPES: Final = frozenset({"image", "audio", "video", "document", "sticker"})
 _BODY_LIMIT: Final = 64 * 1024  # characters of a body kept in a span
-_MIN_KEY: Final = 16
-
-
-# -- settings -----------------------------------------------------------------------------
-
-
-def _check_url(option: str, url: str) -> None:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(f"{option}: expected an http:// or https:// URL with a host, not {url!r}")
-
-
-@dataclass(frozen=True)
-class ProxySettings:
-    """What ``harness proxy`` is told; a bad value raises a one-line ``ConfigError``.
-
-    ``agent_url`` is the agent's webhook URL; ``upstream_graph`` the Graph
-    API the agent's calls go on to. ``pseudonymize_key`` turns pseudonyms
-    on. The business's ids, when not given, are learned from the first
-    webhook. ``agent_settings`` and ``target`` go into ``meta.json`` for
-    replays (secrets among them are redacted).
-    """
-
-    agent_url: str
-    app_secret: str
-    verify_token: str
-    out: Path
-    upstream_graph: str = META_GRAPH_URL
-    fixture_id: str | None = None
-    pseudonymize_key: str | None = None
-    public_url: str | None = None
-    phone_number_id: str | None = None
-    waba_id: str | None = None
-    display_phone_number: str | None = None
-    agent_settings: Mapping[str, str] = field(default_factory=dict)
-    target: str | None = None
-    agent_timeout: float = 10.0
-    upstream_timeout: float = 30.0
-    overwrite: bool = False
-    fsync: bool = False
-
-    def __post_init__(self) -> None:
-        _check_url("--agent-url", self.agent_url)
-        _check_url("--upstream-graph", self.upstream_graph)
-        if self.public_url is not None:
-            _check_url("--public-url", self.public_url)
-        for option, value in (
-            ("--app-secret", self.app_secret),
-            ("--verify-token", self.verify_token),
-        ):
-            if not value:
-                raise ConfigError(f"{option}: must not be empty")
-        if self.pseudonymize_key is not None and len(self.pseudonymize_key) < _MIN_KEY:
-            # A short key could be guessed, and the pseudonyms computed back with it.
-            raise ConfigError(f"--pseudonymize-key: use at least {_MIN_KEY} characters")
-        if self.agent_timeout <= 0 or self.upstream_timeout <= 0:
-            raise ConfigError("--agent-timeout: must be a positive number of seconds")
-        if self.target is not None and ":" not in self.target:
-            raise ConfigError(f"--target: expected package.module:attr, not {self.target!r}")
-
-    @property
-    def name(self) -> str:
-        """The fixture id: the one given, else the fixture directory's name."""
-        return self.fixture_id or self.out.resolve().name
-
-
-# -- the recording ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class WebhookDelivery:
-    """One webhook POST as the proxy took it: its delivery id, attempt and items."""
-
-    delivery: str
-    attempt: int
-    items: tuple[str, ...]
-    user: str | None
-    faults: tuple[str, ...]
-    at: datetime
-    digest: str
-
-
-@dataclass(frozen=True, slots=True)
-class GraphExchange:
-    """One Graph API call the agent made through the proxy, and the upstream's answer.
-
-    ``status_code`` is None when no answer came (``error`` says why; the
-    agent then got the proxy's own 502 or 504, in ``response_body``).
-    """
-
-    method: str
-    path: str
-    at: datetime
-    latency_ms: float
-    request_body: bytes
-    request_type: str
-    status_code: int | None
-    response_body: bytes
-    response_type: str
-    answered: int
-    error: str | None = None
 
 
 @dataclass(slots=True)
@@ -180,14 +66,6 @@ class _Seen:
     delivery: str
     attempt: int
     ok: bool
-
-
-def parse_json_or_none(data: bytes) -> Any:
-    """A body parsed as JSON, or None when it is not JSON."""
-    try:
-        return json.loads(data)
-    except ValueError:
-        return None
 
 
 def _body_text(data: bytes, content_type: str) -> str:
@@ -617,43 +495,3 @@ class ProxyRecorder:
             self._write_meta()
         finally:
             self.writer.close()
-
-
-# -- the agent's recordings, through a store ---------------------------------------------
-
-
-class RecordingCollector:
-    """Collects the model and tool records an agent in another process keeps in a store.
-
-    The agent records with the harness's recorders into ``store`` under
-    ``fixture_id`` (:meth:`harness.recording.Recording.in_store`, or
-    ``HARNESS_RECORD_MODE=record`` with ``HARNESS_RECORDING_URL`` and
-    ``HARNESS_FIXTURE_ID`` for :meth:`~harness.recording.Recording.from_settings`);
-    each :meth:`drain` moves the records made since the last one into the
-    proxy's fixture, with the trace events the recorders would have emitted.
-    """
-
-    def __init__(self, store: Store, fixture_id: str) -> None:
-        self._store = store
-        self._fixture_id = fixture_id
-        self._next = {"llm": 0, "tools": 0}
-        self._lock = asyncio.Lock()
-
-    async def drain(self, recorder: ProxyRecorder) -> int:
-        """Move every record kept since the last call into ``recorder``; returns how many."""
-        moved = 0
-        async with self._lock:
-            for log, start in self._next.items():
-                lines = await self._store.read_log(store_key(self._fixture_id, log), start=start)
-                self._next[log] = start + len(lines)
-                for line in lines:
-                    try:
-                        if log == "llm":
-                            recorder.add_llm(LLMRecord.model_validate_json(line))
-                        else:
-                            recorder.add_tool(ToolRecord.model_validate_json(line))
-                    except ValidationError as exc:
-                        _log.warning("skipped a malformed %s record in the store: %s", log, exc)
-                        continue
-                    moved += 1
-        return moved

@@ -65,7 +65,9 @@ def cli() -> None:
 def _builtin_commands() -> None:
     # Imported here so that `harness --help` stays quick and plugins load lazily.
     from harness.cli.diff import diff_command
-    from harness.cli.replay import record_command, regress_command, replay_command
+    from harness.cli.record import record_command
+    from harness.cli.regress import regress_command
+    from harness.cli.replay import replay_command
     from harness.cli.run import run_command
     from harness.cli.schema import schema_command
 

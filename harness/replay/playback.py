@@ -30,14 +30,15 @@ from harness.exceptions import ConfigError, HarnessError
 from harness.fixture import Fixture
 from harness.inflight import running_on
 from harness.prompts import override
-from harness.recorder import LLMRecord, RecordMode, ToolRecord
 from harness.recording import Recording
+from harness.records import LLMRecord, ToolRecord
 from harness.replay.diff import ConversationDiff, diff_conversations
 from harness.results import Violation
 from harness.skew import Skew
 from harness.suites.invariants import bind
 from harness.suites.runner import Runner
 from harness.suites.scenario import Scenario, parse_scenario
+from harness.tape import RecordMode
 from harness.trace import Conversation, InboundMessage, Participant
 
 __all__ = [

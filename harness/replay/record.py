@@ -22,11 +22,12 @@ from typing import Any
 from harness.channel import ChannelSession
 from harness.files import write_atomic
 from harness.fixture import FixtureMeta, FixtureWriter, make_span
-from harness.recorder import LLMRecord, RecordMode, ToolRecord
 from harness.recording import Recording
+from harness.records import LLMRecord, ToolRecord
 from harness.results import ScenarioResult
 from harness.suites.runner import Runner, settings_from
 from harness.suites.scenario import Scenario
+from harness.tape import RecordMode
 from harness.trace import InboundMessage
 
 __all__ = ["SECRET_OPTIONS", "llm_span", "record_scenario"]

@@ -15,7 +15,8 @@ from harness.clock import OffsetClock, VirtualClock
 from harness.exceptions import ClockError, RealWorkTimeout
 from harness.inflight import BusyTransport, busy, current_clock, running_on
 from harness.llm import LLMResponse, SystemPrompt, TextBlock
-from harness.recorder import RecordingLLMClient, RecordMode
+from harness.llm_recorder import RecordingLLMClient
+from harness.tape import RecordMode
 
 
 def _offset(clock: VirtualClock) -> float:

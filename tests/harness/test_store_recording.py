@@ -9,9 +9,10 @@ import pytest
 from harness.exceptions import ConfigError, Divergence
 from harness.fixture import load_fixture
 from harness.llm import LLMResponse, TextBlock, Usage
-from harness.recorder import LLMRecord, RecordMode, ToolRecord
 from harness.recording import Recording, fetch_records, publish_records, wrap, wrap_tools
+from harness.records import LLMRecord, ToolRecord
 from harness.store import RedisStore
+from harness.tape import RecordMode
 
 FIXTURE = Path(__file__).resolve().parents[2] / "scenarios/booking/fixtures/happy_confirm_button"
 

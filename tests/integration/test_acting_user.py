@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.recorder import RecordMode, ToolRecorder, acting_for
+from harness.acting import acting_for
 from harness.suites.runner import Runner, RunOptions
 from harness.suites.scenario import load_scenario
+from harness.tape import RecordMode
+from harness.tool_recorder import ToolRecorder
 from harness.trace import LLMExchange, ToolCall
 
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "booking" / "cancel_booking.yaml"

@@ -41,11 +41,9 @@ from channels.whatsapp.messages import parse_message
 from channels.whatsapp.proxy import (
     create_proxy_app,
 )
-from channels.whatsapp.proxy_record import (
-    ProxyRecorder,
-    ProxySettings,
-    RecordingCollector,
-)
+from channels.whatsapp.proxy_collector import RecordingCollector
+from channels.whatsapp.proxy_record import ProxyRecorder
+from channels.whatsapp.proxy_settings import ProxySettings
 from channels.whatsapp.server import BackgroundServer
 from channels.whatsapp.signing import SignedBody
 from channels.whatsapp.simulator import WhatsAppSimulator

@@ -12,7 +12,8 @@ from agents.booking import FALLBACK_TEXT, Brain, ToolDecision
 from harness.clock import VirtualClock
 from harness.exceptions import Divergence
 from harness.llm import LLMResponse, TextBlock, ToolUseBlock
-from harness.recorder import RecordMode, ToolRecorder
+from harness.tape import RecordMode
+from harness.tool_recorder import ToolRecorder
 
 
 class _Model:

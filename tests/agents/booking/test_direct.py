@@ -18,8 +18,9 @@ from harness.agent import DirectAgent, DirectMessage, DirectTurn
 from harness.clock import VirtualClock
 from harness.exceptions import LLMAPIError
 from harness.llm import LLMResponse
-from harness.recorder import RecordMode, ToolRecorder
 from harness.store import MemoryStore
+from harness.tape import RecordMode
+from harness.tool_recorder import ToolRecorder
 
 USER = "15551234567"
 

@@ -21,7 +21,9 @@ from channels.whatsapp.channel import agent_settings
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.simulator import SimUser, WhatsAppSimulator
 from harness.clock import VirtualClock
-from harness.recorder import RecordingLLMClient, RecordMode, ToolRecorder
+from harness.llm_recorder import RecordingLLMClient
+from harness.tape import RecordMode
+from harness.tool_recorder import ToolRecorder
 from harness.trace import Conversation, OutboundSend
 
 HOUR = 3600.0

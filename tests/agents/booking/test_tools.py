@@ -8,8 +8,9 @@ import pytest
 
 from agents.booking import SEATINGS, TOOL_SCHEMAS, Calendar, ToolInputError, register_tools, room_of
 from harness.clock import VirtualClock
-from harness.recorder import RecordMode, ToolRecorder
 from harness.store import MemoryStore
+from harness.tape import RecordMode
+from harness.tool_recorder import ToolRecorder
 
 
 @pytest.fixture

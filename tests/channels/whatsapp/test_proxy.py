@@ -35,11 +35,9 @@ from channels.whatsapp.proxy import (
     create_proxy_app,
 )
 from channels.whatsapp.proxy_cli import parse_listen, proxy_command, proxy_main
-from channels.whatsapp.proxy_record import (
-    ProxyRecorder,
-    ProxySettings,
-    RecordingCollector,
-)
+from channels.whatsapp.proxy_collector import RecordingCollector
+from channels.whatsapp.proxy_record import ProxyRecorder
+from channels.whatsapp.proxy_settings import ProxySettings
 from channels.whatsapp.pseudonyms import Pseudonymizer, new_pseudonym_key
 from channels.whatsapp.signing import SignedBody
 from channels.whatsapp.simulator import WhatsAppSimulator

@@ -27,7 +27,7 @@ from harness.channel import AgentEnvironment
 from harness.clock import DEFAULT_START
 from harness.fixture import SCHEMA_VERSION, Fixture, load_fixture, read_jsonl
 from harness.prompts import overridden, override
-from harness.recorder import LLMRecord, ToolRecord
+from harness.records import LLMRecord, ToolRecord
 from harness.replay.playback import plan_from_fixture, replay_fixture
 from harness.replay.record import record_scenario
 from harness.results import ScenarioResult

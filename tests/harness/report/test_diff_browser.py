@@ -13,7 +13,7 @@ import pytest
 
 from harness.replay.diff import diff_conversations
 from harness.report import write_diff_html
-from tests.harness.replay.test_diff import DANGEROUS, booking
+from tests.harness.replay.diff.bookings import DANGEROUS, booking
 from tests.harness.report.browser import PNG_SIGNATURE, find_chromium, run_chromium
 from tests.harness.report.dom import Element, parse
 

@@ -1,0 +1,91 @@
+"""``harness record``: run a scenario with the agent's model and tools recorded, into a fixture.
+
+With ``--judge``, the Anthropic judge scores the conversation and its verdict
+is recorded beside the fixture, so replays judge offline. Exit 0 when the
+scenario passed, 1 when it failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import click
+
+from harness.exceptions import ConfigError
+from harness.llm import AnthropicClient
+from harness.llm_recorder import RecordingLLMClient
+from harness.options import parse_settings
+from harness.replay.judge import Judge, save_verdicts
+from harness.suites.runner import DEFAULT_TARGET, Runner, RunOptions
+from harness.suites.scenario import load_scenario
+from harness.tape import RecordMode
+
+__all__ = ["record_command"]
+
+
+@click.command("record")
+@click.argument("scenario", type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="The fixture directory to write.",
+)
+@click.option("--overwrite", is_flag=True, help="Replace a fixture already in --out.")
+@click.option(
+    "--target",
+    default=None,
+    help=f"The agent's factory, package.module:attr (default: {DEFAULT_TARGET}).",
+)
+@click.option(
+    "--live", is_flag=True, help="Use the real Anthropic model (needs ANTHROPIC_API_KEY)."
+)
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--agent-setting", "agent_settings", multiple=True, metavar="KEY=VALUE")
+@click.option(
+    "--judge",
+    "judge",
+    is_flag=True,
+    help="Have the Anthropic judge score the conversation and record its verdict "
+    "(needs ANTHROPIC_API_KEY); replays then judge offline.",
+)
+@click.pass_context
+def record_command(
+    ctx: click.Context,
+    scenario: Path,
+    out: Path,
+    overwrite: bool,
+    target: str | None,
+    live: bool,
+    seed: int,
+    agent_settings: tuple[str, ...],
+    judge: bool,
+) -> None:
+    """Run a scenario once with the agent's model and tools recorded, into a fixture."""
+    from harness.replay.record import record_scenario
+
+    settings = parse_settings(agent_settings, "--agent-setting")
+    key = os.environ.get("ANTHROPIC_API_KEY")
+    if (live or judge) and not key:
+        flag = "--live" if live else "--judge"
+        raise ConfigError(f"{flag} needs ANTHROPIC_API_KEY in the environment")
+    if live and key:
+        settings = {"HARNESS_LLM": "anthropic", "ANTHROPIC_API_KEY": key, **settings}
+    runner = Runner(RunOptions(target=target, seed=seed, agent_settings=settings))
+    loaded = load_scenario(scenario)
+    secrets = (settings["ANTHROPIC_API_KEY"],) if "ANTHROPIC_API_KEY" in settings else ()
+    result = asyncio.run(record_scenario(runner, loaded, out, overwrite=overwrite, secrets=secrets))
+    click.echo(f"recorded {loaded.name!r} into {out}: {result.status}")
+    if judge and key and result.conversation is not None:
+        verdict_judge = Judge(RecordingLLMClient(AnthropicClient(api_key=key), RecordMode.RECORD))
+        verdict = asyncio.run(verdict_judge.evaluate(result.conversation, scenario=loaded.name))
+        save_verdicts(out, [verdict], records=verdict_judge.records, secrets=(key,))
+        click.echo(verdict.headline())
+    for violation in result.violations:
+        click.echo(f"  {violation.headline()}")
+    if result.error:
+        click.echo(f"  error: {result.error}")
+    ctx.exit(0 if result.status == "passed" else 1)

@@ -1,0 +1,83 @@
+"""``harness regress``: replay fixtures against a changed agent, and show which changed.
+
+Exit 3 when any replay diverged, 1 when any failed; with the judge options,
+4 or 2 as for ``harness replay``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from harness.cli.judging import judge_exit, judge_options
+from harness.cli.replaying import REPLAY_EXIT, fixture_dirs, print_result, replay_all
+from harness.options import parse_settings
+from harness.prompts import parse_prompt_overrides
+from harness.replay.playback import Policy
+from harness.suites.runner import Runner, RunOptions
+
+__all__ = ["regress_command"]
+
+
+@click.command("regress")
+@click.argument("fixtures", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--candidate",
+    "candidate",
+    multiple=True,
+    metavar="SPEC",
+    help="What changed: KEY=VALUE (an agent setting, e.g. "
+    "BOOKING_REGRESSIONS=no_dedupe), prompt:NAME=PATH, or target=pkg.mod:attr.",
+)
+@click.option(
+    "--policy", type=click.Choice(["pinned", "live"]), default="pinned", show_default=True
+)
+@judge_options
+@click.pass_context
+def regress_command(
+    ctx: click.Context,
+    fixtures: tuple[Path, ...],
+    candidate: tuple[str, ...],
+    policy: Policy,
+    judge: bool,
+    judge_gate: float | None,
+) -> None:
+    """Replay fixtures against a changed agent: exit 3 if any diverged, 1 if any failed."""
+    settings: list[str] = []
+    prompts: list[str] = []
+    target: str | None = None
+    for spec in candidate:
+        if spec.startswith("prompt:"):
+            prompts.append(spec.removeprefix("prompt:"))
+        elif spec.startswith("target="):
+            target = spec.removeprefix("target=")
+        else:
+            settings.append(spec)
+    paths = fixture_dirs(fixtures)
+    runner = Runner(
+        RunOptions(target=target, agent_settings=parse_settings(tuple(settings), "--candidate"))
+    )
+    results = replay_all(
+        paths, runner, policy=policy, skew=None, prompts=parse_prompt_overrides(prompts)
+    )
+    console = Console()
+    for result in results:
+        if result.status != "same":
+            print_result(result, console)
+    table = Table("fixture", "status", "changes", "violations", title=None)
+    for result in results:
+        table.add_row(
+            Path(result.fixture).name,
+            result.status.upper(),
+            str(len(result.changes)),
+            str(len(result.violations)),
+        )
+    console.print(table)
+    worst = max((REPLAY_EXIT[r.status] for r in results), default=0)
+    same = sum(1 for r in results if r.status == "same")
+    console.print(f"{len(results)} fixtures: {same} same, {len(results) - same} not", markup=False)
+    judged = judge_exit(paths, results, judge, judge_gate)
+    ctx.exit(worst or judged)

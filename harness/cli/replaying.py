@@ -1,0 +1,82 @@
+"""What ``harness replay`` and ``harness regress`` share: finding, replaying and printing fixtures.
+
+Exit codes by a replay's status: 0 the replay matched (or only changed),
+1 an invariant failed or the run broke, 3 the replay diverged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from rich.console import Console
+
+from harness.exceptions import ConfigError
+from harness.fixture import META_FILE, load_fixture
+from harness.replay.playback import Policy, ReplayResult, replay_fixture
+from harness.skew import Skew
+from harness.suites.runner import Runner
+
+__all__ = ["REPLAY_EXIT", "fixture_dirs", "print_result", "replay_all"]
+
+#: The exit code of each replay status.
+REPLAY_EXIT = {"same": 0, "changed": 0, "failed": 1, "error": 1, "diverged": 3}
+
+
+def fixture_dirs(paths: tuple[Path, ...]) -> list[Path]:
+    """Fixture directories named directly, or found (recursively) under the directories given."""
+    found: list[Path] = []
+    for path in paths:
+        if (path / META_FILE).is_file():
+            found.append(path)
+        elif path.is_dir():
+            found.extend(sorted(p.parent for p in path.rglob(META_FILE)))
+        else:
+            raise ConfigError(f"{path}: not a fixture directory (no {META_FILE})")
+    if not found:
+        raise ConfigError(f"no fixtures under {', '.join(map(str, paths))}")
+    return found
+
+
+def print_result(result: ReplayResult, console: Console) -> None:
+    """A replay's status, then what diverged, changed, failed or went unused, a line each."""
+    console.print(
+        f"{result.status.upper():<9} {result.fixture} ({result.duration_s:.2f}s)",
+        markup=False,
+        highlight=False,
+    )
+    for line in result.divergences:
+        console.print(f"  diverged: {line}", markup=False, highlight=False)
+    for line in result.changes[:12]:
+        console.print(f"  changed {line}", markup=False, highlight=False)
+    if len(result.changes) > 12:
+        console.print(f"  ... and {len(result.changes) - 12} more changes", markup=False)
+    for violation in result.violations:
+        console.print(f"  ✗ {violation.headline()}", markup=False, highlight=False)
+        for line in violation.messages:
+            console.print(f"      {line}", markup=False, highlight=False)
+    if result.error:
+        console.print(f"  error: {result.error}", markup=False, highlight=False)
+    if result.unused:
+        console.print(f"  {result.unused} recorded answers were never asked for", markup=False)
+
+
+def replay_all(
+    fixtures: list[Path],
+    runner: Runner,
+    *,
+    policy: Policy,
+    skew: Skew | None,
+    prompts: dict[str, str],
+) -> list[ReplayResult]:
+    """Replay ``fixtures`` one after another with ``runner``, on one event loop."""
+
+    async def go() -> list[ReplayResult]:
+        return [
+            await replay_fixture(
+                runner, load_fixture(path), policy=policy, skew=skew, prompts=prompts
+            )
+            for path in fixtures
+        ]
+
+    return asyncio.run(go())

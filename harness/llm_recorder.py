@@ -1,0 +1,174 @@
+"""A model client behind a recorder: :class:`RecordingLLMClient` records, replays, passes through.
+
+A request is keyed by the sha256 of its canonical JSON with the volatile
+params (:data:`VOLATILE_PARAMS`) left out, so two runs asking the same thing
+share a key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from harness.acting import _ACTING
+from harness.canonical import canonical_bytes
+from harness.divergence import Parts, llm_differences, llm_parts, message_text, quote
+from harness.exceptions import ConfigError
+from harness.inflight import busy
+from harness.llm import LLMClient, LLMResponse, SystemPrompt, request_body
+from harness.records import LLMRecord
+from harness.tape import OnMiss, RecordMode, Sink, _Clock, _Recorder
+from harness.trace import LLMExchange
+
+__all__ = ["VOLATILE_PARAMS", "RecordingLLMClient"]
+
+#: Request params left out of the key: they change from run to run without
+#: changing what is asked (per-request ids and user tags, transport options).
+VOLATILE_PARAMS: frozenset[str] = frozenset(
+    {"extra_headers", "extra_query", "idempotency_key", "metadata", "request_id", "timeout"}
+)
+
+
+@dataclass(slots=True)
+class _Pending:
+    """An exchange recorded this run, kept as canonical text until someone reads it."""
+
+    key: str
+    text: str
+    response: LLMResponse
+    at: datetime
+    record: LLMRecord | None = None
+
+
+class RecordingLLMClient(_Recorder[LLMRecord, _Pending]):
+    """An :class:`~harness.llm.LLMClient` that records, replays or passes through.
+
+    ``inner`` is the real client; replay with ``on_miss="raise"`` needs none.
+    ``volatile`` names params to leave out of the key besides
+    :data:`VOLATILE_PARAMS`. ``sink`` receives an ``LLMExchange`` per call,
+    stamped with ``clock.now()``; ``on_record`` receives each new record as
+    it is made (to append to a fixture's llm.jsonl as you go; under
+    concurrency that is completion order, while :attr:`records` keeps call
+    order).
+    """
+
+    _noun = "LLM request"
+
+    def __init__(
+        self,
+        inner: LLMClient | None,
+        mode: RecordMode | str = RecordMode.RECORD,
+        *,
+        records: Iterable[LLMRecord] = (),
+        on_miss: OnMiss = "raise",
+        volatile: Iterable[str] = (),
+        sink: Sink | None = None,
+        clock: _Clock | None = None,
+        on_record: Callable[[LLMRecord], None] | None = None,
+    ) -> None:
+        super().__init__(mode, records, on_miss, sink, clock, on_record)
+        if inner is None and (self.mode is not RecordMode.REPLAY or self.on_miss == "live"):
+            raise ConfigError(
+                f"RecordingLLMClient in {self.mode.value} mode with on_miss={self.on_miss!r} "
+                "needs an inner client to call"
+            )
+        self._inner = inner
+        self.volatile = VOLATILE_PARAMS | frozenset(volatile)
+
+    async def create(
+        self,
+        *,
+        model: str,
+        messages: Sequence[Mapping[str, Any]],
+        max_tokens: int,
+        system: SystemPrompt | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        **params: Any,
+    ) -> LLMResponse:
+        """Answer from the recording or the inner client, per the mode."""
+        body = request_body(
+            model=model,
+            messages=messages,
+            max_tokens=max_tokens,
+            system=system,
+            tools=tools,
+            params=params,
+            exclude=self.volatile,
+        )
+        raw = canonical_bytes(body)
+        key = hashlib.sha256(raw).hexdigest()
+        text = raw.decode()
+        if self.mode is RecordMode.REPLAY:
+            # No await between the lookup and the return: concurrent replays can't race.
+            record = self._tape.take(key)
+            if record is not None:
+                self._emit_exchange(key, record.response, "recorded", None)
+                return record.response
+            if self.on_miss == "raise":
+                now = json.loads(text)
+                raise self._diverged(key, llm_parts(now), lambda r: llm_differences(r.request, now))
+        assert self._inner is not None  # __init__ refuses a missing inner client for these modes
+        seq = self._log.reserve() if self.mode is not RecordMode.PASSTHROUGH else 0
+        # A real model takes real time: virtual time must not jump over the call.
+        with busy(f"model call ({model})"):
+            response = await self._inner.create(
+                model=model,
+                messages=messages,
+                max_tokens=max_tokens,
+                system=system,
+                tools=tools,
+                **params,
+            )
+        at = self._clock.now()
+        if self.mode is not RecordMode.PASSTHROUGH:
+            self._keep(seq, _Pending(key, text, response, at))
+        self._emit_exchange(key, response, "live", at)
+        return response
+
+    def _emit_exchange(
+        self,
+        key: str,
+        response: LLMResponse,
+        source: Literal["live", "recorded"],
+        at: datetime | None,
+    ) -> None:
+        if self._sink is None:
+            return
+        self._emit(
+            LLMExchange(
+                at=self._clock.now() if at is None else at,
+                user=_ACTING.get(),
+                key=key,
+                model=response.model,
+                stop_reason=response.stop_reason,
+                input_tokens=response.usage.input_tokens,
+                output_tokens=response.usage.output_tokens,
+                source=source,
+            )
+        )
+
+    def _materialize(self, item: _Pending) -> LLMRecord:
+        if item.record is None:
+            item.record = LLMRecord(
+                key=item.key,
+                request=json.loads(item.text),
+                response=item.response,
+                model=item.response.model,
+                input_tokens=item.response.usage.input_tokens,
+                output_tokens=item.response.usage.output_tokens,
+                recorded_at=item.at,
+            )
+        return item.record
+
+    def _parts(self, record: LLMRecord) -> Parts:
+        return llm_parts(record.request)
+
+    def _describe(self, record: LLMRecord) -> str:
+        messages = record.request.get("messages")
+        count = len(messages) if isinstance(messages, list) else 0
+        last = quote(message_text(messages[-1])) if isinstance(messages, list) and messages else ""
+        return f"{record.model}, {count} messages, last {last} (key {record.key[:12]})"
