@@ -58,7 +58,8 @@ class DirectChannel:
         if setup.agent_factory is None:
             raise ConfigError("the direct channel runs agents in-process; give an agent factory")
         self.setup = setup
-        self.clock = VirtualClock(setup.start)
+        self.clock = VirtualClock(setup.start, watch_real_timers=True)
+        self._observed: set[str] | None = None
         store = setup.store or MemoryStore(clock=self.clock)
         self.store = store.with_namespace(setup.namespace) if setup.namespace else store
         self.events: list[Event] = []
@@ -84,6 +85,7 @@ class DirectChannel:
             sink=self._record,
             recording=self.setup.recording,
         )
+        self._observed = env.observed
         self._agent = find_direct_agent(self.setup.agent_factory(env))
 
     def _key(self, user: str) -> str:
@@ -163,7 +165,10 @@ class DirectChannel:
             Participant(id=u.key, name=u.name, wa_id=u.wa_id, user_id=u.bsuid)
             for u in self.setup.users
         )
-        return Conversation.from_events(self.events, channel=self.name, participants=participants)
+        observed = None if self._observed is None else tuple(sorted(self._observed))
+        return Conversation.from_events(
+            self.events, channel=self.name, participants=participants, observed=observed
+        )
 
     async def close(self) -> None:
         """Stop the agent's own pending work (timers, background tasks)."""

@@ -73,6 +73,9 @@ class AgentEnvironment:
     http_client: httpx.AsyncClient | None = None
     sink: Callable[[Event], None] | None = None
     recording: Recording | None = None
+    #: Which of the agent's own calls reach ``sink`` (``llm``, ``tool``): the recorders
+    #: the agent makes with :func:`harness.recording.wrap` and ``wrap_tools`` add theirs.
+    observed: set[str] = field(default_factory=set)
 
 
 #: Builds an agent under test: returns an ASGI app, or an object implementing

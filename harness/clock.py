@@ -76,6 +76,9 @@ JumpListener = Callable[[ClockJump], None]
 # tasks. On loops that expose their ready queue (CPython's) the driver stops
 # as soon as it is empty; elsewhere it waits a fixed number of rounds.
 _FALLBACK_ROUNDS: Final = 64
+# Real-time timers further away than this are not waited for (a real 25-hour sleep
+# can't be; a periodic job an hour away is not the agent answering).
+_REAL_TIMER_HORIZON: Final = 30.0
 # A task that spins on sleep(0) forever would keep the loop busy; past this
 # many rounds the driver moves time anyway rather than hang.
 _MAX_ROUNDS: Final = 10_000
@@ -171,6 +174,7 @@ class VirtualClock:
         auto_advance: bool = False,
         on_jump: JumpListener | None = None,
         real_work_limit: float = DEFAULT_REAL_WORK_LIMIT,
+        watch_real_timers: bool = False,
     ) -> None:
         if not (math.isfinite(real_work_limit) and real_work_limit > 0):
             raise ClockError(f"real_work_limit must be a positive number, not {real_work_limit!r}")
@@ -181,6 +185,9 @@ class VirtualClock:
         self._listeners: list[JumpListener] = [] if on_jump is None else [on_jump]
         #: Real seconds a piece of real work may stay in flight before it is reported as hung.
         self.real_work_limit = real_work_limit
+        #: Whether a real-time timer due soon in the loop (an ``asyncio.sleep`` of code that
+        #: does not use this clock) counts as work in flight.
+        self.watch_real_timers = watch_real_timers
         self._work: dict[int, _Work] = {}
         self._work_ids = itertools.count()
         self._work_lock = threading.Lock()
@@ -235,6 +242,17 @@ class VirtualClock:
         self._move(self._later(delta), reason)
         self._wake_due()
         return self._now
+
+    def restart(self, at: datetime) -> None:
+        """Start again at ``at`` (earlier or later), before anything has used this clock.
+
+        For a conversation whose starting instant is known only once it is
+        connected; once a sleeper waits or time has moved, it raises
+        :class:`ClockError`.
+        """
+        if self._sleepers or self.jumps:
+            raise ClockError("a clock can start again only before anything has used it")
+        self._now = _aware(at, "start")
 
     def set(self, when: datetime, *, reason: str = "set") -> datetime:
         """Move time forward to ``when``; moving it backwards raises :class:`ClockError`."""
@@ -367,12 +385,39 @@ class VirtualClock:
 
     async def _settle(self) -> None:
         """Return once the loop is idle and no real work is in flight (see the module docstring)."""
+        loop = asyncio.get_running_loop()
+        timers_since: float | None = None
         while True:
             await self._drain()
             working = self._real_work()
-            if not working:
+            if working:
+                await self._wait_for_work(working)
+                continue
+            due = self._real_timer_due(loop) if self.watch_real_timers else None
+            if due is None:
                 return
-            await self._wait_for_work(working)
+            # Code that sleeps in real time (a debounce written with asyncio.sleep) will act
+            # when its timer fires: let real time pass until then rather than jump over it.
+            now = loop.time()
+            timers_since = now if timers_since is None else timers_since
+            if now - timers_since > self.real_work_limit:
+                raise RealWorkTimeout(
+                    f"real-time timers kept firing for {self.real_work_limit:g} s, so virtual "
+                    "time can't move on: does the agent run a periodic task on real time? "
+                    "Give it the harness's clock",
+                    work=(("real-time timers", round(now - timers_since, 1)),),
+                )
+            await asyncio.sleep(max(due - now, 0.0))
+
+    @staticmethod
+    def _real_timer_due(loop: asyncio.AbstractEventLoop) -> float | None:
+        """When the loop's next real-time timer fires, if one is due within the horizon."""
+        scheduled = getattr(loop, "_scheduled", None)  # CPython's heap of TimerHandles
+        if not scheduled:
+            return None
+        horizon = loop.time() + _REAL_TIMER_HORIZON
+        due = [h.when() for h in scheduled if not h.cancelled() and h.when() <= horizon]
+        return min(due) if due else None
 
     async def _drain(self) -> None:
         """Yield until every other task in the loop is blocked (or give up after many rounds)."""

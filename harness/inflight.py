@@ -16,6 +16,12 @@ talks to a service with its own client wraps the call::
     with busy("CRM lookup"):
         customer = await crm.get(f"/customers/{user}")
 
+Work handed to a thread is held from the loop's side, so no moment is left
+uncovered between handing it over and the thread starting::
+
+    with busy("PDF rendering"):
+        pdf = await asyncio.to_thread(render, booking)
+
 Outside a run (no virtual clock), :func:`busy` does nothing, so the same
 agent code runs unchanged in production. The runner makes a scenario's
 clock the current one with :func:`running_on`; tasks started inside inherit

@@ -8,6 +8,7 @@ The core never imports a channel by name: it asks the installed packages.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any
@@ -30,6 +31,9 @@ class ChannelPlugin:
     description: str
     factory: Callable[..., Any]
     commands: Sequence[click.Command] = field(default_factory=tuple)
+    #: What the channel keeps for a whole run (entered around it, given to every scenario's
+    #: setup as ``shared``): called with ``target_url`` and ``options``; None for nothing.
+    run_context: Callable[..., AbstractAsyncContextManager[Any]] | None = None
 
 
 def load_channel_plugins(group: str = ENTRY_POINT_GROUP) -> dict[str, ChannelPlugin]:

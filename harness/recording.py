@@ -234,6 +234,13 @@ def _recording_of(env: Any) -> Recording | None:
     return recording if isinstance(recording, Recording) else None
 
 
+def _observe(env: Any, kind: str) -> None:
+    """Tell the channel the agent's calls of ``kind`` will reach its sink from now on."""
+    observed = getattr(env, "observed", None)
+    if isinstance(observed, set) and getattr(env, "sink", None) is not None:
+        observed.add(kind)
+
+
 def wrap(client: LLMClient, env: Any = None) -> RecordingLLMClient:
     """Wrap an agent's model client for the harness: the one call an agent makes.
 
@@ -245,6 +252,7 @@ def wrap(client: LLMClient, env: Any = None) -> RecordingLLMClient:
     """
     recording = _recording_of(env)
     sink, clock = getattr(env, "sink", None), getattr(env, "clock", None)
+    _observe(env, "llm")
     if recording is not None:
         return recording.llm(client, sink=sink, clock=clock)
     return RecordingLLMClient(client, RecordMode.PASSTHROUGH, sink=sink, clock=clock)
@@ -254,6 +262,7 @@ def wrap_tools(env: Any = None) -> ToolRecorder:
     """A tool registry for the harness, in the run's mode; see :func:`wrap`."""
     recording = _recording_of(env)
     sink, clock = getattr(env, "sink", None), getattr(env, "clock", None)
+    _observe(env, "tool")
     if recording is not None:
         return recording.tools(sink=sink, clock=clock)
     return ToolRecorder(RecordMode.PASSTHROUGH, sink=sink, clock=clock)

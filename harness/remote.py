@@ -48,6 +48,7 @@ __all__ = [
     "AgentAnnouncement",
     "HarnessClock",
     "HarnessLink",
+    "ScenarioScope",
     "ScopedStore",
     "agent_key",
     "clock_key",
@@ -225,6 +226,36 @@ class ScopedStore:
         return ScopedStore(self._inner.with_namespace(namespace))
 
 
+class ScenarioScope:
+    """ASGI middleware: each request runs in the scope its ``X-Harness-Scenario`` names.
+
+    The scope's clock offset is read before the request is handled, so the
+    agent sees the scenario's time from its first line on.
+    """
+
+    def __init__(self, app: ASGIApp, *, link: HarnessLink) -> None:
+        self.app = app
+        self.link = link
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Run the request in the named scenario's scope (unscoped without the header)."""
+        named = None
+        if scope["type"] == "http":
+            for key, value in scope.get("headers", ()):
+                if key == _HEADER:
+                    named = value.decode("latin-1").strip() or None
+                    break
+        if named is None:
+            await self.app(scope, receive, send)
+            return
+        with in_scope(named):
+            await self.link.clock.refresh(named)
+            await self.app(scope, receive, send)
+
+
+_HEADER: Final = SCENARIO_HEADER.lower().encode()
+
+
 class HarnessLink:
     """An agent's connection to harness runs, from ``HARNESS_STORE_URL``; see the module."""
 
@@ -277,25 +308,17 @@ class HarnessLink:
         return ScopedStore(store)
 
     def wrap_app(self, app: ASGIApp) -> ASGIApp:
-        """ASGI middleware: each request runs in the scope its ``X-Harness-Scenario`` names."""
-        header = SCENARIO_HEADER.lower().encode()
-        clock = self.clock
+        """``app`` behind :class:`ScenarioScope`: each request runs in its scenario's scope."""
+        return ScenarioScope(app, link=self)
 
-        async def scoped_app(scope: Scope, receive: Receive, send: Send) -> None:
-            named = None
-            if scope["type"] == "http":
-                for key, value in scope.get("headers", ()):
-                    if key == header:
-                        named = value.decode("latin-1").strip() or None
-                        break
-            if named is None:
-                await app(scope, receive, send)
-                return
-            with in_scope(named):
-                await clock.refresh(named)
-                await app(scope, receive, send)
+    async def before_request(self, request: object) -> None:
+        """An httpx ``request`` event hook: reports reach the run before what the agent sends.
 
-        return scoped_app
+        Give it to the client the agent sends its messages with
+        (``event_hooks={"request": [link.before_request]}``), so a tool call the
+        agent reports comes before the reply it sent about it in the trace.
+        """
+        await self.flush()
 
     async def flush(self) -> None:
         """Wait until every reported event is in the store."""

@@ -29,6 +29,7 @@ from pydantic import (
 __all__ = [
     "EVENT_ADAPTER",
     "NON_MESSAGE_SEND_TYPES",
+    "OBSERVABLE_KINDS",
     "ClockJump",
     "Conversation",
     "DeliveryAttempt",
@@ -283,7 +284,10 @@ def build_turns(events: Iterable[Event]) -> tuple[Turn, ...]:
 
     A new turn starts when a user's message arrives after the agent has done
     something for that user (sent, called a tool or the model) since the
-    user's previous message; messages in between form one burst. Redelivered
+    user's previous message; messages in between form one burst. Statuses
+    of the agent's earlier sends join the open turn but end no burst: they
+    are Meta's, not the agent's, and against an agent on real time they
+    arrive while the user is still typing. Redelivered
     copies never start a turn. Events with no user go to the turn that was
     open last, which is exact for one user and a good guess for several.
     """
@@ -310,15 +314,26 @@ def build_turns(events: Iterable[Event]) -> tuple[Turn, ...]:
             if index is None:
                 continue
             turns[index]["actions"].append(event)
-            acted[turns[index]["user"]] = True
+            if not isinstance(event, StatusUpdate):  # Meta reporting on an old send is no answer
+                acted[turns[index]["user"]] = True
     return tuple(
         Turn(index=i, user=t["user"], inbound=tuple(t["inbound"]), actions=tuple(t["actions"]))
         for i, t in enumerate(turns)
     )
 
 
+#: The kinds of the agent's own work a channel can observe (``observed`` on a conversation).
+OBSERVABLE_KINDS = ("llm", "tool")
+
+
 class Conversation(_Model):
-    """A whole conversation: who took part, the event log in order, and its turns."""
+    """A whole conversation: who took part, the event log in order, and its turns.
+
+    ``observed`` names which of the agent's own calls the channel could see
+    (:data:`OBSERVABLE_KINDS`): an agent that reports no tool calls has no
+    ``tool`` there, and a check about tools can't pass on its trace. ``None``
+    (traces written before the field existed) means all of them.
+    """
 
     id: str = ""
     scenario: str | None = None
@@ -326,6 +341,11 @@ class Conversation(_Model):
     participants: tuple[Participant, ...] = ()
     events: tuple[Event, ...] = ()
     turns: tuple[Turn, ...] = ()
+    observed: tuple[str, ...] | None = None
+
+    def observes(self, kind: str) -> bool:
+        """True when the channel could see the agent's calls of ``kind`` (``llm``, ``tool``)."""
+        return self.observed is None or kind in self.observed
 
     @classmethod
     def from_events(cls, events: Sequence[Event], **fields: Any) -> Conversation:

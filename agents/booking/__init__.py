@@ -125,6 +125,7 @@ from agents.booking.webhook import (
     verify_signature,
 )
 from harness.recording import Recording, wrap, wrap_tools
+from harness.remote import HarnessLink
 
 __all__ = [
     "APOLOGY_TEXT",
@@ -203,14 +204,20 @@ def __getattr__(name: str) -> Any:
     # `agents.booking:app` for uvicorn, built lazily: nothing reads the environment at import.
     if name == "app":
         settings = BookingSettings.from_env(os.environ)
-        # A deployment the harness replays against (or records) says so in its environment;
-        # every replica then shares the recording kept in the store.
-        recording = Recording.from_settings(os.environ)
-        if recording is None:
+        # A deployment joined to harness runs (HARNESS_STORE_URL) reports its model and tool
+        # calls, follows each scenario's clock and keeps scenarios apart; one the harness
+        # replays against (or records) shares the recording kept in the store.
+        link = HarnessLink.from_settings(os.environ)
+        recording = link.recording if link is not None else Recording.from_settings(os.environ)
+        env: HarnessLink | Recording | None = link if link is not None else recording
+        if env is None:
             built = create_app(settings)
         else:
             built = create_app(
-                settings, llm=wrap(build_llm(settings), recording), tools=wrap_tools(recording)
+                settings,
+                llm=wrap(build_llm(settings), env),
+                tools=wrap_tools(env),
+                link=link,
             )
         globals()["app"] = built
         return built

@@ -38,6 +38,7 @@ from agents.booking.settings import BookingSettings
 from harness.clock import Clock, SystemClock
 from harness.exceptions import ConfigError, SignatureError
 from harness.llm import AnthropicClient, LLMClient
+from harness.remote import HarnessLink, ScenarioScope
 from harness.store import Store, open_store
 from harness.tool_recorder import ToolRecorder
 
@@ -86,6 +87,7 @@ def create_app(
     llm: LLMClient | None = None,
     http_client: httpx.AsyncClient | None = None,
     tools: ToolRecorder | None = None,
+    link: HarnessLink | None = None,
 ) -> Starlette:
     """The webhook app; ``app.state.agent`` is its :class:`BookingAgent`, ``app.state.front`` its
     :class:`~agents.booking.front.WhatsAppFront`.
@@ -93,18 +95,26 @@ def create_app(
     Defaults: the memory store (or Redis when ``settings.redis_url`` is set),
     real time, the LLM ``settings.llm`` names, and a fresh HTTP client. An
     injected store gets the agent's namespace added, so two apps given the
-    same store share users, bookings and locks. Raises
+    same store share users, bookings and locks. With a ``link`` (the agent
+    joined to harness runs, see :mod:`harness.remote`) each webhook runs in
+    the scenario its ``X-Harness-Scenario`` header names: the store is kept
+    apart per scenario, the link's clock and recorders are used unless others
+    are given, and the agent announces itself when it starts. Raises
     :class:`~harness.exceptions.ConfigError` when a required setting is missing.
     """
     missing = settings.missing_for_webhook()
     if missing:
         raise ConfigError(f"the booking webhook needs {', '.join(missing)} to be set")
-    clock = clock if clock is not None else SystemClock()
+    if clock is None:
+        clock = link.clock if link is not None else SystemClock()
     owned_store = store is None
     base = open_store(settings.redis_url, clock=clock) if store is None else store
-    agent_store = base.with_namespace(settings.store_namespace)
+    agent_store: Store = base.with_namespace(settings.store_namespace)
+    if link is not None:
+        agent_store = link.scoped(agent_store)
     owned_http = http_client is None
-    http = httpx.AsyncClient(timeout=10.0) if http_client is None else http_client
+    hooks = {"request": [link.before_request]} if link is not None else {}
+    http = http_client or httpx.AsyncClient(timeout=10.0, event_hooks=hooks)
     agent = BookingAgent(
         settings,
         store=agent_store,
@@ -158,8 +168,12 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if link is not None:
+            await link.announce(settings.phone_number_id)
         yield
         await agent.aclose()
+        if link is not None:
+            await link.aclose()
         if owned_http:
             await http.aclose()
         if owned_store:
@@ -175,6 +189,8 @@ def create_app(
         ],
         lifespan=lifespan,
     )
+    if link is not None:
+        app.add_middleware(ScenarioScope, link=link)
     app.state.agent = agent
     app.state.front = front
     app.state.settings = settings

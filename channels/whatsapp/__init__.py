@@ -232,7 +232,8 @@ from channels.whatsapp.pseudonyms import (
     Pseudonymizer,
     new_pseudonym_key,
 )
-from channels.whatsapp.router import GraphRouter, Owner
+from channels.whatsapp.remote import RemoteSession
+from channels.whatsapp.router import GraphRouter, Owner, shared_graph
 from channels.whatsapp.server import (
     BackgroundServer,
 )
@@ -399,6 +400,7 @@ __all__ = [
     "RecipientNotSupported",
     "RecordingCollector",
     "RefusalHandler",
+    "RemoteSession",
     "SendAction",
     "SendHandler",
     "SendLimits",
@@ -505,6 +507,7 @@ __all__ = [
     "serialize",
     "serve_command",
     "serve_proxy",
+    "shared_graph",
     "sign",
     "simulator_options",
     "size_limit",

@@ -8,7 +8,7 @@ simulator's virtual clock.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,13 +16,15 @@ import httpx
 
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.faults import FaultProfile
+from channels.whatsapp.remote import RemoteSession
+from channels.whatsapp.router import GraphRouter
 from channels.whatsapp.server import BackgroundServer
 from channels.whatsapp.simulator import WhatsAppSimulator
 from harness.channel import AgentEnvironment, ChannelSetup, agent_clock, close_agent
 from harness.clock import VirtualClock
 from harness.exceptions import ConfigError
 from harness.store import MemoryStore
-from harness.trace import Conversation
+from harness.trace import Conversation, Event
 
 __all__ = ["MEDIA_SAMPLES", "WhatsAppChannel", "agent_settings"]
 
@@ -74,10 +76,32 @@ class WhatsAppChannel:
         start = setup.start
         if start is None and setup.target_url:
             start = datetime.now(UTC).replace(microsecond=0)
-        self.clock = VirtualClock(start)
+        # In-process, an agent that sleeps in real time (its own debounce, say) is waited
+        # for; an agent at a URL is watched in real time anyway.
+        self.clock = VirtualClock(start, watch_real_timers=setup.target_url is None)
+        router = setup.shared if isinstance(setup.shared, GraphRouter) else None
+        self._router = router
         self.sim = WhatsAppSimulator(
-            config, clock=self.clock, store=self.store, faults=faults, seed=setup.seed
+            config,
+            clock=self.clock,
+            store=self.store,
+            faults=faults,
+            seed=setup.seed,
+            media=router.media if router is not None else None,
+            sink=self._saw,
         )
+        self._remote: RemoteSession | None = None
+        if setup.target_url is not None:
+            self._remote = RemoteSession(
+                self.sim,
+                self.clock,
+                setup.target_url,
+                setup.namespace or f"scenario-{id(self):x}",
+                setup.store,
+                start=setup.start,
+            )
+        #: Which of the agent's own calls its recorders report (in-process agents).
+        self._observed: set[str] | None = None
         self._client: httpx.AsyncClient | None = None
         self._app: Any = None
         self._names: dict[str, str] = {}
@@ -87,12 +111,18 @@ class WhatsAppChannel:
 
     async def start(self) -> None:
         """Build the in-process agent (or connect to the remote one)."""
-        if self.setup.target_url is not None:
-            if self._serve_graph:
+        if self._remote is not None:
+            remote = self._remote
+            if self._router is not None:
+                users = [key for u in self.sim.users for key in (u.wa_id, u.user_id) if key]
+                self._router.attach(remote.scope, remote.graph_app(), self.clock, users)
+                router = self._router
+                self.sim.on_inbound = lambda wamid: router.message_sent(remote.scope, wamid)
+            elif self._serve_graph:
                 url = httpx.URL(self.config.public_url)
-                self._server = BackgroundServer(self.sim.graph_app, url.host, url.port or 80)
+                self._server = BackgroundServer(remote.graph_app(), url.host, url.port or 80)
                 await self._server.start()
-            self.sim.connect(self.setup.target_url)
+            await remote.start()
             return
         assert self.setup.agent_factory is not None  # checked in __init__
         self._client = self.sim.graph_client()
@@ -108,6 +138,7 @@ class WhatsAppChannel:
             sink=self.sim.record,
             recording=self.setup.recording,
         )
+        self._observed = env.observed
         self._app = self.setup.agent_factory(env)
         self.sim.connect(self._app)
 
@@ -160,12 +191,39 @@ class WhatsAppChannel:
         await self.sim.redeliver(sent[index - 1])
 
     async def wait(self, seconds: float) -> None:
-        """Virtual time passes."""
+        """Virtual time passes (for an agent at a URL: its scenario's time jumps ahead)."""
+        if self._remote is not None:
+            await self._remote.jump(seconds, reason=f"wait {seconds:g}s")
+            return
         await self.sim.advance(seconds, reason=f"wait {seconds:g}s")
 
     async def settle(self) -> None:
-        """Run until the agent is quiet."""
+        """Run until the agent is quiet (at a URL: until what was sent has reached it)."""
+        if self._remote is not None:
+            await self._remote.delivered(self.config.webhook_timeout * 2)
+            return
         await self.sim.settle()
+
+    @property
+    def real_time(self) -> bool:
+        """True for an agent at a URL, which lives on real time."""
+        return self._remote is not None
+
+    async def wait_until(self, holds: Callable[[Conversation], bool], within: float) -> bool:
+        """Wait until ``holds(trace)`` is true (in-process: whether it is, once settled)."""
+        if self._remote is not None:
+            return await self._remote.wait_until(holds, within)
+        return holds(self.conversation())
+
+    async def quiet(self, window: float, within: float) -> bool:
+        """Wait until the agent has gone quiet (in-process it already has, once settled)."""
+        if self._remote is not None:
+            return await self._remote.quiet(window, within)
+        return True
+
+    def _saw(self, event: Event) -> None:
+        if self._remote is not None:
+            self._remote.saw(event)
 
     async def run_until(self, when: datetime) -> None:
         """Move virtual time to ``when``, running what falls due, without settling."""
@@ -180,11 +238,19 @@ class WhatsAppChannel:
         return self.sim.clock.now()
 
     def conversation(self) -> Conversation:
-        """The trace so far."""
-        return self.sim.conversation(channel=self.name)
+        """The trace so far, saying which of the agent's own calls could be seen."""
+        if self._remote is not None:
+            observed: tuple[str, ...] | None = self._remote.observed
+        else:
+            observed = None if self._observed is None else tuple(sorted(self._observed))
+        return self.sim.conversation(channel=self.name, observed=observed)
 
     async def close(self) -> None:
         """Stop the in-process agent's own work, then close the connections."""
+        if self._remote is not None:
+            await self._remote.close()
+            if self._router is not None:
+                self._router.detach(self._remote.scope)
         await close_agent(self._app)
         await self.sim.aclose()
         if self._server is not None:

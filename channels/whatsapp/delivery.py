@@ -14,7 +14,7 @@ import asyncio
 import itertools
 import random
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol
@@ -75,17 +75,27 @@ class WebhookTarget(Protocol):
 
 
 class _HttpxTarget:
-    def __init__(self, client: httpx.AsyncClient, url: str, timeout: float) -> None:
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        url: str,
+        timeout: float,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         self._client = client
         self._url = url
         self._timeout = timeout
+        self._headers = dict(headers or {})
         self.description = url
 
     async def post(self, body: SignedBody) -> PostResult:
         started = time.perf_counter()
         try:
             response = await self._client.post(
-                self._url, content=body.body, headers=body.headers(), timeout=self._timeout
+                self._url,
+                content=body.body,
+                headers={**self._headers, **body.headers()},
+                timeout=self._timeout,
             )
         except httpx.TimeoutException:
             return PostResult(None, "timeout", _ms(started))
@@ -95,7 +105,9 @@ class _HttpxTarget:
 
     async def get(self, params: dict[str, str]) -> tuple[int, str]:
         try:
-            response = await self._client.get(self._url, params=params, timeout=self._timeout)
+            response = await self._client.get(
+                self._url, params=params, headers=self._headers, timeout=self._timeout
+            )
         except httpx.TransportError as exc:
             raise HandshakeError(
                 f"webhook {self.description} could not be reached for the verification "
@@ -125,9 +137,11 @@ class AsgiTarget(_HttpxTarget):
 class UrlTarget(_HttpxTarget):
     """An agent listening at a URL (a staging deployment, or a local server)."""
 
-    def __init__(self, url: str, *, timeout: float = 10.0) -> None:
+    def __init__(
+        self, url: str, *, timeout: float = 10.0, headers: Mapping[str, str] | None = None
+    ) -> None:
         # The agent works in real time: the virtual clock waits while a POST is on the wire.
-        super().__init__(httpx.AsyncClient(transport=BusyTransport()), url, timeout)
+        super().__init__(httpx.AsyncClient(transport=BusyTransport()), url, timeout, headers)
 
 
 async def handshake(target: WebhookTarget, verify_token: str, rng: random.Random) -> None:
@@ -195,6 +209,8 @@ class Deliverer:
         self._latest: dict[str, PendingUpdate] = {}
         self._offsets = (0.0, *config.retry_offsets())
         self.in_flight = 0
+        #: User messages on their way (scheduled, in flight or waiting for a retry).
+        self.pending_messages = 0
         #: Signed bodies by item id, so a redelivery sends identical bytes.
         self.sent_bodies: dict[str, SignedBody] = {}
 
@@ -215,6 +231,8 @@ class Deliverer:
         """Schedule an update for delivery at ``update.due`` plus the profile's faults."""
         profile = self.dice.profile
         update.seq = next(self._seq)
+        if update.kind == "message":
+            self.pending_messages += 1
         delay = max((update.due - self.clock.now()).total_seconds(), 0.0)
         delay += self.dice.delivery_delay()
         if self.dice.roll("reorder", profile.reorder):
@@ -235,6 +253,7 @@ class Deliverer:
             return False
         latest = self._latest.get(item_id)
         updates = [] if latest is None else [latest]
+        self.pending_messages += sum(1 for u in updates if u.kind == "message")
         self._spawn(self._send(body, [item_id], updates, (reason,), 0.0))
         return True
 
@@ -281,6 +300,7 @@ class Deliverer:
             self._latest[update.item_id] = update
         await self._send(body, [u.item_id for u in updates], list(updates), faults, 0.0)
         if self.dice.roll("duplicate", self.dice.profile.duplicate):
+            self.pending_messages += sum(1 for u in updates if u.kind == "message")
             self._spawn(
                 self._send(
                     body,
@@ -292,6 +312,19 @@ class Deliverer:
             )
 
     async def _send(
+        self,
+        body: SignedBody,
+        items: list[str],
+        updates: list[PendingUpdate],
+        faults: tuple[str, ...],
+        delay: float,
+    ) -> None:
+        try:
+            await self._attempts(body, items, updates, faults, delay)
+        finally:
+            self.pending_messages -= sum(1 for u in updates if u.kind == "message")
+
+    async def _attempts(
         self,
         body: SignedBody,
         items: list[str],

@@ -5,6 +5,7 @@ from __future__ import annotations
 from channels.whatsapp.channel import WhatsAppChannel
 from channels.whatsapp.cli import serve_command
 from channels.whatsapp.proxy_cli import proxy_command
+from channels.whatsapp.router import shared_graph
 from harness.plugins import ChannelPlugin
 
 __all__ = ["whatsapp_plugin"]
@@ -15,4 +16,5 @@ whatsapp_plugin = ChannelPlugin(
     description="The WhatsApp Cloud API, simulated: signed webhooks in, a fake Graph API out.",
     factory=WhatsAppChannel,
     commands=(serve_command, proxy_command),
+    run_context=shared_graph,
 )

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from channels.whatsapp.config import SimulatorConfig
@@ -33,7 +35,7 @@ from channels.whatsapp.validation import normalize_wa_id
 from harness.clock import Clock, SystemClock
 from harness.trace import Event, OutboundSend
 
-__all__ = ["GraphRouter", "Owner"]
+__all__ = ["GraphRouter", "Owner", "shared_graph"]
 
 Message = MutableMapping[str, Any]
 
@@ -181,6 +183,31 @@ class GraphRouter:
             }
         )
         await send({"type": "http.response.body", "body": payload})
+
+
+@asynccontextmanager
+async def shared_graph(
+    *, target_url: str | None, options: Mapping[str, Any]
+) -> AsyncIterator[GraphRouter | None]:
+    """The WhatsApp channel's run context: one Graph API router for a run against a URL.
+
+    Nothing is shared for an in-process agent, or when the run does not serve
+    the fake Graph API itself (``serve_graph``).
+    """
+    settings = dict(options)
+    graph_url = settings.pop("graph_url", None)
+    serve = bool(settings.pop("serve_graph", False))
+    if target_url is None or not serve or not graph_url:
+        yield None
+        return
+    config = SimulatorConfig(**settings).model_copy(update={"public_url": graph_url})
+    url = httpx.URL(graph_url)
+    router = GraphRouter(config, url.host, url.port or 80)
+    await router.start()
+    try:
+        yield router
+    finally:
+        await router.stop()
 
 
 def _is_send(path: str) -> bool:

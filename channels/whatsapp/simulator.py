@@ -120,6 +120,7 @@ class WhatsAppSimulator:
         seed: int = 0,
         templates: TemplateRegistry | None = None,
         sink: Callable[[Event], None] | None = None,
+        media: MediaStore | None = None,
     ) -> None:
         self.config = config or SimulatorConfig()
         self.clock: Clock = clock or VirtualClock()
@@ -134,7 +135,7 @@ class WhatsAppSimulator:
         #: Every accepted send body, in order, as the agent sent it.
         self.outbox: list[dict[str, Any]] = []
         self.windows = SessionWindows(self.store, self.clock, length=self.config.window_seconds)
-        self.media = MediaStore(self.clock, public_url=self.config.public_url)
+        self.media = media or MediaStore(self.clock, public_url=self.config.public_url)
         self.pair_limit = PairRateLimiter(self.clock, enabled=self.config.rate_limits)
         self.throughput = ThroughputLimiter(
             self.clock, mps=int(self.config.throughput_mps), enabled=self.config.rate_limits
@@ -144,6 +145,8 @@ class WhatsAppSimulator:
         self.graph_app = self.build_graph_app()
         #: When set (by :meth:`run_paced`), virtual time follows real time.
         self.paced = False
+        #: Told the wamid of each message a user sends (a shared Graph API routes by it).
+        self.on_inbound: Callable[[str], None] | None = None
         self._users: dict[str, SimUser] = {}
         self._sent: dict[str, _Sent] = {}
         self._inbound: dict[str, tuple[SimUser, dict[str, Any]]] = {}
@@ -194,6 +197,11 @@ class WhatsAppSimulator:
             openapi_schemas=openapi_schemas,
             on_refuse=self._on_refuse,
         )
+
+    @property
+    def deliverer(self) -> Deliverer | None:
+        """What delivers webhooks to the connected agent (None before :meth:`connect`)."""
+        return self._deliverer
 
     def graph_transport(self) -> httpx.AsyncBaseTransport:
         """A transport that reaches the fake Graph API in-process."""
@@ -272,6 +280,8 @@ class WhatsAppSimulator:
             contacts=[contact(who.wa_id, who.name or None, user_id=who.user_id)],
         )
         self._inbound[wamid] = (who, payload)
+        if self.on_inbound is not None:
+            self.on_inbound(wamid)
         self._last_inbound[who.key] = wamid
         await self.windows.touch(who.key, now)
         self._deliverer_or_fail().enqueue(
@@ -480,7 +490,9 @@ class WhatsAppSimulator:
     async def _pass(self, seconds: float, reason: str) -> None:
         """Let time pass between two user actions, running what falls due meanwhile."""
         clock = self.clock
-        if isinstance(clock, VirtualClock):
+        if self.paced:
+            await asyncio.sleep(seconds)  # virtual time follows real time: let it pass
+        elif isinstance(clock, VirtualClock):
             await clock.run_until(clock.now() + timedelta(seconds=seconds), reason=reason)
         else:
             await clock.sleep(seconds)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from harness.durations import parse_duration
 from harness.exceptions import ConfigError
 from harness.options import parse_settings
 from harness.report import SuiteProgress, print_summary, write_html, write_json, write_junit
@@ -28,6 +29,16 @@ def write_reports(run: RunResult, directory: Path) -> list[Path]:
         write_junit(run, directory / "junit.xml"),
         write_html(run, directory / "report.html"),
     ]
+
+
+def _seconds(text: str, option: str) -> float:
+    try:
+        seconds = parse_duration(text).total_seconds()
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc), param_hint=option) from None
+    if seconds <= 0:
+        raise click.BadParameter("it must be more than 0s", param_hint=option)
+    return seconds
 
 
 @click.command("run")
@@ -53,7 +64,7 @@ def write_reports(run: RunResult, directory: Path) -> list[Path]:
     default=4,
     show_default=True,
     type=int,
-    help="Scenarios run at once (one at a time against --target-url).",
+    help="Scenarios run at once (against --target-url too: each gets users of its own).",
 )
 @click.option(
     "--seed",
@@ -90,6 +101,19 @@ def write_reports(run: RunResult, directory: Path) -> list[Path]:
 @click.option(
     "--graph-port", default=8000, show_default=True, type=int, help="Its port, with --target-url."
 )
+@click.option(
+    "--expect-timeout",
+    default="10s",
+    show_default=True,
+    help="With --target-url: how long an expect step waits for what it expects (e.g. 10s).",
+)
+@click.option(
+    "--quiet",
+    "quiet_window",
+    default="3s",
+    show_default=True,
+    help="With --target-url: how long with nothing from the agent counts as done (e.g. 3s).",
+)
 @click.option("--app-secret", default=None, help="Signs the webhooks (X-Hub-Signature-256).")
 @click.option("--verify-token", default=None, help="Token of the verification handshake.")
 @click.option("--access-token", default=None, help="Bearer token the fake Graph API accepts.")
@@ -109,6 +133,8 @@ def run_command(
     agent_settings: tuple[str, ...],
     graph_host: str,
     graph_port: int,
+    expect_timeout: str,
+    quiet_window: str,
     app_secret: str | None,
     verify_token: str | None,
     access_token: str | None,
@@ -134,6 +160,8 @@ def run_command(
     if not scenarios:
         raise ConfigError(f"no scenario files in {', '.join(map(str, paths or [DEFAULT_SUITE]))}")
     options = RunOptions(
+        expect_timeout=_seconds(expect_timeout, "--expect-timeout"),
+        quiet=_seconds(quiet_window, "--quiet"),
         channel=channel,
         target=target,
         target_url=target_url,

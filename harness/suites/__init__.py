@@ -1,7 +1,8 @@
 """Scenario suites: the scenario language, its steps and expectations, invariants, and the runner.
 
 They use the core (trace, clock, store, the channels' contract) and are used by
-replay, the reports and the command line."""
+replay, the reports and the command line.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +19,10 @@ from harness.suites.builtin_invariants import (
     sends_valid,
 )
 from harness.suites.expectations import (
+    EVENTUAL,
     check_expectation,
+    eventual_part,
+    needs_quiet,
     reply_text,
 )
 from harness.suites.invariants import (
@@ -31,6 +35,7 @@ from harness.suites.invariants import (
     parse_spec,
     registered,
     resolve,
+    unobserved,
 )
 from harness.suites.registry import (
     DurationParam,
@@ -45,6 +50,7 @@ from harness.suites.runner import (
     DEFAULT_TARGET,
     Runner,
     RunOptions,
+    distinct_user,
     load_target,
     settings_from,
 )
@@ -101,6 +107,7 @@ __all__ = [
     "DEFAULT_PHRASES",
     "DEFAULT_TARGET",
     "DEFAULT_USER",
+    "EVENTUAL",
     "MEDIA_TYPES",
     "REPLY_TYPES",
     "STATUSES",
@@ -143,13 +150,16 @@ __all__ = [
     "check_expectation",
     "constraint_honored",
     "describe",
+    "distinct_user",
     "dump_yaml",
+    "eventual_part",
     "every_inbound_answered",
     "field_name",
     "invariant",
     "load_scenario",
     "load_scenarios",
     "load_target",
+    "needs_quiet",
     "never_reasks",
     "no_freeform_outside_window",
     "no_repeated_side_effects",
@@ -167,4 +177,5 @@ __all__ = [
     "sends_valid",
     "settings_from",
     "step_action",
+    "unobserved",
 ]

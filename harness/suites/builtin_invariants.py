@@ -114,7 +114,7 @@ def _confirms(event: InboundMessage, phrases: re.Pattern[str] | None, button: st
     return phrases is not None and event.text is not None and bool(phrases.search(event.text))
 
 
-@invariant("action_only_after_confirmation")
+@invariant("action_only_after_confirmation", needs=("tool",))
 def action_only_after_confirmation(
     conversation: Conversation,
     *,
@@ -217,7 +217,7 @@ def _text(value: JsonValue) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-@invariant("constraint_honored")
+@invariant("constraint_honored", needs=("tool",))
 def constraint_honored(
     conversation: Conversation,
     *,
@@ -382,7 +382,7 @@ def _side_effects(t: Transcript, span: range, user: str | None) -> list[int]:
     ]
 
 
-@invariant("no_repeated_side_effects")
+@invariant("no_repeated_side_effects", needs=("tool",))
 def no_repeated_side_effects(conversation: Conversation) -> Iterator[Violation]:
     """No side-effecting tool call is repeated, least of all for a redelivered message.
 

@@ -15,11 +15,21 @@ from datetime import datetime
 from typing import Any
 
 from harness.results import Violation
-from harness.suites.steps import ExpectStep, ToolExpectation
+from harness.suites.invariants import unobserved
+from harness.suites.steps import Expectation, ExpectStep, ToolExpectation
 from harness.suites.transcript import render_event
 from harness.trace import Conversation, Event, OutboundSend, ToolCall
 
-__all__ = ["check_expectation", "reply_text"]
+__all__ = [
+    "EVENTUAL",
+    "check_expectation",
+    "eventual_part",
+    "needs_quiet",
+    "reply_text",
+]
+
+#: What eventually holds and then stays true, so waiting until it holds is enough.
+EVENTUAL = frozenset({"reply_contains", "reply_matches", "tool_called", "status"})
 
 
 def reply_text(send: OutboundSend) -> str:
@@ -52,6 +62,24 @@ def reply_text(send: OutboundSend) -> str:
     elif isinstance(template, str):
         parts.append(f"[template {template}]")
     return " ".join(p for p in parts if p)
+
+
+def eventual_part(step: ExpectStep) -> ExpectStep | None:
+    """The step with only its :data:`EVENTUAL` expectations, or None when it has none."""
+    fields = {name: getattr(step.expect, name) for name in EVENTUAL}
+    kept = {name: value for name, value in fields.items() if value is not None}
+    if not kept:
+        return None
+    return step.model_copy(update={"expect": Expectation.model_construct(**kept)})
+
+
+def needs_quiet(step: ExpectStep) -> bool:
+    """True when the step says what must not happen (or how often): judged once all is quiet."""
+    return any(
+        getattr(step.expect, name) is not None
+        for name in type(step.expect).model_fields
+        if name not in EVENTUAL
+    )
 
 
 def _args_match(expected: dict[str, Any] | None, actual: dict[str, Any]) -> bool:
@@ -113,13 +141,16 @@ def check_expectation(
     for needle in expect.reply_not_contains or ():
         if needle.lower() in joined.lower():
             problems.append(f"a reply contains {needle!r}")
-    for expected in expect.tool_called or ():
-        if not _calls(calls, expected):
-            made = ", ".join(c.name for c in calls) or "none"
-            problems.append(f"{_describe_tool(expected)} was not called (calls: {made})")
-    for expected in expect.tool_not_called or ():
-        if _calls(calls, expected):
-            problems.append(f"{_describe_tool(expected)} was called")
+    if (expect.tool_called or expect.tool_not_called) and not conversation.observes("tool"):
+        problems.append(unobserved("expect", "tool", kind_of="expectation").message)
+    else:
+        for expected in expect.tool_called or ():
+            if not _calls(calls, expected):
+                made = ", ".join(c.name for c in calls) or "none"
+                problems.append(f"{_describe_tool(expected)} was not called (calls: {made})")
+        for expected in expect.tool_not_called or ():
+            if _calls(calls, expected):
+                problems.append(f"{_describe_tool(expected)} was called")
     if expect.no_reply_within is not None:
         early = [r for r in replies if r.at - step_at <= expect.no_reply_within]
         if early:

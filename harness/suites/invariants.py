@@ -60,6 +60,7 @@ __all__ = [
     "parse_spec",
     "registered",
     "resolve",
+    "unobserved",
 ]
 
 
@@ -216,7 +217,14 @@ class BoundInvariant:
         return self.invariant.name
 
     def run(self, conversation: Conversation) -> list[Violation]:
-        """The invariant's violations; if it raises, one violation saying so."""
+        """The invariant's violations; if it raises, one violation saying so.
+
+        An invariant about calls the channel could not observe (tool calls of
+        an agent that reports none) is not run: one violation says so.
+        """
+        unseen = [kind for kind in self.invariant.needs if not conversation.observes(kind)]
+        if unseen:
+            return [unobserved(self.name, unseen[0], line=self.spec.line)]
         try:
             found = list(self.invariant.function(conversation, **self.params))
             strays = [item for item in found if not isinstance(item, Violation)]
@@ -228,6 +236,26 @@ class BoundInvariant:
         if line is None:
             return found
         return [v if v.line is not None else v.model_copy(update={"line": line}) for v in found]
+
+
+_WHAT = {"tool": "tool calls", "llm": "model calls"}
+
+
+def unobserved(
+    rule: str, kind: str, *, line: int | None = None, kind_of: str = "invariant"
+) -> Violation:
+    """The violation of a check about the agent's ``kind`` calls on a trace without them."""
+    what = _WHAT.get(kind, f"{kind} calls")
+    return Violation(
+        kind=kind_of,  # type: ignore[arg-type]  # one of the two violation kinds
+        rule=rule,
+        message=(
+            f"can't be checked: this run observed none of the agent's {what}. Build the "
+            f"agent's recorders with harness.recording.wrap / wrap_tools, or start an agent "
+            f"at a URL with HARNESS_STORE_URL so it reports them"
+        ),
+        line=line,
+    )
 
 
 def _crash(name: str, exc: Exception) -> Violation:

@@ -28,9 +28,7 @@ from pydantic import (
 from harness.durations import format_duration, parse_duration
 from harness.exceptions import ConfigError
 from harness.results import Violation
-from harness.trace import (
-    Conversation,
-)
+from harness.trace import OBSERVABLE_KINDS, Conversation
 
 __all__ = [
     "DurationParam",
@@ -146,11 +144,14 @@ class Invariant:
     name: str
     function: InvariantFunction = field(repr=False)
     signature: inspect.Signature = field(repr=False, compare=False)
+    #: The kinds of the agent's own calls it reads (``tool``, ``llm``): on a trace whose
+    #: channel could not observe them it can't pass, so it is not run.
+    needs: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, name: str, function: InvariantFunction) -> Invariant:
+    def of(cls, name: str, function: InvariantFunction, needs: tuple[str, ...] = ()) -> Invariant:
         """Wrap ``function`` as the invariant ``name``, checking its shape."""
-        return cls(name=name, function=function, signature=_signature(name, function))
+        return cls(name=name, function=function, signature=_signature(name, function), needs=needs)
 
     @property
     def description(self) -> str:
@@ -259,13 +260,22 @@ def _where(function: Callable[..., Any]) -> str:
     return f"{module}:{getattr(function, '__qualname__', repr(function))}"
 
 
-def invariant(name: str) -> Callable[[_F], _F]:
+def invariant(name: str, *, needs: tuple[str, ...] = ()) -> Callable[[_F], _F]:
     """Register the decorated function as the invariant ``name``.
 
     The function is returned unchanged, so it can still be called directly.
     Its shape is checked now: the conversation first, keyword-only
     parameters after, whose annotations :meth:`Invariant.validate` enforces.
+    ``needs`` names the agent's own calls it reads (``("tool",)`` for one
+    about tool calls): where the channel could not observe them, a run reports
+    that instead of letting the invariant pass on an empty list.
     """
+    unknown = sorted(set(needs) - set(OBSERVABLE_KINDS))
+    if unknown:
+        raise ConfigError(
+            f"invariant {name!r}: needs {unknown} are not observable kinds "
+            f"({', '.join(OBSERVABLE_KINDS)})"
+        )
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise ConfigError(
             f"invalid invariant name {name!r}: use letters, digits, '_' and '.' "
@@ -273,7 +283,7 @@ def invariant(name: str) -> Callable[[_F], _F]:
         )
 
     def register(function: _F) -> _F:
-        entry = Invariant.of(name, function)
+        entry = Invariant.of(name, function, tuple(needs))
         known = _REGISTRY.get(name)
         if known is not None and _where(known.function) != _where(function):
             raise ConfigError(

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 import importlib
 import multiprocessing
 import os
@@ -29,6 +30,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -40,7 +42,7 @@ from harness.plugins import ChannelPlugin, load_channel_plugins
 from harness.recording import Recording
 from harness.results import RunResult, ScenarioResult, ScenarioStatus, Violation
 from harness.store import Store, open_store
-from harness.suites.expectations import check_expectation
+from harness.suites.expectations import check_expectation, eventual_part, needs_quiet
 from harness.suites.invariants import BoundInvariant, bind
 from harness.suites.scenario import Scenario
 from harness.suites.steps import (
@@ -52,9 +54,16 @@ from harness.suites.steps import (
     UserStep,
     WaitStep,
 )
-from harness.trace import Conversation
+from harness.trace import Conversation, Event
 
-__all__ = ["DEFAULT_TARGET", "RunOptions", "Runner", "load_target", "settings_from"]
+__all__ = [
+    "DEFAULT_TARGET",
+    "RunOptions",
+    "Runner",
+    "distinct_user",
+    "load_target",
+    "settings_from",
+]
 
 #: The agent the harness runs when no target is given: the bundled booking agent.
 DEFAULT_TARGET = "agents.booking:agent_factory"
@@ -72,6 +81,10 @@ class RunOptions:
     store_url: str | None = None
     agent_settings: Mapping[str, str] = field(default_factory=dict)
     channel_options: Mapping[str, Any] = field(default_factory=dict)
+    #: Against an agent on real time: how long an ``expect`` waits to hold (seconds).
+    expect_timeout: float = 10.0
+    #: Against an agent on real time: how long with nothing from it counts as done (seconds).
+    quiet: float = 3.0
 
 
 def load_target(path: str) -> AgentFactory:
@@ -146,8 +159,7 @@ class Runner:
         bound = [[bind(ref) for ref in s.invariants] for s in scenarios]
         started_at = datetime.now(UTC)
         started = time.perf_counter()
-        limit = 1 if self.options.target_url else self.options.concurrency
-        workers = max(1, min(limit, len(scenarios)))
+        workers = max(1, min(self.options.concurrency, len(scenarios)))
         run_id = f"run{self.options.seed}-{started_at.strftime('%Y%m%d%H%M%S%f')}"
         results: list[ScenarioResult | None] = [None] * len(scenarios)
         pending = iter(range(len(scenarios)))
@@ -184,7 +196,12 @@ class Runner:
         processes = min(workers, os.cpu_count() or 1)
         # Starting a worker process costs about a second; it pays off on large suites.
         many = len(scenarios) >= _PROCESS_THRESHOLD
-        if workers > 1 and processes > 1 and many and self._own_plugins:
+        if self.options.target_url is not None:
+            # An agent at a URL lives on real time: its scenarios wait for it rather than
+            # compute, so they share this loop and the run's one fake Graph API server.
+            async with self._run_context() as shared:
+                await self._run_remote(scenarios, bound, run_id, results, report, shared, workers)
+        elif workers > 1 and processes > 1 and many and self._own_plugins:
             # In-process scenarios are CPU-bound: worker processes run them side by side.
             loop = asyncio.get_running_loop()
             context = multiprocessing.get_context("spawn")
@@ -216,6 +233,51 @@ class Runner:
             seed=self.options.seed,
         )
 
+    def _run_context(self) -> AbstractAsyncContextManager[Any]:
+        """What the channel shares between the scenarios of this run (nothing by default)."""
+        if self.plugin.run_context is None:
+            return nullcontext()
+        return self.plugin.run_context(
+            target_url=self.options.target_url, options=dict(self.options.channel_options)
+        )
+
+    async def _run_remote(
+        self,
+        scenarios: Sequence[Scenario],
+        bound: Sequence[Sequence[BoundInvariant]],
+        run_id: str,
+        results: list[ScenarioResult | None],
+        report: Callable[[ScenarioResult], None],
+        shared: Any,
+        workers: int,
+    ) -> None:
+        """Scenarios against an agent at a URL, ``workers`` at a time, in this event loop."""
+        pending = iter(range(len(scenarios)))
+        store = open_store(self.options.store_url)
+
+        async def work() -> None:
+            for index in pending:
+                results[index] = await self.run_scenario(
+                    scenarios[index],
+                    bound[index],
+                    store=store,
+                    namespace=f"{run_id}:{index}",
+                    shared=shared,
+                )
+                report(results[index])  # type: ignore[arg-type]  # set just above
+
+        try:
+            await asyncio.gather(*(work() for _ in range(workers)))
+        finally:
+            await store.close()
+        if shared is None:
+            return
+        # What the agent sent for a scenario after it ended is that scenario's, never another's.
+        for index, result in enumerate(results):
+            late = shared.late(f"{run_id}:{index}") if result is not None else []
+            if result is not None and late:
+                results[index] = _with_late(result, late)
+
     async def run_scenario(
         self,
         scenario: Scenario,
@@ -225,6 +287,7 @@ class Runner:
         namespace: str = "",
         recording: Recording | None = None,
         before_close: Callable[[ChannelSession], Awaitable[None]] | None = None,
+        shared: Any = None,
     ) -> ScenarioResult:
         """Play one scenario and check it; an agent that crashes gives an ``error`` result.
 
@@ -235,6 +298,10 @@ class Runner:
         checks = [bind(ref) for ref in scenario.invariants] if invariants is None else invariants
         seed = scenario.seed if scenario.seed is not None else self.options.seed
         users = [UserSpec(u.name, u.wa_id, u.bsuid) for u in scenario.users]
+        if self.options.target_url is not None and namespace:
+            # One agent serves every scenario of the run, and remembers users across runs:
+            # each scenario gets numbers of its own, so none sees another's conversation.
+            users = [distinct_user(u, namespace) for u in users]
         setup = ChannelSetup(
             users=users,
             seed=seed,
@@ -246,6 +313,7 @@ class Runner:
             namespace=namespace,
             options=dict(self.options.channel_options),
             recording=recording,
+            shared=shared,
         )
         started = time.perf_counter()
         progress = _Progress()
@@ -334,12 +402,18 @@ class Runner:
         by_name = {u.name: u for u in users}
         since = 0
         step_at = session.now()
+        real = session.real_time
+        acted = False
         for step in scenario.steps:
             # Each step acts as its own `as:` user, else as the first user.
             acting = users[0]
             if isinstance(step, UserStep) and step.user is not None:
                 acting = by_name[step.user]
             if isinstance(step, SayStep | TapStep | SendStep | RedeliverStep):
+                if real and acted:
+                    # A person answers once the agent has finished with their last message.
+                    await session.quiet(self.options.quiet, self.options.expect_timeout)
+                acted = True
                 since = len(session.conversation().events)
                 step_at = session.now()
             if isinstance(step, SayStep):
@@ -352,8 +426,12 @@ class Runner:
                 await session.redeliver(acting.name, step.which)
             elif isinstance(step, WaitStep):
                 await session.wait(step.duration.total_seconds())
+                if real:
+                    await session.quiet(self.options.quiet, self.options.expect_timeout)
             elif isinstance(step, ExpectStep):
-                if step.within is not None:
+                if real:
+                    await self._expect_in_time(step, session, since, acting.key, step_at)
+                elif step.within is not None:
                     await session.wait(step.within.total_seconds())
                 progress.violations.extend(
                     check_expectation(
@@ -368,6 +446,35 @@ class Runner:
             if not isinstance(step, ExpectStep | WaitStep):
                 await session.settle()
             progress.turns_after.append(len(session.conversation().turns))
+        if real:
+            # The scenario ends when its agent has gone quiet; what comes later is late.
+            await session.quiet(self.options.quiet, self.options.expect_timeout)
+
+    async def _expect_in_time(
+        self, step: ExpectStep, session: ChannelSession, since: int, user: str, step_at: datetime
+    ) -> None:
+        """Against an agent on real time, wait as a person watching the phone would.
+
+        What must come (a reply, a tool call, a status) is waited for until it
+        holds or the step's ``within`` (else ``--expect-timeout``) passes; what
+        must not come, or must come exactly so many times, is judged only once
+        the agent has gone quiet.
+        """
+        within = (
+            step.within.total_seconds() if step.within is not None else self.options.expect_timeout
+        )
+        eventual = eventual_part(step)
+        if eventual is not None:
+
+            def holds(conversation: Conversation) -> bool:
+                found = check_expectation(
+                    eventual, conversation, since=since, user=user, step_at=step_at
+                )
+                return not found
+
+            await session.wait_until(holds, within)
+        if eventual is None or needs_quiet(step):
+            await session.quiet(self.options.quiet, within)
 
 
 #: Suites at least this large run in worker processes (smaller ones on threads).
@@ -402,6 +509,52 @@ def _finished(
         return
     results[index] = done.result()
     report(done.result())
+
+
+def distinct_user(user: UserSpec, salt: str) -> UserSpec:
+    """``user`` with numbers of its own for one scenario of one run (same shape, new digits).
+
+    A wa_id keeps its first two digits (the country code, mostly) and its
+    length; a BSUID keeps its country prefix. The same salt gives the same
+    numbers, so a scenario's users stay stable within a run.
+    """
+
+    def digits(value: str, keep: int) -> str:
+        if len(value) <= keep:
+            return value
+        seed = hashlib.sha256(f"{salt}:{user.name}:{value}".encode()).hexdigest()
+        width = len(value) - keep
+        return value[:keep] + str(int(seed, 16) % 10**width).zfill(width)
+
+    wa_id = digits(user.wa_id, 2) if user.wa_id else None
+    # Without a BSUID of its own a user would get one made up from the seed, the same
+    # in every scenario: give one here instead.
+    prefix, dot, rest = (user.bsuid or "US.00000000000000000000").partition(".")
+    bsuid = f"{prefix}{dot}{digits(rest, 0)}" if dot else digits(prefix, 0)
+    return UserSpec(user.name, wa_id, bsuid)
+
+
+def _with_late(result: ScenarioResult, late: Sequence[Event]) -> ScenarioResult:
+    """A result with what the agent sent after its scenario ended, as violations of its own."""
+    added = []
+    for event in late:
+        what = getattr(event, "text", None) or getattr(event, "type", event.kind)
+        added.append(
+            Violation(
+                kind="expectation",
+                rule="late",
+                message=(
+                    f"the agent sent {what!r} to {event.user} after the scenario had ended "
+                    "(it went quiet for the whole --quiet window first)"
+                ),
+            )
+        )
+    return result.model_copy(
+        update={
+            "violations": (*result.violations, *added),
+            "status": "error" if result.status == "error" else "failed",
+        }
+    )
 
 
 def _message(step: SendStep) -> dict[str, Any]:

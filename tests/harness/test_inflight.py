@@ -84,14 +84,18 @@ async def test_auto_advance_waits_for_real_work_too() -> None:
 async def test_work_in_a_worker_thread_holds_the_clock() -> None:
     clock = VirtualClock()
     seen: list[tuple[str, float]] = []
+    inside: list[list[str]] = []
 
     def blocking() -> None:
-        time.sleep(0.05)
+        # busy() entered and left on the worker thread itself, nested in the loop's hold.
+        with busy("the blocking part"):
+            inside.append([what for what, _ in clock.in_flight])
+            time.sleep(0.05)
 
     async def threaded() -> None:
-        with running_on(clock):
-            # busy() entered and left on the worker thread itself.
-            await asyncio.to_thread(_busy_in_thread, blocking)
+        with running_on(clock), busy("a call into a worker thread"):
+            # The hold starts before the thread does: nothing in between lets time jump.
+            await asyncio.to_thread(blocking)  # the thread inherits the run's context
         seen.append(("thread done", _offset(clock)))
 
     tasks = [asyncio.create_task(_wake_at(clock, 1.0, seen)), asyncio.create_task(threaded())]
@@ -99,11 +103,8 @@ async def test_work_in_a_worker_thread_holds_the_clock() -> None:
     await clock.run_until(clock.now() + timedelta(seconds=2))
     await asyncio.gather(*tasks)
     assert seen == [("thread done", 0.0), ("timer 1", 1.0)]
-
-
-def _busy_in_thread(work: Any) -> None:
-    with busy("a blocking call in a thread"):
-        work()
+    assert inside == [["a call into a worker thread", "the blocking part"]]
+    assert clock.in_flight == []
 
 
 async def test_a_holder_that_sleeps_on_the_clock_does_not_keep_it_still() -> None:
