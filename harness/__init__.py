@@ -160,6 +160,7 @@ from harness.remote import (
     publish_offset,
     read_announcement,
     read_events,
+    working_key,
 )
 from harness.replay.diff import (
     ConversationDiff,
@@ -597,6 +598,7 @@ __all__ = [
     "tool_parts",
     "virtual_base",
     "wall_clock_from",
+    "working_key",
     "wrap",
     "wrap_tools",
     "write_atomic",

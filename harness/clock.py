@@ -77,8 +77,10 @@ JumpListener = Callable[[ClockJump], None]
 # as soon as it is empty; elsewhere it waits a fixed number of rounds.
 _FALLBACK_ROUNDS: Final = 64
 # Real-time timers further away than this are not waited for (a real 25-hour sleep
-# can't be; a periodic job an hour away is not the agent answering).
-_REAL_TIMER_HORIZON: Final = 30.0
+# can't be; a periodic job an hour away is not the agent answering), and one move of
+# the clock spends at most this much real time on them (a real-time heartbeat must
+# not turn a 25-hour wait into a real one).
+_REAL_TIMER_HORIZON: Final = 10.0
 # A task that spins on sleep(0) forever would keep the loop busy; past this
 # many rounds the driver moves time anyway rather than hang.
 _MAX_ROUNDS: Final = 10_000
@@ -186,7 +188,7 @@ class VirtualClock:
         #: Real seconds a piece of real work may stay in flight before it is reported as hung.
         self.real_work_limit = real_work_limit
         #: Whether a real-time timer due soon in the loop (an ``asyncio.sleep`` of code that
-        #: does not use this clock) counts as work in flight.
+        #: does not use this clock) is an event to move to, at the pace of real time.
         self.watch_real_timers = watch_real_timers
         self._work: dict[int, _Work] = {}
         self._work_ids = itertools.count()
@@ -287,9 +289,24 @@ class VirtualClock:
                 f"can't run the clock back from {self._now.isoformat()} to {deadline.isoformat()}"
             )
         await self._settle()
-        while self._sleepers and self._sleepers[0].deadline <= deadline:
-            self._move(max(self._sleepers[0].deadline, self._now), reason)
-            self._wake_due()
+        real_budget = _REAL_TIMER_HORIZON  # real time this call may spend on real-time timers
+        while True:
+            sleeper = self.next_deadline
+            delay = self._real_timer_delay() if real_budget > 0 else None
+            timer = None if delay is None else self._later(timedelta(seconds=delay))
+            if timer is not None and timer <= deadline and (sleeper is None or timer < sleeper):
+                # Code on real time (an asyncio.sleep of the agent's own) acts when its timer
+                # fires: let real time pass until then, with virtual time moving alongside.
+                assert delay is not None
+                await asyncio.sleep(delay)
+                real_budget -= delay
+                self._move(max(timer, self._now), reason)
+                self._wake_due()
+            elif sleeper is not None and sleeper <= deadline:
+                self._move(max(sleeper, self._now), reason)
+                self._wake_due()
+            else:
+                break
             await self._settle()
         # In auto-advance mode the driver may already have gone further.
         self._move(max(deadline, self._now), reason)
@@ -385,39 +402,45 @@ class VirtualClock:
 
     async def _settle(self) -> None:
         """Return once the loop is idle and no real work is in flight (see the module docstring)."""
-        loop = asyncio.get_running_loop()
-        timers_since: float | None = None
         while True:
             await self._drain()
             working = self._real_work()
-            if working:
-                await self._wait_for_work(working)
-                continue
-            due = self._real_timer_due(loop) if self.watch_real_timers else None
-            if due is None:
+            if not working:
                 return
-            # Code that sleeps in real time (a debounce written with asyncio.sleep) will act
-            # when its timer fires: let real time pass until then rather than jump over it.
-            now = loop.time()
-            timers_since = now if timers_since is None else timers_since
-            if now - timers_since > self.real_work_limit:
-                raise RealWorkTimeout(
-                    f"real-time timers kept firing for {self.real_work_limit:g} s, so virtual "
-                    "time can't move on: does the agent run a periodic task on real time? "
-                    "Give it the harness's clock",
-                    work=(("real-time timers", round(now - timers_since, 1)),),
-                )
-            await asyncio.sleep(max(due - now, 0.0))
+            await self._wait_for_work(working)
 
-    @staticmethod
-    def _real_timer_due(loop: asyncio.AbstractEventLoop) -> float | None:
-        """When the loop's next real-time timer fires, if one is due within the horizon."""
+    def _real_timer_delay(self) -> float | None:
+        """Real seconds until the loop's next real-time timer, if one is due within the horizon.
+
+        Only when :attr:`watch_real_timers` is set, and only in CPython's loops,
+        whose timers can be read.
+        """
+        if not self.watch_real_timers:
+            return None
+        loop = asyncio.get_running_loop()
         scheduled = getattr(loop, "_scheduled", None)  # CPython's heap of TimerHandles
         if not scheduled:
             return None
-        horizon = loop.time() + _REAL_TIMER_HORIZON
-        due = [h.when() for h in scheduled if not h.cancelled() and h.when() <= horizon]
-        return min(due) if due else None
+        now = loop.time()
+        due = [
+            h.when()
+            for h in scheduled
+            if not h.cancelled() and h.when() - now <= _REAL_TIMER_HORIZON
+        ]
+        return max(min(due) - now, 0.0) if due else None
+
+    def next_event(self) -> datetime | None:
+        """When the next thing happens: a sleeper's deadline, or a real-time timer (when watched).
+
+        A real-time timer due in ``r`` real seconds counts as an event ``r``
+        seconds from now: virtual time moves at the pace of real time up to it.
+        """
+        sleeper = self.next_deadline
+        delay = self._real_timer_delay()
+        timer = None if delay is None else self._later(timedelta(seconds=delay))
+        if timer is None or (sleeper is not None and sleeper <= timer):
+            return sleeper
+        return timer
 
     async def _drain(self) -> None:
         """Yield until every other task in the loop is blocked (or give up after many rounds)."""

@@ -11,6 +11,8 @@ one setting, ``HARNESS_STORE_URL`` (the Redis the run uses, e.g.
 - **follows the harness's clock**: the run publishes, per scenario, how far
   its virtual time is from real time, and :attr:`HarnessLink.clock` reads it,
   so ``wait: 25h`` and clock skew reach the agent (a sleeping follow-up wakes);
+- **says when it is working** on a scenario (:meth:`HarnessLink.working`), so
+  the run knows when it has gone quiet instead of guessing from silence;
 - **keeps each scenario's state apart**: every webhook the run sends carries
   ``X-Harness-Scenario``; :meth:`HarnessLink.wrap_app` reads it and
   :meth:`HarnessLink.scoped` prefixes the agent's store keys with it, so
@@ -26,8 +28,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime, timedelta
 from typing import Final
@@ -58,6 +60,7 @@ __all__ = [
     "publish_offset",
     "read_announcement",
     "read_events",
+    "working_key",
 ]
 
 #: The header the run puts on every webhook: which scenario it belongs to.
@@ -79,6 +82,11 @@ def agent_key(phone_number_id: str) -> str:
 def events_key(scope: str) -> str:
     """The log of what an agent did for one scenario."""
     return f"harness:events:{scope}"
+
+
+def working_key(scope: str) -> str:
+    """How many pieces of an agent's work for one scenario are under way."""
+    return f"harness:working:{scope}"
 
 
 def clock_key(scope: str) -> str:
@@ -112,6 +120,8 @@ class AgentAnnouncement(BaseModel):
     clock: bool = False
     #: Whether it keeps each scenario's state apart.
     scoped: bool = False
+    #: Whether it says when it is working on a scenario (so quiet is known, not guessed).
+    work: bool = False
     at: AwareDatetime | None = None
 
 
@@ -287,7 +297,7 @@ class HarnessLink:
     ) -> None:
         """Say, for the number this agent serves, what it reports and that it follows the clock."""
         announcement = AgentAnnouncement(
-            reports=reports, clock=True, scoped=True, at=datetime.now(UTC)
+            reports=reports, clock=True, scoped=True, work=True, at=datetime.now(UTC)
         )
         await self.store.set(agent_key(phone_number_id), announcement.model_dump_json())
 
@@ -302,6 +312,31 @@ class HarnessLink:
         task = asyncio.get_running_loop().create_task(self.store.append(events_key(scope), data))
         self._writes.add(task)
         task.add_done_callback(self._writes.discard)
+
+    @asynccontextmanager
+    async def working(self) -> AsyncIterator[None]:
+        """Say, for the current scenario, that the agent is at work until the block ends.
+
+        Wrap each piece of background work (answering a burst, say) but not a
+        timer set for hours from now: the run knows the agent is quiet when no
+        work is under way, instead of guessing from silence.
+        """
+        scope = _SCOPE.get()
+        if not scope:
+            yield
+            return
+        key = working_key(scope)
+        await self.store.incr(key)
+        try:
+            yield
+        finally:
+            # Even when the work is cancelled, the count must come down again.
+            await asyncio.shield(self.store.incr(key, -1))
+
+    async def working_on(self, scope: str) -> int:
+        """How many pieces of work the agent has under way for scenario ``scope``."""
+        raw = await self.store.get(working_key(scope))
+        return int(raw) if raw else 0
 
     def scoped(self, store: Store) -> ScopedStore:
         """``store`` with each key under the current scenario's scope."""

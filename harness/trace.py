@@ -90,6 +90,9 @@ class InboundMessage(_Event):
 
     ``duplicate`` marks a copy whose ``wamid`` the agent was already sent
     (a redelivery); ``delivery`` names the delivery attempt that carried it.
+    ``burst`` is the same for messages the user typed as one burst, where the
+    channel knows (a scripted ``say`` of several messages); a recorded live
+    chat leaves it unset, and bursts are then judged by timing.
     """
 
     kind: Literal["inbound"] = "inbound"
@@ -101,6 +104,7 @@ class InboundMessage(_Event):
     body: dict[str, JsonValue] = Field(default_factory=dict)
     delivery: str | None = None
     duplicate: bool = False
+    burst: str | None = None
 
 
 class OutboundSend(_Event):

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from string import Template
 from typing import Any, Literal
@@ -107,8 +108,11 @@ class BookingAgent:
         llm: LLMClient,
         tools: ToolRecorder | None = None,
         prompts: PromptRegistry | None = None,
+        working: Callable[[], AbstractAsyncContextManager[None]] | None = None,
     ) -> None:
         self.settings = settings
+        #: Wraps each piece of background work (not timers): a harness run is told of it.
+        self.working = working
         self.store = store
         self.clock = clock
         self.llm = llm
@@ -273,12 +277,21 @@ class BookingAgent:
         :meth:`drain` waits for work but not for timers (a follow-up due in
         25 hours), which :meth:`aclose` cancels.
         """
+        if not timer and self.working is not None:
+            work = self._held(work, self.working)
         task = asyncio.get_running_loop().create_task(work)
         bucket = self._timers if timer else self._work
         bucket.add(task)
         task.add_done_callback(bucket.discard)
         task.add_done_callback(self._task_done)
         return task
+
+    @staticmethod
+    async def _held(
+        work: Coroutine[Any, Any, Any], working: Callable[[], AbstractAsyncContextManager[None]]
+    ) -> Any:
+        async with working():
+            return await work
 
     def _task_done(self, task: asyncio.Task[Any]) -> None:
         if task.cancelled():

@@ -121,6 +121,7 @@ def create_app(
         clock=clock,
         llm=llm if llm is not None else build_llm(settings),
         tools=tools,
+        working=link.working if link is not None else None,
     )
     graph = GraphClient(
         http,

@@ -35,6 +35,7 @@ from harness.remote import (
     publish_offset,
     read_announcement,
     read_events,
+    working_key,
 )
 from harness.store import Store
 from harness.trace import (
@@ -48,6 +49,9 @@ from harness.trace import (
 
 __all__ = ["RemoteSession"]
 
+# How long an agent that says when it works must also stay silent to count as quiet
+# (its background work starts a moment after the webhook is answered).
+_SETTLED: Final = 0.3
 # How often virtual time catches up with real time, and reports are read.
 _TICK: Final = 0.02
 _POLL: Final = 0.05
@@ -154,13 +158,22 @@ class RemoteSession:
             await self._next_change(min(remaining, 0.25))
 
     async def quiet(self, window: float, within: float) -> bool:
-        """Wait until the agent has done nothing for ``window`` real seconds; see the module."""
+        """Wait until the agent has done nothing for ``window`` real seconds; see the module.
+
+        An agent that says when it is working is quiet once it has no work under
+        way and has been silent for a moment: its word replaces the long window.
+        """
         loop = asyncio.get_running_loop()
         end = loop.time() + max(within, window)
         deliverer = self.sim.deliverer
+        tells = self.store is not None and self.announcement is not None and self.announcement.work
+        if tells:
+            window = min(window, _SETTLED)
         while True:
             now = loop.time()
             busy = deliverer is not None and (deliverer.pending_messages or deliverer.in_flight)
+            if not busy and tells and self.store is not None:
+                busy = await _working(self.store, self.scope)
             idle = now - self._last_activity
             if not busy and idle >= window:
                 return True
@@ -219,6 +232,11 @@ class RemoteSession:
         while True:
             await self.drain_reports()
             await asyncio.sleep(_POLL)
+
+
+async def _working(store: Store, scope: str) -> bool:
+    raw = await store.get(working_key(scope))
+    return raw is not None and int(raw) > 0
 
 
 def _is_activity(event: Event) -> bool:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import itertools
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -152,6 +153,8 @@ class WhatsAppSimulator:
         self._inbound: dict[str, tuple[SimUser, dict[str, Any]]] = {}
         self._last_inbound: dict[str, str] = {}
         self._sent_items: set[str] = set()
+        self._burst_of: dict[str, str] = {}
+        self._burst_ids = itertools.count(1)
         self._status_seen: set[tuple[str, str]] = set()
         self._target: WebhookTarget | None = None
         self._deliverer: Deliverer | None = None
@@ -252,13 +255,20 @@ class WhatsAppSimulator:
     # -- the user's side ------------------------------------------------------
 
     async def receive(
-        self, user: SimUser | str, message: Mapping[str, Any], *, timestamp: datetime | None = None
+        self,
+        user: SimUser | str,
+        message: Mapping[str, Any],
+        *,
+        timestamp: datetime | None = None,
+        burst: str | None = None,
     ) -> str:
         """A user sends a message of any type; returns its wamid.
 
         ``message`` is Meta's message object without ``id``, ``from`` and
         ``timestamp`` (the simulator fills them in), e.g.
         ``{"type": "location", "location": {"latitude": 1.0, "longitude": 2.0}}``.
+        Messages given the same ``burst`` were typed as one burst (each message
+        is a burst of its own otherwise).
         """
         who = user if isinstance(user, SimUser) else self.user(user)
         await self._ensure_handshake()
@@ -280,6 +290,7 @@ class WhatsAppSimulator:
             contacts=[contact(who.wa_id, who.name or None, user_id=who.user_id)],
         )
         self._inbound[wamid] = (who, payload)
+        self._burst_of[wamid] = burst or f"burst-{next(self._burst_ids)}"
         if self.on_inbound is not None:
             self.on_inbound(wamid)
         self._last_inbound[who.key] = wamid
@@ -314,13 +325,13 @@ class WhatsAppSimulator:
             texts = list(text)
         wamids: list[str] = []
         first_second: datetime | None = None
+        burst = f"burst-{next(self._burst_ids)}"
         for i, body in enumerate(texts):
             if i:
                 await self._pass(gap, "burst gap")
             stamp = first_second if self.faults.same_second else None
-            wamids.append(
-                await self.receive(user, {"type": "text", "text": {"body": body}}, timestamp=stamp)
-            )
+            message = {"type": "text", "text": {"body": body}}
+            wamids.append(await self.receive(user, message, timestamp=stamp, burst=burst))
             first_second = first_second or self.clock.now()
         return wamids
 
@@ -427,7 +438,7 @@ class WhatsAppSimulator:
             await self._quiesce(real_quiet)
             if not isinstance(clock, VirtualClock):
                 return
-            nxt = clock.next_deadline
+            nxt = clock.next_event()
             if nxt is None or (nxt - self._last_activity).total_seconds() > quiet:
                 return
             await clock.run_until(nxt, reason="settle")
@@ -559,6 +570,7 @@ class WhatsAppSimulator:
                 body=item,
                 delivery=delivery,
                 duplicate=duplicate,
+                burst=self._burst_of.get(update.item_id),
             )
         )
 

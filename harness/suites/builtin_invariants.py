@@ -304,7 +304,12 @@ def _reply_groups(t: Transcript, indexes: list[int], chunk_min: int) -> list[lis
 
 
 def _bursts(conversation: Conversation, gap: timedelta) -> list[list[int]]:
-    """Turn indexes grouped into bursts: a user's turns whose messages came < ``gap`` apart."""
+    """Turn indexes grouped into bursts: a user's turns typed as one burst.
+
+    Where the channel marked its messages' bursts, those marks decide; where
+    it did not (a recorded live chat), turns whose messages came at most
+    ``gap`` apart are one burst.
+    """
     bursts: list[list[int]] = []
     open_burst: dict[str, int] = {}
     for turn in conversation.turns:
@@ -312,9 +317,13 @@ def _bursts(conversation: Conversation, gap: timedelta) -> list[list[int]]:
         if not messages:
             continue
         current = open_burst.get(turn.user)
-        if current is not None and gap > timedelta(0):
+        if current is not None:
             previous = conversation.turns[bursts[current][-1]].messages[-1]
-            if messages[0].at - previous.at <= gap:
+            marked = previous.burst is not None and messages[0].burst is not None
+            if marked and previous.burst == messages[0].burst:
+                bursts[current].append(turn.index)
+                continue
+            if not marked and gap > timedelta(0) and messages[0].at - previous.at <= gap:
                 bursts[current].append(turn.index)
                 continue
         bursts.append([turn.index])

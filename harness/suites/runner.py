@@ -14,8 +14,10 @@ run in worker processes (in-process scenarios are CPU-bound); a small suite,
 or one with channel plugins handed in directly, runs on worker threads. Each
 worker has its own event loop, because a virtual clock moves only when its
 loop has nothing else to do.
-Against a URL there is one agent and one fake Graph API port, so scenarios
-run one at a time.
+Against a URL there is one agent and one fake Graph API port: the scenarios
+share the channel's run context (one Graph API routing each send to its
+scenario), each gets users of its own, and they wait on the agent in real
+time, as a person watching the phone would.
 """
 
 from __future__ import annotations
@@ -155,7 +157,13 @@ class Runner:
         *,
         on_result: Callable[[ScenarioResult], None] | None = None,
     ) -> RunResult:
-        """Run every scenario; results come back in the scenarios' order."""
+        """Run every scenario; results come back in the scenarios' order.
+
+        Against an agent at a URL the scenarios share this event loop (they
+        wait rather than compute) and the channel's run context; the run ends
+        a ``quiet`` window after its last scenario, so that whatever the agent
+        still sends is reported, as late, on the scenario it belongs to.
+        """
         bound = [[bind(ref) for ref in s.invariants] for s in scenarios]
         started_at = datetime.now(UTC)
         started = time.perf_counter()
@@ -272,6 +280,8 @@ class Runner:
             await store.close()
         if shared is None:
             return
+        # The last scenarios' late sends still reach the run's Graph API for a while.
+        await asyncio.sleep(self.options.quiet)
         # What the agent sent for a scenario after it ended is that scenario's, never another's.
         for index, result in enumerate(results):
             late = shared.late(f"{run_id}:{index}") if result is not None else []

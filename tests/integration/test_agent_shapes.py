@@ -1,0 +1,323 @@
+"""Bots of every shape give the same, causal turns, in-process, at a URL and in another process.
+
+The bots (``tests/bots``) are written as third parties write them: one
+replies inside its webhook handler, one after its 200, one after a debounce
+on real time, one answers every fragment of a burst, and a pizza bot dedupes
+redeliveries (or, with ``PIZZA_NO_DEDUPE=1``, does not). None of them uses
+anything of the harness: in-process each gets the simulator's HTTP client and
+nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from types import ModuleType
+from typing import Any
+
+import pytest
+from starlette.applications import Starlette
+
+from channels.whatsapp.config import SimulatorConfig
+from harness.channel import AgentEnvironment
+from harness.results import ScenarioResult
+from harness.suites.runner import Runner, RunOptions
+from harness.suites.scenario import Scenario, parse_scenario
+from harness.trace import Conversation
+from tests.bots import background, debounce, inline, per_fragment, pizza
+from tests.bots.loopback import free_port, serve_in_process, started_process
+
+HERE = "tests.integration.test_agent_shapes"
+DEFAULTS = SimulatorConfig()
+
+
+def _factory(module: ModuleType, **extra: str) -> Callable[[AgentEnvironment], Starlette]:
+    """A third-party bot built in-process: its settings, and the simulator's client."""
+
+    def build(env: AgentEnvironment) -> Starlette:
+        app: Starlette = module.create_app({**env.settings, **extra}, client=env.http_client)
+        return app
+
+    return build
+
+
+inline_bot = _factory(inline)
+background_bot = _factory(background, BOT_REPLY_DELAY_SECONDS="0.2")
+debounce_bot = _factory(debounce, BOT_DEBOUNCE_SECONDS="0.3")
+per_fragment_bot = _factory(per_fragment)
+pizza_bot = _factory(pizza)
+careless_pizza_bot = _factory(pizza, PIZZA_NO_DEDUPE="1")
+
+TWO_TURNS = parse_scenario(
+    """
+name: two messages, two answers
+users:
+  - {name: Ana, wa_id: "5511987654321"}
+steps:
+  - say: hello there
+  - expect: {reply_contains: hello there}
+  - say: a second message
+  - expect: {reply_contains: a second message}
+invariants: [every_inbound_answered, one_reply_per_burst, sends_valid]
+"""
+)
+
+BURST = parse_scenario(
+    """
+name: a burst of three quick messages
+users:
+  - {name: Ana, wa_id: "5511987654321"}
+steps:
+  - say: [I would like, a large one, with olives]
+    gap: 0.1s
+  - expect: {reply_contains: olives}
+invariants: [one_reply_per_burst, every_inbound_answered]
+"""
+)
+
+PIZZA = parse_scenario(
+    """
+name: a redelivered confirmation orders once
+users:
+  - {name: Ana, wa_id: "5511987654321"}
+steps:
+  - say: hi
+  - expect: {reply_contains: size}
+  - say: large
+  - expect: {reply_contains: place the order}
+  - tap: confirm
+  - expect: {reply_contains: "placed: one large pizza"}
+  - redeliver: last
+  - expect: {replies: 0}
+invariants: [every_inbound_answered, sends_valid]
+"""
+)
+
+
+def _bot_settings(graph_url: str, **extra: str) -> dict[str, str]:
+    return {
+        "WHATSAPP_APP_SECRET": DEFAULTS.app_secret,
+        "WHATSAPP_VERIFY_TOKEN": DEFAULTS.verify_token,
+        "WHATSAPP_ACCESS_TOKEN": DEFAULTS.access_token,
+        "WHATSAPP_PHONE_NUMBER_ID": DEFAULTS.phone_number_id,
+        "WHATSAPP_GRAPH_URL": graph_url,
+        **extra,
+    }
+
+
+def _at_url(url: str, graph_port: int, **options: Any) -> RunOptions:
+    return RunOptions(
+        target_url=f"{url}/webhook",
+        channel_options={"graph_url": f"http://127.0.0.1:{graph_port}", "serve_graph": True},
+        quiet=0.6,
+        expect_timeout=5.0,
+        **options,
+    )
+
+
+async def _in_process(factory: str, scenario: Scenario) -> ScenarioResult:
+    run = await Runner(RunOptions(target=f"{HERE}:{factory}", concurrency=1)).run([scenario])
+    return run.scenarios[0]
+
+
+@asynccontextmanager
+async def _served(module: ModuleType, **extra: str) -> AsyncIterator[tuple[str, int]]:
+    """The bot on a loopback port of this process, sending to a Graph API port to be served."""
+    graph_port = free_port()
+    app = module.create_app(_bot_settings(f"http://127.0.0.1:{graph_port}", **extra))
+    async with serve_in_process(app) as url:
+        yield url, graph_port
+
+
+async def _at(module: ModuleType, scenario: Scenario, **extra: str) -> ScenarioResult:
+    async with _served(module, **extra) as (url, graph_port):
+        run = await Runner(_at_url(url, graph_port)).run([scenario])
+    return run.scenarios[0]
+
+
+def _shape(conversation: Conversation | None) -> list[tuple[list[str], list[str]]]:
+    """Each turn as (what the user wrote, what the agent replied), in trace order."""
+    assert conversation is not None
+    return [
+        ([m.text or "" for m in turn.messages], [r.text or "" for r in turn.replies])
+        for turn in conversation.turns
+    ]
+
+
+def _ok(result: ScenarioResult) -> None:
+    assert result.status == "passed", [v.headline() for v in result.violations] or result.error
+
+
+EXPECTED_TWO_TURNS = [
+    (["hello there"], ["You said: hello there"]),
+    (["a second message"], ["You said: a second message"]),
+]
+
+
+@pytest.mark.parametrize("factory", ["inline_bot", "background_bot"])
+async def test_in_process_a_reply_comes_after_the_message_it_answers(factory: str) -> None:
+    result = await _in_process(factory, TWO_TURNS)
+    _ok(result)
+    assert _shape(result.conversation) == EXPECTED_TWO_TURNS
+    events = result.conversation.events if result.conversation else ()
+    kinds = [e.kind for e in events if e.kind in ("inbound", "send")]
+    assert kinds == ["inbound", "send", "inbound", "send"]
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("module", [inline, background], ids=["inline", "background"])
+async def test_at_a_url_the_turns_are_the_same(module: ModuleType) -> None:
+    extra = {"BOT_REPLY_DELAY_SECONDS": "0.2"} if module is background else {}
+    result = await _at(module, TWO_TURNS, **extra)
+    _ok(result)
+    assert _shape(result.conversation) == EXPECTED_TWO_TURNS
+
+
+@pytest.mark.network
+async def test_a_bot_in_another_process_gives_the_same_turns() -> None:
+    graph_port = free_port()
+    env = _bot_settings(f"http://127.0.0.1:{graph_port}")
+    async with started_process("tests.bots.inline", env=env) as (url, _process):
+        run = await Runner(_at_url(url, graph_port)).run([TWO_TURNS])
+    _ok(run.scenarios[0])
+    assert _shape(run.scenarios[0].conversation) == EXPECTED_TWO_TURNS
+
+
+async def test_in_process_a_debounce_on_real_time_answers_the_burst_once() -> None:
+    result = await _in_process("debounce_bot", BURST)
+    _ok(result)
+    [turn] = result.conversation.turns if result.conversation else ()
+    assert [m.text for m in turn.messages] == ["I would like", "a large one", "with olives"]
+    assert len(turn.replies) == 1
+
+
+@pytest.mark.network
+async def test_at_a_url_a_debounce_answers_the_burst_once() -> None:
+    result = await _at(debounce, BURST, BOT_DEBOUNCE_SECONDS="0.3")
+    _ok(result)
+    assert [len(t.replies) for t in result.conversation.turns] == [1]  # type: ignore[union-attr]
+
+
+async def test_in_process_a_bot_answering_each_fragment_breaks_one_reply_per_burst() -> None:
+    result = await _in_process("per_fragment_bot", BURST)
+    assert result.status == "failed"
+    assert [v.rule for v in result.violations] == ["one_reply_per_burst"]
+    assert "a burst of 3 messages got 3 separate replies" in result.violations[0].message
+
+
+@pytest.mark.network
+async def test_at_a_url_a_bot_answering_each_fragment_breaks_one_reply_per_burst() -> None:
+    result = await _at(per_fragment, BURST)
+    assert result.status == "failed"
+    assert [v.rule for v in result.violations] == ["one_reply_per_burst"]
+
+
+async def test_in_process_a_pizza_bot_that_dedupes_orders_once() -> None:
+    _ok(await _in_process("pizza_bot", PIZZA))
+
+
+async def test_in_process_a_pizza_bot_that_does_not_dedupe_is_caught() -> None:
+    result = await _in_process("careless_pizza_bot", PIZZA)
+    assert result.status == "failed"
+    assert [v.message for v in result.violations] == ["expected 0 replies, got 1"]
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("careless", [False, True], ids=["dedupes", "does-not-dedupe"])
+async def test_at_a_url_the_pizza_bots_dedupe_is_judged(careless: bool) -> None:
+    extra = {"PIZZA_NO_DEDUPE": "1"} if careless else {}
+    result = await _at(pizza, PIZZA, **extra)
+    if careless:
+        assert [v.message for v in result.violations] == ["expected 0 replies, got 1"]
+    else:
+        _ok(result)
+
+
+async def test_a_tool_check_over_a_bot_that_reports_no_tools_does_not_pass() -> None:
+    # The pizza bot orders twice without its dedupe, but reports no tool calls:
+    # a tool invariant must say it can't check, never pass on an empty list.
+    scenario = PIZZA.model_copy(
+        update={"invariants": (*PIZZA.invariants, *parse_scenario(_TOOL_CHECKS).invariants)}
+    )
+    result = await _in_process("careless_pizza_bot", scenario)
+    unobserved = [v for v in result.violations if "can't be checked" in v.message]
+    assert sorted(v.rule for v in unobserved) == [
+        "action_only_after_confirmation",
+        "no_repeated_side_effects",
+    ]
+
+
+_TOOL_CHECKS = """
+name: tool checks
+users: [{name: Ana, wa_id: "5511987654321"}]
+steps: [{say: hi}]
+invariants:
+  - no_repeated_side_effects
+  - action_only_after_confirmation: {tool: place_order, button: confirm}
+"""
+
+
+@pytest.mark.network
+async def test_concurrent_scenarios_at_one_url_keep_their_users_apart() -> None:
+    async with _served(pizza) as (url, graph_port):
+        options = _at_url(url, graph_port, concurrency=4)
+        run = await Runner(options).run([PIZZA] * 4)
+    assert [r.status for r in run.scenarios] == ["passed"] * 4, [
+        v.headline() for r in run.scenarios for v in r.violations
+    ]
+    users = {r.conversation.participants[0].wa_id for r in run.scenarios if r.conversation}
+    assert len(users) == 4  # each scenario had numbers of its own
+
+
+LATE = parse_scenario(
+    """
+name: the user writes and leaves
+users: [{name: Ana, wa_id: "5511987654321"}]
+steps:
+  - say: anyone there?
+"""
+)
+
+WAITS = parse_scenario(
+    """
+name: another user waits a while
+users: [{name: Bo, wa_id: "4915112345678"}]
+steps:
+  - say: hello
+  - expect: {reply_contains: hello}
+  - wait: 2s
+"""
+)
+
+
+@pytest.mark.network
+async def test_a_reply_after_its_scenario_ended_is_late_on_that_scenario_only() -> None:
+    async with _served(background, BOT_REPLY_DELAY_SECONDS="1.2") as (url, graph_port):
+        options = _at_url(url, graph_port, concurrency=2)
+        options = RunOptions(**{**options.__dict__, "quiet": 0.3})
+        run = await Runner(options).run([LATE, WAITS])
+    late, waited = run.scenarios
+    assert [v.rule for v in late.violations] == ["late"]
+    assert "You said: anyone there?" in late.violations[0].message
+    _ok(waited)
+    assert [r.text for r in waited.conversation.replies()] == ["You said: hello"]  # type: ignore[union-attr]
+
+
+def test_each_scenario_gets_numbers_of_its_own_with_the_same_shape() -> None:
+    from harness.channel import UserSpec
+    from harness.suites.runner import distinct_user
+
+    ana = UserSpec("Ana", "5511987654321", "BR.1234567890")
+    first, again, other = (
+        distinct_user(ana, "run:0"),
+        distinct_user(ana, "run:0"),
+        distinct_user(ana, "run:1"),
+    )
+    assert first == again
+    assert first != other
+    assert first.wa_id is not None
+    assert first.wa_id.startswith("55")
+    assert len(first.wa_id) == 13
+    assert first.bsuid is not None
+    assert first.bsuid.startswith("BR.")
+    assert distinct_user(UserSpec("Bo", "4915112345678"), "run:0").bsuid is not None
