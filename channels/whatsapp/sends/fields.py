@@ -35,7 +35,7 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
 )
-from pydantic.json_schema import JsonSchemaValue
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import CoreSchema, InitErrorDetails, PydanticCustomError, core_schema
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "Problem",
     "ProblemKind",
     "Refused",
+    "SendJsonSchema",
     "SendModel",
     "checked_first",
     "json_kind",
@@ -197,6 +198,22 @@ class Matches:
 
         matching = core_schema.str_schema(pattern=self.pattern, strict=True)
         return core_schema.no_info_wrap_validator_function(check, matching)
+
+
+class SendJsonSchema(GenerateJsonSchema):
+    """Pydantic's JSON Schema, without field titles or ``null`` defaults.
+
+    A :data:`Maybe` field defaults to ``None`` in Python, but in the body it
+    may only be left out; a ``null`` default in the schema would say otherwise.
+    """
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+    def default_schema(self, schema: core_schema.WithDefaultSchema) -> JsonSchemaValue:
+        if schema.get("default", ...) is None:
+            return self.generate_inner(schema["schema"])
+        return super().default_schema(schema)
 
 
 def literal_values(model: type[BaseModel], name: str) -> tuple[str, ...]:

@@ -17,12 +17,10 @@ from collections.abc import Mapping
 from typing import Annotated, Any, Final, TypeAlias, get_args
 
 from pydantic import ConfigDict, PlainValidator, TypeAdapter, ValidationInfo, create_model
-from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
-from pydantic_core import core_schema
 
 from channels.whatsapp.sends.common import MessageSend
 from channels.whatsapp.sends.contacts import ContactsSend
-from channels.whatsapp.sends.fields import json_kind, literal_values, send_problem
+from channels.whatsapp.sends.fields import SendJsonSchema, json_kind, literal_values, send_problem
 from channels.whatsapp.sends.interactive import InteractiveSend
 from channels.whatsapp.sends.limits import DEFAULT_LIMITS, SendLimits, apply_limits
 from channels.whatsapp.sends.location import LocationSend
@@ -112,18 +110,6 @@ SEND_REQUEST: Final = TypeAdapter(SendBody)
 """Validates a send body: ``SEND_REQUEST.validate_python(body, context=SendContext(...))``."""
 
 
-class _SendSchema(GenerateJsonSchema):
-    """Pydantic's JSON Schema, without field titles or ``null`` defaults (fields are optional)."""
-
-    def field_title_should_be_set(self, schema: Any) -> bool:
-        return False
-
-    def default_schema(self, schema: core_schema.WithDefaultSchema) -> JsonSchemaValue:
-        if schema.get("default", ...) is None:
-            return self.generate_inner(schema["schema"])
-        return super().default_schema(schema)
-
-
 def send_schemas(
     limits: SendLimits = DEFAULT_LIMITS, *, ref_template: str = "#/components/schemas/{model}"
 ) -> dict[str, Any]:
@@ -135,7 +121,7 @@ def send_schemas(
     by_key, top = TypeAdapter.json_schemas(
         [("SendRequest", "validation", SEND_REQUEST)],
         ref_template=ref_template,
-        schema_generator=_SendSchema,
+        schema_generator=SendJsonSchema,
     )
     request = {
         "title": "SendRequest",

@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
+import jsonschema_rs
 import pytest
 
 from channels.whatsapp.config import SimulatorConfig
@@ -128,26 +129,32 @@ async def test_events_are_read_from_an_index(client: httpx.AsyncClient) -> None:
 # -- what they refuse (400: bad input; 409: not possible now) -----------------------
 
 
-@pytest.mark.parametrize(
-    ("path", "body", "message"),
-    [
-        ("/_harness/users", {"name": "Bo"}, "give wa_id, user_id (BSUID) or both"),
-        ("/_harness/inbound", {"text": "hi"}, "field 'user' is required"),
-        ("/_harness/inbound", {"user": 5511987654321, "text": "hi"}, "field 'user' must be a str"),
-        ("/_harness/inbound", {"user": WA_ID}, "field 'text' is required"),
-        ("/_harness/inbound", {"user": WA_ID, "text": ["hi"]}, "field 'text' must be a str"),
-        ("/_harness/inbound", {"user": WA_ID, "message": "hi"}, "field 'message' must be a dict"),
-        ("/_harness/tap", {"user": WA_ID}, "field 'choice' is required"),
-        ("/_harness/tap", {"user": WA_ID, "choice": 1}, "field 'choice' must be a str"),
-        ("/_harness/redeliver", {"wamid": 7}, "field 'wamid' must be a str"),
-        ("/_harness/redeliver", {}, "redeliver needs a wamid or a user"),
-        ("/_harness/advance", {}, "field 'duration' is required"),
-        ("/_harness/advance", {"duration": 90}, "field 'duration' must be a str"),
-        ("/_harness/advance", {"duration": "-5m"}, "field 'duration' can't be negative"),
-    ],
-)
+# (path, body, message, the OpenAPI document refuses it too)
+BAD_FIELDS: list[tuple[str, dict[str, Any], str, bool]] = [
+    ("/_harness/users", {"name": "Bo"}, "give wa_id, user_id (BSUID) or both", True),
+    ("/_harness/inbound", {"text": "hi"}, "field 'user' is required", True),
+    (
+        "/_harness/inbound",
+        {"user": 5511987654321, "text": "hi"},
+        "field 'user' must be a str",
+        True,
+    ),
+    ("/_harness/inbound", {"user": WA_ID}, "field 'text' is required", True),
+    ("/_harness/inbound", {"user": WA_ID, "text": ["hi"]}, "field 'text' must be a str", True),
+    ("/_harness/inbound", {"user": WA_ID, "message": "hi"}, "field 'message' must be a dict", True),
+    ("/_harness/tap", {"user": WA_ID}, "field 'choice' is required", True),
+    ("/_harness/tap", {"user": WA_ID, "choice": 1}, "field 'choice' must be a str", True),
+    ("/_harness/redeliver", {"wamid": 7}, "field 'wamid' must be a str", True),
+    ("/_harness/redeliver", {}, "redeliver needs a wamid or a user", False),
+    ("/_harness/advance", {}, "field 'duration' is required", True),
+    ("/_harness/advance", {"duration": 90}, "field 'duration' must be a str", True),
+    ("/_harness/advance", {"duration": "-5m"}, "field 'duration' can't be negative", False),
+]
+
+
+@pytest.mark.parametrize(("path", "body", "message", "shape"), BAD_FIELDS)
 async def test_bad_fields_answer_400_naming_the_field(
-    client: httpx.AsyncClient, path: str, body: dict[str, Any], message: str
+    client: httpx.AsyncClient, path: str, body: dict[str, Any], message: str, shape: bool
 ) -> None:
     assert await refused(await client.post(path, json=body), 400) == message
 
@@ -213,4 +220,52 @@ async def test_the_document_describes_the_control_endpoints(client: httpx.AsyncC
         "/_harness/events",
         "/_harness/conversation",
     }
-    assert "ControlError" in document["components"]["schemas"]
+    for path in control:
+        for operation in document["paths"][path].values():
+            for ref in _refs(operation):
+                assert (
+                    ref.removeprefix("#/components/schemas/") in document["components"]["schemas"]
+                )
+
+
+def _refs(value: object) -> list[str]:
+    if isinstance(value, dict):
+        found = [value["$ref"]] if isinstance(value.get("$ref"), str) else []
+        return found + [ref for item in value.values() for ref in _refs(item)]
+    if isinstance(value, list):
+        return [ref for item in value for ref in _refs(item)]
+    return []
+
+
+def _request_schema(document: dict[str, Any], path: str) -> jsonschema_rs.Validator:
+    schema = document["paths"][path]["post"]["requestBody"]["content"]["application/json"]
+    root = {**schema["schema"], "components": document["components"]}
+    return jsonschema_rs.Draft202012Validator(root)
+
+
+@pytest.mark.parametrize(("path", "body", "message", "shape"), BAD_FIELDS)
+async def test_the_document_refuses_what_the_endpoint_refuses_for_its_shape(
+    client: httpx.AsyncClient, path: str, body: dict[str, Any], message: str, shape: bool
+) -> None:
+    """One model checks each body and describes it: a badly shaped body fails both ways."""
+    document = (await client.get("/openapi.json")).json()
+    assert _request_schema(document, path).is_valid(body) is not shape
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/_harness/users", {"wa_id": "15550001111", "name": "Bo"}),
+        ("/_harness/users", {"user_id": "BR.42", "wa_id": None}),
+        ("/_harness/inbound", {"user": WA_ID, "text": "hello"}),
+        ("/_harness/inbound", {"user": WA_ID, "message": {"type": "text"}}),
+        ("/_harness/tap", {"user": WA_ID, "choice": "Keep"}),
+        ("/_harness/redeliver", {"user": WA_ID}),
+        ("/_harness/advance", {"duration": "25h"}),
+    ],
+)
+async def test_the_document_takes_the_bodies_the_endpoints_take(
+    client: httpx.AsyncClient, path: str, body: dict[str, Any]
+) -> None:
+    document = (await client.get("/openapi.json")).json()
+    assert _request_schema(document, path).is_valid(body)
