@@ -4,10 +4,12 @@ Pydantic reports every problem it finds; Meta answers one. The one chosen
 is the first of, in order: the request as a whole (a body that is not an
 object, ``messaging_product``, a top-level key no message takes), then the
 fields in the order the models hold them, depth first, then a top-level
-object that belongs to another message type. Rules that span fields (an
-addressee in ``to`` or ``recipient``, unique button titles, rows in all
+object that belongs to another message type. Two rules are read on the body
+as sent and so come before the fields of their object: a message must name
+someone (``to`` or ``recipient``), and media has an id or a link, not both.
+The other rules that span fields (unique button titles, rows in all
 sections) are checked once every field of their object is valid, so they
-come after field errors.
+come after its field errors.
 
 Codes, where Meta's documentation is silent, follow one rule:
 
