@@ -1,11 +1,13 @@
 """The OpenAPI 3.1 document of the fake Graph API, served at ``/openapi.json``.
 
-The request schemas are written from the same :class:`SendLimits` the
-validator enforces, so a limit changes in one place. They describe what is
-*valid*; a few rules JSON Schema can't say (unique button titles, at most 10
-rows across all sections, a media id the store holds, a template the
-registry holds) are left to the server, which answers them with Meta's
-error envelope like every other bad request.
+The request schemas are generated from the send models
+(:mod:`channels.whatsapp.sends`), the same ones the server validates with,
+under the same :class:`SendLimits`; so the document and the checks can't
+drift apart. They say what is *valid* as far as JSON Schema can: a few rules
+it can't (unique button titles, at most 10 rows across all sections, a media
+id the store holds, a template the registry holds) are left to the server,
+which answers them with Meta's error envelope like every other bad request.
+The responses and paths are written here.
 
 :func:`build_openapi` takes extra path items and component schemas, so the
 harness can describe its own control endpoints (``/_harness/...``) in the
@@ -18,12 +20,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any, Final
 
-from channels.whatsapp.validation import (  # the loose set is shared, not public API
-    _LOOSE_INTERACTIVE,
-    DEFAULT_LIMITS,
-    MESSAGE_TYPES,
-    SendLimits,
-)
+from channels.whatsapp.sends.limits import DEFAULT_LIMITS, SendLimits
+from channels.whatsapp.sends.request import send_schemas
 
 __all__ = ["VERSION_PATTERN", "build_openapi", "error_response", "json_body"]
 
@@ -45,21 +43,6 @@ def _ref(name: str) -> dict[str, str]:
     return {"$ref": _REF + name}
 
 
-def _string(max_len: int | None = None, *, min_len: int = 1) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "string", "minLength": min_len}
-    if max_len is not None:
-        schema["maxLength"] = max_len
-    return schema
-
-
-def _object(required: list[str], **properties: Any) -> dict[str, Any]:
-    return {"type": "object", "required": required, "properties": properties}
-
-
-def _text_of(max_len: int) -> dict[str, Any]:
-    return _object(["text"], text=_string(max_len))
-
-
 def json_body(schema: Mapping[str, Any], description: str) -> dict[str, Any]:
     """A response (or request body) object holding JSON described by ``schema``."""
     return {"description": description, "content": {"application/json": {"schema": schema}}}
@@ -70,157 +53,12 @@ def error_response(description: str) -> dict[str, Any]:
     return json_body(_ref("GraphError"), description)
 
 
-def _media(limits: SendLimits, *, caption: bool, filename: bool) -> dict[str, Any]:
-    properties: dict[str, Any] = {
-        "id": _string(),
-        "link": {"type": "string", "pattern": "^https?://[^/?#\\s]+"},
-    }
-    if caption:
-        properties["caption"] = _string(limits.caption, min_len=0)
-    if filename:
-        properties["filename"] = _string(limits.filename)
-    return {
-        "type": "object",
-        "properties": properties,
-        "oneOf": [{"required": ["id"]}, {"required": ["link"]}],
-    }
+def _object(required: list[str], **properties: Any) -> dict[str, Any]:
+    return {"type": "object", "required": required, "properties": properties}
 
 
-def _button_message(limits: SendLimits) -> dict[str, Any]:
-    header = {
-        "type": "object",
-        "required": ["type"],
-        "properties": {
-            "type": {"enum": ["text", "image", "video", "document"]},
-            "text": _string(limits.header_text),
-            "image": _ref("MediaObject"),
-            "video": _ref("MediaObject"),
-            "document": _ref("MediaObject"),
-        },
-    }
-    reply = _object(
-        ["id", "title"], id=_string(limits.button_id), title=_string(limits.button_title)
-    )
-    button = _object(["type", "reply"], type={"const": "reply"}, reply=reply)
-    action = _object(
-        ["buttons"],
-        buttons={"type": "array", "minItems": 1, "maxItems": limits.buttons, "items": button},
-    )
-    return _object(
-        ["type", "body", "action"],
-        type={"const": "button"},
-        header=header,
-        body=_text_of(limits.button_body),
-        footer=_text_of(limits.footer_text),
-        action=action,
-    )
-
-
-def _list_message(limits: SendLimits) -> dict[str, Any]:
-    row = _object(
-        ["id", "title"],
-        id=_string(limits.row_id),
-        title=_string(limits.row_title),
-        description=_string(limits.row_description, min_len=0),
-    )
-    section = _object(
-        ["rows"],
-        title=_string(limits.section_title),
-        rows={"type": "array", "minItems": 1, "maxItems": limits.rows, "items": row},
-    )
-    action = _object(
-        ["button", "sections"],
-        button=_string(limits.list_button),
-        sections={"type": "array", "minItems": 1, "maxItems": limits.sections, "items": section},
-    )
-    return _object(
-        ["type", "body", "action"],
-        type={"const": "list"},
-        header=_object(["type", "text"], type={"const": "text"}, text=_string(limits.header_text)),
-        body=_text_of(limits.list_body),
-        footer=_text_of(limits.footer_text),
-        action=action,
-    )
-
-
-def _contents(limits: SendLimits) -> dict[str, Any]:
-    """The schema of the object each message type carries, by type."""
-    parameter = _object(["type"], type=_string(), text={"type": "string"})
-    component = _object(["type"], type=_string(), parameters={"type": "array", "items": parameter})
-    other_interactive = _object(
-        ["type", "action"],
-        type={"enum": sorted(_LOOSE_INTERACTIVE)},
-        action={"type": "object"},
-    )
-    contact = _object(["name"], name=_object(["formatted_name"], formatted_name=_string()))
-    return {
-        "text": _object(["body"], body=_string(limits.text_body), preview_url={"type": "boolean"}),
-        "image": _ref("CaptionedMedia"),
-        "video": _ref("CaptionedMedia"),
-        "document": _media(limits, caption=True, filename=True),
-        "audio": _ref("MediaObject"),
-        "sticker": _ref("MediaObject"),
-        "interactive": {"oneOf": [_ref("ButtonMessage"), _ref("ListMessage"), other_interactive]},
-        "template": _object(
-            ["name", "language"],
-            name=_string(limits.template_name),
-            language=_object(["code"], code=_string(16), policy={"type": "string"}),
-            components={"type": "array", "items": component},
-        ),
-        "reaction": _object(
-            ["message_id", "emoji"], message_id=_string(), emoji={"type": "string"}
-        ),
-        "location": _object(
-            ["latitude", "longitude"],
-            latitude={"type": "number", "minimum": -90, "maximum": 90},
-            longitude={"type": "number", "minimum": -180, "maximum": 180},
-            name={"type": "string"},
-            address={"type": "string"},
-        ),
-        "contacts": {"type": "array", "minItems": 1, "items": contact},
-    }
-
-
-def _message_variant(kind: str, content: dict[str, Any], limits: SendLimits) -> dict[str, Any]:
-    properties: dict[str, Any] = {
-        "messaging_product": {"const": "whatsapp"},
-        "recipient_type": {"const": "individual"},
-        "to": {"type": "string", "pattern": "^\\+?[0-9][0-9 -]{3,30}$"},
-        "recipient": {"type": "string", "pattern": "^[A-Z]{2}\\.[0-9]+$"},
-        "type": {"const": kind},
-        kind: content,
-        "biz_opaque_callback_data": _string(limits.callback_data, min_len=0),
-    }
-    if kind != "reaction":
-        properties["context"] = _object(["message_id"], message_id=_string())
-    # Meta's reference: a body without ``type`` is a text message.
-    required = (
-        ["messaging_product", kind] if kind == "text" else ["messaging_product", "type", kind]
-    )
-    return {
-        "title": f"{kind} message",
-        "type": "object",
-        "required": required,
-        "properties": properties,
-        "additionalProperties": False,
-        "anyOf": [{"required": ["to"]}, {"required": ["recipient"]}],
-    }
-
-
-def _schemas(limits: SendLimits) -> dict[str, Any]:
-    contents = _contents(limits)
-    mark_read = _object(
-        ["messaging_product", "status", "message_id"],
-        messaging_product={"const": "whatsapp"},
-        status={"const": "read"},
-        message_id=_string(),
-        typing_indicator=_object(["type"], type={"const": "text"}),
-        # Accepted and ignored, as some clients send them with a read receipt.
-        to={"type": "string"},
-        recipient={"type": "string"},
-        recipient_type={"type": "string"},
-    )
-    mark_read["additionalProperties"] = False
+def _response_schemas() -> dict[str, Any]:
+    """The schemas of what the endpoints answer (requests come from the send models)."""
     error = _object(
         ["message", "type", "code", "fbtrace_id"],
         message={"type": "string"},
@@ -242,17 +80,6 @@ def _schemas(limits: SendLimits) -> dict[str, Any]:
         group_id={"type": "string"},
     )
     return {
-        "SendRequest": {
-            "anyOf": [
-                *(_message_variant(kind, contents[kind], limits) for kind in sorted(MESSAGE_TYPES)),
-                _ref("MarkRead"),
-            ]
-        },
-        "MarkRead": mark_read,
-        "MediaObject": _media(limits, caption=False, filename=False),
-        "CaptionedMedia": _media(limits, caption=True, filename=False),
-        "ButtonMessage": _button_message(limits),
-        "ListMessage": _list_message(limits),
         "SendResponse": _object(
             ["messaging_product", "contacts", "messages"],
             messaging_product={"const": "whatsapp"},
@@ -414,7 +241,7 @@ def build_openapi(
         if path in paths:
             raise ValueError(f"the OpenAPI document already describes {path}")
         paths[path] = copy.deepcopy(dict(item))
-    schemas = _schemas(limits)
+    schemas = {**send_schemas(limits, ref_template=_REF + "{model}"), **_response_schemas()}
     schemas.update({name: copy.deepcopy(dict(s)) for name, s in (extra_schemas or {}).items()})
     document: dict[str, Any] = {
         "openapi": "3.1.0",

@@ -1,0 +1,287 @@
+"""What the control API under ``/_harness/`` takes and answers, as Pydantic models.
+
+Each request body is a model that both checks the body (a bad one answers
+400 naming the field, as :func:`config_error` words it) and describes it in
+the OpenAPI document: :data:`CONTROL_ENDPOINTS` lists the endpoints with
+their models, and :data:`CONTROL_OPENAPI_PATHS` and
+:data:`CONTROL_OPENAPI_SCHEMAS` are generated from it. The answers are
+models too, so what the document promises is what the handlers send.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Final, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic.json_schema import models_json_schema
+
+from channels.whatsapp.sends.fields import Maybe, SendJsonSchema
+from harness.durations import parse_duration
+from harness.exceptions import ConfigError
+
+__all__ = [
+    "CONTROL_ENDPOINTS",
+    "CONTROL_OPENAPI_PATHS",
+    "CONTROL_OPENAPI_SCHEMAS",
+    "Advance",
+    "ControlBody",
+    "ControlEndpoint",
+    "ControlErrorBody",
+    "ControlErrorMessage",
+    "Inbound",
+    "NewUser",
+    "Now",
+    "Outbox",
+    "Redeliver",
+    "RegisteredUser",
+    "Tap",
+    "Wamid",
+    "config_error",
+]
+
+_TYPE_NAMES: Final = {"string_type": "str", "dict_type": "dict", "model_type": "dict"}
+
+
+class ControlBody(BaseModel):
+    """Base of the control API's bodies: strict types, unknown keys ignored."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+
+class NewUser(ControlBody):
+    """``POST /_harness/users``: a simulated user, by phone number, BSUID or both."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {"required": [key], "properties": {key: {"type": "string"}}}
+                for key in ("wa_id", "user_id")
+            ]
+        }
+    )
+
+    wa_id: str | None = None
+    user_id: str | None = None
+    name: str = ""
+
+    @model_validator(mode="after")
+    def _check_some_id(self) -> Self:
+        if self.wa_id is None and self.user_id is None:
+            raise ValueError("give wa_id, user_id (BSUID) or both")
+        return self
+
+
+class Inbound(ControlBody):
+    """``POST /_harness/inbound``: a user's message, as text or as Meta's message object."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"anyOf": [{"required": ["text"]}, {"required": ["message"]}]}
+    )
+
+    user: str
+    text: Maybe[str] = None
+    message: Maybe[dict[str, Any]] = None
+
+    @model_validator(mode="after")
+    def _check_content(self) -> Self:
+        if self.text is None and self.message is None:
+            raise ValueError("field 'text' is required")
+        return self
+
+
+class Tap(ControlBody):
+    """``POST /_harness/tap``: a user taps a button or list row (its id or title)."""
+
+    user: str
+    choice: str
+
+
+class Redeliver(ControlBody):
+    """``POST /_harness/redeliver``: a message to deliver again, or a user's last one."""
+
+    wamid: Maybe[str] = None
+    user: Maybe[str] = None
+
+
+class Advance(ControlBody):
+    """``POST /_harness/advance``: how far virtual time jumps (``25h``, ``90s``, ``1d2h``)."""
+
+    duration: str
+
+    @field_validator("duration")
+    @classmethod
+    def _check_duration(cls, value: str) -> str:
+        if parse_duration(value) < timedelta(0):
+            raise ValueError("field 'duration' can't be negative")
+        return value
+
+    def delta(self) -> timedelta:
+        """The jump, parsed."""
+        return parse_duration(self.duration)
+
+
+class RegisteredUser(BaseModel):
+    """The user registered, with the BSUID made up when none was given."""
+
+    wa_id: str | None
+    user_id: str
+    name: str
+
+
+class Wamid(BaseModel):
+    """The id of the message delivered."""
+
+    wamid: str
+
+
+class Now(BaseModel):
+    """The simulator's virtual time, in ISO 8601."""
+
+    now: str
+
+
+class Outbox(BaseModel):
+    """Every send the agent made, as it sent it."""
+
+    messages: list[dict[str, Any]]
+
+
+class ControlErrorMessage(BaseModel):
+    """What went wrong, in one line."""
+
+    message: str
+
+
+class ControlErrorBody(BaseModel):
+    """The body of a control API error (400: bad input; 409: not possible now)."""
+
+    error: ControlErrorMessage
+
+    @classmethod
+    def saying(cls, message: str) -> ControlErrorBody:
+        """The error body carrying ``message``."""
+        return cls(error=ControlErrorMessage(message=message))
+
+
+def config_error(exc: ValidationError) -> ConfigError:
+    """The first problem Pydantic found in a control body, worded as the API answers it."""
+    error = exc.errors(include_url=False)[0]
+    name = ".".join(str(step) for step in error["loc"])
+    if error["type"] == "missing":
+        return ConfigError(f"field {name!r} is required")
+    if error["type"] in _TYPE_NAMES:
+        return ConfigError(f"field {name!r} must be a {_TYPE_NAMES[error['type']]}")
+    cause = (error.get("ctx") or {}).get("error")
+    return ConfigError(str(cause) if cause is not None else f"field {name!r}: {error['msg']}")
+
+
+@dataclass(frozen=True, slots=True)
+class ControlEndpoint:
+    """One control endpoint: where it is, what it takes and what it answers."""
+
+    path: str
+    method: Literal["GET", "POST"]
+    summary: str
+    answer: type[BaseModel] | None
+    body: type[ControlBody] | None = None
+    status: int = 200
+
+
+CONTROL_ENDPOINTS: Final = (
+    ControlEndpoint(
+        "/_harness/users", "POST", "Register a simulated user", RegisteredUser, NewUser, 201
+    ),
+    ControlEndpoint(
+        "/_harness/inbound",
+        "POST",
+        "A user sends a message (text, or any Meta message object)",
+        Wamid,
+        Inbound,
+    ),
+    ControlEndpoint(
+        "/_harness/tap",
+        "POST",
+        "A user taps a button or list row of the last interactive message",
+        Wamid,
+        Tap,
+    ),
+    ControlEndpoint(
+        "/_harness/redeliver",
+        "POST",
+        "Deliver a user's message again, with identical bytes",
+        Wamid,
+        Redeliver,
+    ),
+    ControlEndpoint("/_harness/advance", "POST", "Move virtual time forward", Now, Advance),
+    ControlEndpoint("/_harness/clock", "GET", "The simulator's current virtual time", Now),
+    ControlEndpoint("/_harness/outbox", "GET", "Every send the agent made, as sent", Outbox),
+    ControlEndpoint("/_harness/events", "GET", "The trace event log (from index ?since=N)", None),
+    ControlEndpoint(
+        "/_harness/conversation", "GET", "The conversation so far, with its turns", None
+    ),
+)
+"""The control endpoints, with the models of their bodies and answers."""
+
+_REF = "#/components/schemas/{model}"
+_ERROR = {"$ref": _REF.format(model=ControlErrorBody.__name__)}
+_SINCE = {
+    "name": "since",
+    "in": "query",
+    "required": False,
+    "description": "Only the events from this index on.",
+    "schema": {"type": "integer", "minimum": 0},
+}
+
+
+def _json(description: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _operation(endpoint: ControlEndpoint) -> dict[str, Any]:
+    answer = (
+        {"type": "object"}
+        if endpoint.answer is None
+        else {"$ref": _REF.format(model=endpoint.answer.__name__)}
+    )
+    operation: dict[str, Any] = {
+        "summary": endpoint.summary,
+        "tags": ["control"],
+        "security": [],
+        "responses": {
+            str(endpoint.status): _json("Done", answer),
+            "400": _json("Bad input", _ERROR),
+        },
+    }
+    if endpoint.body is not None:
+        schema = {"$ref": _REF.format(model=endpoint.body.__name__)}
+        operation["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": schema}},
+        }
+        operation["responses"]["409"] = _json("Not possible now", _ERROR)
+    if endpoint.path == "/_harness/events":
+        operation["parameters"] = [_SINCE]
+    return {endpoint.method.lower(): operation}
+
+
+def _schemas() -> dict[str, Any]:
+    models = {ControlErrorBody} | {
+        model for e in CONTROL_ENDPOINTS for model in (e.body, e.answer) if model is not None
+    }
+    _, top = models_json_schema(
+        [(model, "validation") for model in sorted(models, key=lambda m: m.__name__)],
+        ref_template=_REF,
+        schema_generator=SendJsonSchema,
+    )
+    schemas: dict[str, Any] = top["$defs"]
+    return schemas
+
+
+CONTROL_OPENAPI_PATHS: Final[dict[str, dict[str, Any]]] = {
+    endpoint.path: _operation(endpoint) for endpoint in CONTROL_ENDPOINTS
+}
+"""OpenAPI path items describing the control endpoints."""
+CONTROL_OPENAPI_SCHEMAS: Final[dict[str, dict[str, Any]]] = _schemas()
+"""The schemas the control endpoints' path items refer to."""

@@ -1,0 +1,186 @@
+"""The simulator's control API, under ``/_harness/``, for driving it from outside.
+
+``harness serve`` mounts these beside the fake Graph API so a test written in
+any language (or curl) can play the users and read what the agent did:
+
+- ``POST /_harness/users``: register a user (``wa_id``, ``name``, ``user_id``);
+- ``POST /_harness/inbound``: a user sends a message of any type (``text``
+  for short, or Meta's message object in ``message``); answers the wamid;
+- ``POST /_harness/tap``: a user taps a button or list row of the last
+  interactive message (``choice``: its id or title);
+- ``POST /_harness/redeliver``: Meta delivers a message again, byte for byte;
+- ``POST /_harness/advance``: virtual time jumps (``duration`` like ``25h``);
+- ``GET /_harness/clock``, ``/_harness/outbox``, ``/_harness/events`` and
+  ``/_harness/conversation``: what happened so far, as JSON.
+
+Each request body is a model in :mod:`~channels.whatsapp.control.bodies`; it
+checks the body and describes it in ``/openapi.json``. Errors answer
+``{"error": {"message": ...}}`` with 400 (bad input) or 409 (the simulator
+can't do it now, e.g. no webhook is configured).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp
+
+from channels.whatsapp.control.bodies import (
+    CONTROL_ENDPOINTS,
+    CONTROL_OPENAPI_PATHS,
+    CONTROL_OPENAPI_SCHEMAS,
+    Advance,
+    ControlErrorBody,
+    Inbound,
+    NewUser,
+    Now,
+    Outbox,
+    Redeliver,
+    RegisteredUser,
+    Tap,
+    Wamid,
+    config_error,
+)
+from channels.whatsapp.simulator import WhatsAppSimulator
+from harness.exceptions import ConfigError, HarnessError
+from harness.trace import EVENT_ADAPTER
+
+__all__ = ["control_app", "control_routes"]
+
+Handler = Callable[[Request], Awaitable[Response]]
+_Body = TypeVar("_Body", bound=BaseModel)
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return _answer(ControlErrorBody.saying(message), status)
+
+
+def _answer(body: BaseModel, status: int = 200) -> JSONResponse:
+    return JSONResponse(body.model_dump(mode="json"), status_code=status)
+
+
+async def _read(request: Request, model: type[_Body]) -> _Body:
+    """The request's body as ``model``, or a :class:`ConfigError` naming what is wrong."""
+    raw = await request.body()
+    try:
+        data = json.loads(raw or b"{}")
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"the body is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError("the body must be a JSON object")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise config_error(exc) from None
+
+
+def control_app(sim: WhatsAppSimulator) -> ASGIApp:
+    """The simulator's fake Graph API with the control endpoints and their OpenAPI paths."""
+    return sim.build_graph_app(
+        control_routes(sim),
+        openapi_paths=CONTROL_OPENAPI_PATHS,
+        openapi_schemas=CONTROL_OPENAPI_SCHEMAS,
+    )
+
+
+def control_routes(sim: WhatsAppSimulator) -> list[Route]:
+    """The control endpoints, bound to one simulator."""
+
+    def guarded(handler: Handler) -> Handler:
+        async def endpoint(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except ConfigError as exc:
+                return _error(400, str(exc))
+            except HarnessError as exc:
+                return _error(409, str(exc))
+
+        return endpoint
+
+    def user_of(key: str) -> str:
+        try:
+            sim.user(key)
+        except ConfigError:
+            if not key.isdigit():
+                raise
+            sim.add_user(key)  # a new phone number writes in: Meta would deliver it too
+        return key
+
+    async def users(request: Request) -> Response:
+        body = await _read(request, NewUser)
+        user = sim.add_user(body.wa_id, body.name, user_id=body.user_id)
+        registered = RegisteredUser(wa_id=user.wa_id, user_id=user.user_id, name=user.name)
+        return _answer(registered, 201)
+
+    async def inbound(request: Request) -> Response:
+        body = await _read(request, Inbound)
+        user = user_of(body.user)
+        if body.message is not None:
+            wamid = await sim.receive(user, body.message)
+        else:
+            wamid = await sim.receive(user, {"type": "text", "text": {"body": body.text}})
+        await sim.settle()
+        return _answer(Wamid(wamid=wamid))
+
+    async def tap(request: Request) -> Response:
+        body = await _read(request, Tap)
+        wamid = await sim.tap(user_of(body.user), body.choice)
+        await sim.settle()
+        return _answer(Wamid(wamid=wamid))
+
+    async def redeliver(request: Request) -> Response:
+        body = await _read(request, Redeliver)
+        user = None if body.user is None else user_of(body.user)
+        resent = await sim.redeliver(body.wamid, user=user)
+        await sim.settle()
+        return _answer(Wamid(wamid=resent))
+
+    async def advance(request: Request) -> Response:
+        body = await _read(request, Advance)
+        await sim.advance(body.delta(), reason=f"advance {body.duration}")
+        return _answer(Now(now=sim.clock.now().isoformat()))
+
+    async def clock(request: Request) -> Response:
+        return _answer(Now(now=sim.clock.now().isoformat()))
+
+    async def outbox(request: Request) -> Response:
+        return _answer(Outbox(messages=sim.outbox))
+
+    async def events(request: Request) -> Response:
+        since = request.query_params.get("since", "0")
+        if not since.isdigit():
+            raise ConfigError("query parameter 'since' must be a non-negative integer")
+        chosen = sim.events[int(since) :]
+        return Response(
+            b'{"events":['
+            + b",".join(EVENT_ADAPTER.dump_json(e) for e in chosen)
+            + b'],"next":'
+            + str(len(sim.events)).encode()
+            + b"}",
+            media_type="application/json",
+        )
+
+    async def conversation(request: Request) -> Response:
+        return Response(sim.conversation().model_dump_json(), media_type="application/json")
+
+    handlers: dict[str, Handler] = {
+        "/_harness/users": users,
+        "/_harness/inbound": inbound,
+        "/_harness/tap": tap,
+        "/_harness/redeliver": redeliver,
+        "/_harness/advance": advance,
+        "/_harness/clock": clock,
+        "/_harness/outbox": outbox,
+        "/_harness/events": events,
+        "/_harness/conversation": conversation,
+    }
+    return [
+        Route(endpoint.path, guarded(handlers[endpoint.path]), methods=[endpoint.method])
+        for endpoint in CONTROL_ENDPOINTS
+    ]

@@ -1,0 +1,207 @@
+"""The send bodies of the fake Graph API as Pydantic models: one source for checks and schema.
+
+Each message type has its model (text, media, interactive, template,
+reaction, location, contacts) on a shared base in
+:mod:`~channels.whatsapp.sends.common`, and read receipts theirs;
+:data:`SEND_REQUEST` picks the right one for a body. Limits come from
+:class:`SendLimits`, errors become Meta's codes in
+:mod:`~channels.whatsapp.sends.problems`, and :func:`send_schemas` gives the
+JSON Schemas the OpenAPI document serves."""
+
+from __future__ import annotations
+
+from channels.whatsapp.sends.common import (
+    GROUP_ID_MAX,
+    WA_NUMBER_PATTERN,
+    MessageSend,
+    ReplyContext,
+    SendAction,
+    SendSummary,
+    normalize_wa_id,
+)
+from channels.whatsapp.sends.contacts import (
+    ContactEntry,
+    ContactEntryName,
+    ContactsSend,
+)
+from channels.whatsapp.sends.fields import (
+    Dispatch,
+    Matches,
+    Maybe,
+    NonEmpty,
+    Problem,
+    ProblemKind,
+    Refused,
+    SendJsonSchema,
+    SendModel,
+    checked_first,
+    json_kind,
+    literal_values,
+    send_problem,
+)
+from channels.whatsapp.sends.interactive import (
+    ButtonAction,
+    ButtonBody,
+    ButtonInteractive,
+    DocumentHeader,
+    ImageHeader,
+    InteractiveContent,
+    InteractiveFooter,
+    InteractiveSend,
+    ListAction,
+    ListBody,
+    ListInteractive,
+    ListRow,
+    ListSection,
+    OptionalBody,
+    OtherInteractive,
+    ReplyButton,
+    ReplyChoice,
+    TextHeader,
+    VideoHeader,
+)
+from channels.whatsapp.sends.limits import (
+    DEFAULT_LIMITS,
+    LIMIT_KEY,
+    Limit,
+    SendContext,
+    SendLimits,
+    apply_limits,
+    context_of,
+)
+from channels.whatsapp.sends.location import (
+    LATITUDE_TEXT,
+    LONGITUDE_TEXT,
+    Coordinate,
+    LocationContent,
+    LocationSend,
+)
+from channels.whatsapp.sends.media import (
+    LINK_PATTERN,
+    AudioSend,
+    CaptionedMedia,
+    DocumentMedia,
+    DocumentSend,
+    ImageSend,
+    MediaRef,
+    StickerSend,
+    VideoSend,
+)
+from channels.whatsapp.sends.problems import (
+    graph_error_for,
+    json_path,
+    request_error,
+)
+from channels.whatsapp.sends.reaction import (
+    ReactionContent,
+    ReactionSend,
+)
+from channels.whatsapp.sends.read import (
+    ReadReceipt,
+    TypingIndicator,
+)
+from channels.whatsapp.sends.request import (
+    MESSAGE_KEYS,
+    MESSAGE_MODELS,
+    MESSAGE_TYPES,
+    SEND_REQUEST,
+    SendBody,
+    send_schemas,
+)
+from channels.whatsapp.sends.template import (
+    TemplateComponent,
+    TemplateContent,
+    TemplateLanguage,
+    TemplateParameter,
+    TemplateSend,
+)
+from channels.whatsapp.sends.text import (
+    TextContent,
+    TextSend,
+)
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "GROUP_ID_MAX",
+    "LATITUDE_TEXT",
+    "LIMIT_KEY",
+    "LINK_PATTERN",
+    "LONGITUDE_TEXT",
+    "MESSAGE_KEYS",
+    "MESSAGE_MODELS",
+    "MESSAGE_TYPES",
+    "SEND_REQUEST",
+    "WA_NUMBER_PATTERN",
+    "AudioSend",
+    "ButtonAction",
+    "ButtonBody",
+    "ButtonInteractive",
+    "CaptionedMedia",
+    "ContactEntry",
+    "ContactEntryName",
+    "ContactsSend",
+    "Coordinate",
+    "Dispatch",
+    "DocumentHeader",
+    "DocumentMedia",
+    "DocumentSend",
+    "ImageHeader",
+    "ImageSend",
+    "InteractiveContent",
+    "InteractiveFooter",
+    "InteractiveSend",
+    "Limit",
+    "ListAction",
+    "ListBody",
+    "ListInteractive",
+    "ListRow",
+    "ListSection",
+    "LocationContent",
+    "LocationSend",
+    "Matches",
+    "Maybe",
+    "MediaRef",
+    "MessageSend",
+    "NonEmpty",
+    "OptionalBody",
+    "OtherInteractive",
+    "Problem",
+    "ProblemKind",
+    "ReactionContent",
+    "ReactionSend",
+    "ReadReceipt",
+    "Refused",
+    "ReplyButton",
+    "ReplyChoice",
+    "ReplyContext",
+    "SendAction",
+    "SendBody",
+    "SendContext",
+    "SendJsonSchema",
+    "SendLimits",
+    "SendModel",
+    "SendSummary",
+    "StickerSend",
+    "TemplateComponent",
+    "TemplateContent",
+    "TemplateLanguage",
+    "TemplateParameter",
+    "TemplateSend",
+    "TextContent",
+    "TextHeader",
+    "TextSend",
+    "TypingIndicator",
+    "VideoHeader",
+    "VideoSend",
+    "apply_limits",
+    "checked_first",
+    "context_of",
+    "graph_error_for",
+    "json_kind",
+    "json_path",
+    "literal_values",
+    "normalize_wa_id",
+    "request_error",
+    "send_problem",
+    "send_schemas",
+]
