@@ -250,13 +250,7 @@ from harness.suites.invariants import (
     resolve,
 )
 from harness.suites.registry import DurationParam, Invariant, InvariantFunction, Regex, invariant
-from harness.suites.runner import (
-    DEFAULT_TARGET,
-    Runner,
-    RunOptions,
-    load_target,
-    settings_from,
-)
+from harness.suites.runner import Runner, RunOptions
 from harness.suites.scenario import (
     DEFAULT_USER,
     InvariantRef,
@@ -289,6 +283,7 @@ from harness.suites.steps import (
     WaitStep,
     step_action,
 )
+from harness.suites.target import DEFAULT_TARGET, load_target, settings_from
 from harness.suites.transcript import Transcript, render_event
 from harness.suites.yamlpos import (
     LocatedError,

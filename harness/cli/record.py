@@ -18,8 +18,9 @@ from harness.llm import AnthropicClient
 from harness.llm_recorder import RecordingLLMClient
 from harness.options import parse_settings
 from harness.replay.judge import Judge, save_verdicts
-from harness.suites.runner import DEFAULT_TARGET, Runner, RunOptions
+from harness.suites.runner import Runner, RunOptions
 from harness.suites.scenario import load_scenario
+from harness.suites.target import DEFAULT_TARGET
 from harness.tape import RecordMode
 
 __all__ = ["record_command"]

@@ -12,8 +12,9 @@ from harness.exceptions import ConfigError
 from harness.options import parse_settings
 from harness.report import SuiteProgress, print_summary, write_html, write_json, write_junit
 from harness.results import RunResult
-from harness.suites.runner import DEFAULT_TARGET, Runner, RunOptions
+from harness.suites.runner import Runner, RunOptions
 from harness.suites.scenario import load_scenarios
+from harness.suites.target import DEFAULT_TARGET
 
 __all__ = ["DEFAULT_SUITE", "parse_settings", "run_command", "write_reports"]
 

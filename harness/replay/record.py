@@ -25,8 +25,9 @@ from harness.fixture import FixtureMeta, FixtureWriter, make_span
 from harness.recording import Recording
 from harness.records import LLMRecord, ToolRecord
 from harness.results import ScenarioResult
-from harness.suites.runner import Runner, settings_from
+from harness.suites.runner import Runner
 from harness.suites.scenario import Scenario
+from harness.suites.target import settings_from
 from harness.tape import RecordMode
 from harness.trace import InboundMessage
 

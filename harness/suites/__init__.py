@@ -37,6 +37,7 @@ from harness.suites.invariants import (
     resolve,
     unobserved,
 )
+from harness.suites.realtime import distinct_user, expect_in_time, with_late
 from harness.suites.registry import (
     DurationParam,
     Invariant,
@@ -46,14 +47,7 @@ from harness.suites.registry import (
     invariant,
     registry,
 )
-from harness.suites.runner import (
-    DEFAULT_TARGET,
-    Runner,
-    RunOptions,
-    distinct_user,
-    load_target,
-    settings_from,
-)
+from harness.suites.runner import Runner, RunOptions
 from harness.suites.scenario import (
     DEFAULT_USER,
     InvariantRef,
@@ -86,6 +80,7 @@ from harness.suites.steps import (
     WaitStep,
     step_action,
 )
+from harness.suites.target import DEFAULT_TARGET, load_target, settings_from
 from harness.suites.transcript import (
     Transcript,
     render_event,
@@ -154,6 +149,7 @@ __all__ = [
     "dump_yaml",
     "eventual_part",
     "every_inbound_answered",
+    "expect_in_time",
     "field_name",
     "invariant",
     "load_scenario",
@@ -178,4 +174,5 @@ __all__ = [
     "settings_from",
     "step_action",
     "unobserved",
+    "with_late",
 ]

@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import hashlib
-import importlib
 import multiprocessing
 import os
 import threading
@@ -44,8 +42,9 @@ from harness.plugins import ChannelPlugin, load_channel_plugins
 from harness.recording import Recording
 from harness.results import RunResult, ScenarioResult, ScenarioStatus, Violation
 from harness.store import Store, open_store
-from harness.suites.expectations import check_expectation, eventual_part, needs_quiet
+from harness.suites.expectations import check_expectation
 from harness.suites.invariants import BoundInvariant, bind
+from harness.suites.realtime import distinct_user, expect_in_time, with_late
 from harness.suites.scenario import Scenario
 from harness.suites.steps import (
     ExpectStep,
@@ -56,19 +55,10 @@ from harness.suites.steps import (
     UserStep,
     WaitStep,
 )
-from harness.trace import Conversation, Event
+from harness.suites.target import DEFAULT_TARGET, load_target, settings_from
+from harness.trace import Conversation
 
-__all__ = [
-    "DEFAULT_TARGET",
-    "RunOptions",
-    "Runner",
-    "distinct_user",
-    "load_target",
-    "settings_from",
-]
-
-#: The agent the harness runs when no target is given: the bundled booking agent.
-DEFAULT_TARGET = "agents.booking:agent_factory"
+__all__ = ["RunOptions", "Runner"]
 
 
 @dataclass(frozen=True)
@@ -87,37 +77,6 @@ class RunOptions:
     expect_timeout: float = 10.0
     #: Against an agent on real time: how long with nothing from it counts as done (seconds).
     quiet: float = 3.0
-
-
-def load_target(path: str) -> AgentFactory:
-    """Import an agent factory named ``package.module:attribute``."""
-    module_name, sep, attribute = path.partition(":")
-    if not sep or not module_name or not attribute:
-        raise ConfigError(f"--target {path!r}: expected package.module:attribute")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ConfigError(f"--target {path!r}: can't import {module_name}: {exc}") from None
-    try:
-        factory = getattr(module, attribute)
-    except AttributeError:
-        raise ConfigError(f"--target {path!r}: {module_name} has no {attribute!r}") from None
-    if not callable(factory):
-        raise ConfigError(f"--target {path!r}: {attribute} is not callable")
-    return factory  # type: ignore[no-any-return]  # checked callable above
-
-
-def settings_from(agent: Mapping[str, Any]) -> dict[str, str]:
-    """A scenario's ``agent:`` mapping as settings strings (lists joined with commas)."""
-    settings: dict[str, str] = {}
-    for key, value in agent.items():
-        if isinstance(value, bool):
-            settings[key] = "true" if value else "false"
-        elif isinstance(value, list | tuple):
-            settings[key] = ",".join(str(v) for v in value)
-        else:
-            settings[key] = str(value)
-    return settings
 
 
 @dataclass
@@ -286,7 +245,7 @@ class Runner:
         for index, result in enumerate(results):
             late = shared.late(f"{run_id}:{index}") if result is not None else []
             if result is not None and late:
-                results[index] = _with_late(result, late)
+                results[index] = with_late(result, late)
 
     async def run_scenario(
         self,
@@ -440,7 +399,15 @@ class Runner:
                     await session.quiet(self.options.quiet, self.options.expect_timeout)
             elif isinstance(step, ExpectStep):
                 if real:
-                    await self._expect_in_time(step, session, since, acting.key, step_at)
+                    await expect_in_time(
+                        step,
+                        session,
+                        expect_timeout=self.options.expect_timeout,
+                        quiet=self.options.quiet,
+                        since=since,
+                        user=acting.key,
+                        step_at=step_at,
+                    )
                 elif step.within is not None:
                     await session.wait(step.within.total_seconds())
                 progress.violations.extend(
@@ -459,32 +426,6 @@ class Runner:
         if real:
             # The scenario ends when its agent has gone quiet; what comes later is late.
             await session.quiet(self.options.quiet, self.options.expect_timeout)
-
-    async def _expect_in_time(
-        self, step: ExpectStep, session: ChannelSession, since: int, user: str, step_at: datetime
-    ) -> None:
-        """Against an agent on real time, wait as a person watching the phone would.
-
-        What must come (a reply, a tool call, a status) is waited for until it
-        holds or the step's ``within`` (else ``--expect-timeout``) passes; what
-        must not come, or must come exactly so many times, is judged only once
-        the agent has gone quiet.
-        """
-        within = (
-            step.within.total_seconds() if step.within is not None else self.options.expect_timeout
-        )
-        eventual = eventual_part(step)
-        if eventual is not None:
-
-            def holds(conversation: Conversation) -> bool:
-                found = check_expectation(
-                    eventual, conversation, since=since, user=user, step_at=step_at
-                )
-                return not found
-
-            await session.wait_until(holds, within)
-        if eventual is None or needs_quiet(step):
-            await session.quiet(self.options.quiet, within)
 
 
 #: Suites at least this large run in worker processes (smaller ones on threads).
@@ -519,52 +460,6 @@ def _finished(
         return
     results[index] = done.result()
     report(done.result())
-
-
-def distinct_user(user: UserSpec, salt: str) -> UserSpec:
-    """``user`` with numbers of its own for one scenario of one run (same shape, new digits).
-
-    A wa_id keeps its first two digits (the country code, mostly) and its
-    length; a BSUID keeps its country prefix. The same salt gives the same
-    numbers, so a scenario's users stay stable within a run.
-    """
-
-    def digits(value: str, keep: int) -> str:
-        if len(value) <= keep:
-            return value
-        seed = hashlib.sha256(f"{salt}:{user.name}:{value}".encode()).hexdigest()
-        width = len(value) - keep
-        return value[:keep] + str(int(seed, 16) % 10**width).zfill(width)
-
-    wa_id = digits(user.wa_id, 2) if user.wa_id else None
-    # Without a BSUID of its own a user would get one made up from the seed, the same
-    # in every scenario: give one here instead.
-    prefix, dot, rest = (user.bsuid or "US.00000000000000000000").partition(".")
-    bsuid = f"{prefix}{dot}{digits(rest, 0)}" if dot else digits(prefix, 0)
-    return UserSpec(user.name, wa_id, bsuid)
-
-
-def _with_late(result: ScenarioResult, late: Sequence[Event]) -> ScenarioResult:
-    """A result with what the agent sent after its scenario ended, as violations of its own."""
-    added = []
-    for event in late:
-        what = getattr(event, "text", None) or getattr(event, "type", event.kind)
-        added.append(
-            Violation(
-                kind="expectation",
-                rule="late",
-                message=(
-                    f"the agent sent {what!r} to {event.user} after the scenario had ended "
-                    "(it went quiet for the whole --quiet window first)"
-                ),
-            )
-        )
-    return result.model_copy(
-        update={
-            "violations": (*result.violations, *added),
-            "status": "error" if result.status == "error" else "failed",
-        }
-    )
 
 
 def _message(step: SendStep) -> dict[str, Any]:

@@ -305,7 +305,7 @@ async def test_a_reply_after_its_scenario_ended_is_late_on_that_scenario_only() 
 
 def test_each_scenario_gets_numbers_of_its_own_with_the_same_shape() -> None:
     from harness.channel import UserSpec
-    from harness.suites.runner import distinct_user
+    from harness.suites.realtime import distinct_user
 
     ana = UserSpec("Ana", "5511987654321", "BR.1234567890")
     first, again, other = (

@@ -31,8 +31,9 @@ from harness.records import LLMRecord, ToolRecord
 from harness.replay.playback import plan_from_fixture, replay_fixture
 from harness.replay.record import record_scenario
 from harness.results import ScenarioResult
-from harness.suites.runner import DEFAULT_TARGET, Runner, RunOptions
+from harness.suites.runner import Runner, RunOptions
 from harness.suites.scenario import load_scenario, parse_scenario
+from harness.suites.target import DEFAULT_TARGET
 from harness.trace import Conversation, InboundMessage
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -26,8 +26,9 @@ from harness.exceptions import ConfigError, StepError
 from harness.plugins import ChannelPlugin
 from harness.results import ScenarioResult
 from harness.store import MemoryStore
-from harness.suites.runner import DEFAULT_TARGET, Runner, RunOptions, load_target, settings_from
+from harness.suites.runner import Runner, RunOptions
 from harness.suites.scenario import Scenario, parse_scenario
+from harness.suites.target import DEFAULT_TARGET, load_target, settings_from
 from harness.trace import Conversation, Event, InboundMessage, OutboundSend, ToolCall
 
 TARGET = "tests.harness.suites.test_runner:fake_agent_factory"

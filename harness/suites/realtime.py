@@ -1,0 +1,100 @@
+"""Scenarios against an agent on real time: users of their own, waiting, and late sends.
+
+An agent at a URL is one agent for a whole run and lives on real time, so
+each scenario gets numbers of its own (:func:`distinct_user`), an ``expect``
+waits as a person watching the phone would (:func:`expect_in_time`), and
+what the agent sends after a scenario ended is reported on that scenario as
+late (:func:`with_late`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from datetime import datetime
+
+from harness.channel import ChannelSession, UserSpec
+from harness.results import ScenarioResult, Violation
+from harness.suites.expectations import check_expectation, eventual_part, needs_quiet
+from harness.suites.steps import ExpectStep
+from harness.trace import Conversation, Event
+
+__all__ = ["distinct_user", "expect_in_time", "with_late"]
+
+
+async def expect_in_time(
+    step: ExpectStep,
+    session: ChannelSession,
+    *,
+    expect_timeout: float,
+    quiet: float,
+    since: int,
+    user: str,
+    step_at: datetime,
+) -> None:
+    """Against an agent on real time, wait as a person watching the phone would.
+
+    What must come (a reply, a tool call, a status) is waited for until it
+    holds or the step's ``within`` (else ``--expect-timeout``) passes; what
+    must not come, or must come exactly so many times, is judged only once
+    the agent has gone quiet.
+    """
+    within = step.within.total_seconds() if step.within is not None else expect_timeout
+    eventual = eventual_part(step)
+    if eventual is not None:
+
+        def holds(conversation: Conversation) -> bool:
+            found = check_expectation(
+                eventual, conversation, since=since, user=user, step_at=step_at
+            )
+            return not found
+
+        await session.wait_until(holds, within)
+    if eventual is None or needs_quiet(step):
+        await session.quiet(quiet, within)
+
+
+def distinct_user(user: UserSpec, salt: str) -> UserSpec:
+    """``user`` with numbers of its own for one scenario of one run (same shape, new digits).
+
+    A wa_id keeps its first two digits (the country code, mostly) and its
+    length; a BSUID keeps its country prefix. The same salt gives the same
+    numbers, so a scenario's users stay stable within a run.
+    """
+
+    def digits(value: str, keep: int) -> str:
+        if len(value) <= keep:
+            return value
+        seed = hashlib.sha256(f"{salt}:{user.name}:{value}".encode()).hexdigest()
+        width = len(value) - keep
+        return value[:keep] + str(int(seed, 16) % 10**width).zfill(width)
+
+    wa_id = digits(user.wa_id, 2) if user.wa_id else None
+    # Without a BSUID of its own a user would get one made up from the seed, the same
+    # in every scenario: give one here instead.
+    prefix, dot, rest = (user.bsuid or "US.00000000000000000000").partition(".")
+    bsuid = f"{prefix}{dot}{digits(rest, 0)}" if dot else digits(prefix, 0)
+    return UserSpec(user.name, wa_id, bsuid)
+
+
+def with_late(result: ScenarioResult, late: Sequence[Event]) -> ScenarioResult:
+    """A result with what the agent sent after its scenario ended, as violations of its own."""
+    added = []
+    for event in late:
+        what = getattr(event, "text", None) or getattr(event, "type", event.kind)
+        added.append(
+            Violation(
+                kind="expectation",
+                rule="late",
+                message=(
+                    f"the agent sent {what!r} to {event.user} after the scenario had ended "
+                    "(it went quiet for the whole --quiet window first)"
+                ),
+            )
+        )
+    return result.model_copy(
+        update={
+            "violations": (*result.violations, *added),
+            "status": "error" if result.status == "error" else "failed",
+        }
+    )
