@@ -205,6 +205,7 @@ from channels.whatsapp.openapi import (
     error_response,
     json_body,
 )
+from channels.whatsapp.outbound import OutboundRules
 from channels.whatsapp.payloads import (
     MetaModel,
     PayloadError,
@@ -273,10 +274,8 @@ from channels.whatsapp.signing import (
     sign,
     verify,
 )
-from channels.whatsapp.simulator import (
-    SimUser,
-    WhatsAppSimulator,
-)
+from channels.whatsapp.simulator import WhatsAppSimulator
+from channels.whatsapp.simuser import SentMessage, SimUser
 from channels.whatsapp.statuses import (
     Conversation,
     ConversationOrigin,
@@ -293,6 +292,7 @@ from channels.whatsapp.summary import (
     message_text,
     outbound_text,
 )
+from channels.whatsapp.timekeeping import Timekeeping
 from channels.whatsapp.transport import (
     GRAPH_HOSTS,
     GraphRedirect,
@@ -412,6 +412,7 @@ __all__ = [
     "MetaModel",
     "Metadata",
     "OtherChange",
+    "OutboundRules",
     "Owner",
     "PairRateLimited",
     "PairRateLimiter",
@@ -445,6 +446,7 @@ __all__ = [
     "SendOutcome",
     "SendSummary",
     "SendValidator",
+    "SentMessage",
     "ServiceUnavailable",
     "SessionWindows",
     "SignatureMalformed",
@@ -472,6 +474,7 @@ __all__ = [
     "TextSend",
     "ThroughputLimited",
     "ThroughputLimiter",
+    "Timekeeping",
     "Timestamp",
     "TimestampLike",
     "TokenBucketLimiter",

@@ -19,7 +19,8 @@ from starlette.applications import Starlette
 from agents.booking import BookingAgent, BookingSettings, ScriptedModel, create_app
 from channels.whatsapp.channel import agent_settings
 from channels.whatsapp.config import SimulatorConfig
-from channels.whatsapp.simulator import SimUser, WhatsAppSimulator
+from channels.whatsapp.simulator import WhatsAppSimulator
+from channels.whatsapp.simuser import SimUser
 from harness.clock import VirtualClock
 from harness.llm_recorder import RecordingLLMClient
 from harness.tape import RecordMode

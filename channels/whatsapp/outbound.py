@@ -1,0 +1,305 @@
+"""Meta's rules for what the agent sends: window, limits, statuses, refusals in the trace.
+
+A mixin of :class:`~channels.whatsapp.simulator.WhatsAppSimulator`. The fake
+Graph API hands each well-formed send to :meth:`OutboundRules._on_send`: the
+throughput and pair-rate limits apply, a free-form message outside the
+24-hour window fails (on a status, or at once if so configured), a
+reaction to an unknown message fails with 131009, and an accepted message
+gets its sent, delivered and read statuses on the clock, with the fault
+profile's late, missing or reordered ones. Refused sends enter the trace
+with Meta's error.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from channels.whatsapp.config import SimulatorConfig
+from channels.whatsapp.delivery import Deliverer, PendingUpdate
+from channels.whatsapp.envelope import build_webhook, contact
+from channels.whatsapp.errors import (
+    GraphAPIError,
+    ParameterInvalid,
+    ReEngagementRequired,
+    Undeliverable,
+)
+from channels.whatsapp.faults import FaultDice, FaultProfile
+from channels.whatsapp.graph import SendOutcome
+from channels.whatsapp.ids import new_wamid
+from channels.whatsapp.limits import PairRateLimiter, ThroughputLimiter
+from channels.whatsapp.simuser import SentMessage, SimUser
+from channels.whatsapp.statuses import pricing, status
+from channels.whatsapp.validation import ValidatedSend, normalize_wa_id
+from channels.whatsapp.window import SessionWindows
+from harness.clock import Clock
+from harness.trace import ErrorInfo, Event, OutboundSend, StatusUpdate
+
+__all__ = ["OutboundRules"]
+
+
+class OutboundRules:
+    """What happens to each send the fake Graph API accepts or refuses."""
+
+    config: SimulatorConfig
+    clock: Clock
+    faults: FaultProfile
+    dice: FaultDice
+    outbox: list[dict[str, Any]]
+    windows: SessionWindows
+    pair_limit: PairRateLimiter
+    throughput: ThroughputLimiter
+    _rng: random.Random
+    _users: dict[str, SimUser]
+    _sent: dict[str, SentMessage]
+    _inbound: dict[str, tuple[SimUser, dict[str, Any]]]
+    _status_seen: set[tuple[str, str]]
+
+    def record(self, event: Event) -> None:
+        """Append an event to the log (the simulator defines it)."""
+        raise NotImplementedError
+
+    def _deliverer_or_fail(self) -> Deliverer:
+        raise NotImplementedError
+
+    def _on_status_sending(self, update: PendingUpdate, delivery: str) -> None:
+        item = update.payload["entry"][0]["changes"][0]["value"]["statuses"][0]
+        key = (item["id"], item["status"])
+        if key in self._status_seen:
+            return
+        self._status_seen.add(key)
+        self.record(
+            StatusUpdate(
+                at=self.clock.now(),
+                user=update.user,
+                wamid=item["id"],
+                status=item["status"],
+                errors=tuple(
+                    ErrorInfo(
+                        code=int(e["code"]),
+                        title=e.get("title", ""),
+                        message=e.get("message", ""),
+                        details=(e.get("error_data") or {}).get("details", ""),
+                    )
+                    for e in item.get("errors") or []
+                ),
+                delivery=delivery,
+            )
+        )
+
+    def _last_interactive(self, who: SimUser) -> SentMessage | None:
+        for sent in reversed(self._sent.values()):
+            if sent.user is who and sent.send.type == "interactive":
+                return sent
+        return None
+
+    async def _on_send(self, send: ValidatedSend) -> SendOutcome:
+        """The fake Graph API accepted a well-formed send: apply Meta's rules to it."""
+        now = self.clock.now()
+        if send.action != "message":
+            return await self._on_read(send, now)
+        key = send.user or ""
+        who = self._users.get(key)
+        self.throughput.check(self.config.phone_number_id)
+        if who is not None:
+            self.pair_limit.check(who.key)
+        in_window = await self.windows.is_open(who.key) if who is not None else False
+        template = send.type == "template"
+        if (
+            who is not None
+            and not in_window
+            and not template
+            and self.config.window_error == "sync"
+        ):
+            raise ReEngagementRequired()
+        wamid = new_wamid(self._rng, who.wa_id or "" if who else "", outbound=True)
+        self._sent[wamid] = SentMessage(wamid=wamid, user=who, send=send, at=now)
+        self.outbox.append(dict(send.body))
+        self._record_send(send, who, wamid, None, in_window if who else None)
+        if who is None:
+            self._schedule_failure(wamid, send, key, Undeliverable())
+        elif not in_window and not template:
+            self._schedule_failure(wamid, send, who.key, ReEngagementRequired())
+        elif send.type == "reaction" and send.message_id not in self._inbound:
+            self._schedule_failure(
+                wamid,
+                send,
+                who.key,
+                ParameterInvalid(
+                    details="The message a reaction targets does not exist or is too old."
+                ),
+            )
+        else:
+            self._schedule_lifecycle(wamid, send, who, template)
+        return SendOutcome(
+            wamid=wamid,
+            wa_id=who.wa_id if who else send.to,
+            user_id=who.user_id if who and send.to is None else None,
+        )
+
+    def _on_refuse(
+        self, phone_number_id: str, body: Mapping[str, Any], error: GraphAPIError
+    ) -> None:
+        """The Graph API refused a send: it goes in the trace with Meta's error."""
+        to, recipient = body.get("to"), body.get("recipient")
+        key = normalize_wa_id(to) if isinstance(to, str) else None
+        if key is None and isinstance(recipient, str):
+            key = recipient
+        if key is None and isinstance(body.get("message_id"), str):
+            inbound = self._inbound.get(body["message_id"])
+            key = inbound[0].key if inbound else None
+        who = self._users.get(key or "")
+        kind = body.get("type") if isinstance(body.get("type"), str) else None
+        if body.get("status") == "read":
+            kind = "typing" if "typing_indicator" in body else "mark_read"
+        text = None
+        if kind == "text" and isinstance(body.get("text"), Mapping):
+            raw_text = body["text"].get("body")
+            text = raw_text if isinstance(raw_text, str) else None
+        self.record(
+            OutboundSend(
+                at=self.clock.now(),
+                user=who.key if who else key,
+                type=str(kind or "unknown"),
+                text=text,
+                request=_json_safe(body),
+                error=error.to_error_info(),
+                in_window=None,
+            )
+        )
+
+    async def _on_read(self, send: ValidatedSend, now: datetime) -> SendOutcome:
+        target = self._inbound.get(send.message_id or "")
+        if target is None:
+            error = ParameterInvalid(
+                details=f"message_id {send.message_id!r} is not a message this number received"
+            )
+            raise error
+        who = target[0]
+        self._record_send(send, who, None, None, None)
+        return SendOutcome(wamid=None)
+
+    def _record_send(
+        self,
+        send: ValidatedSend,
+        who: SimUser | None,
+        wamid: str | None,
+        error: ErrorInfo | None,
+        in_window: bool | None,
+    ) -> None:
+        kind = send.type or "message"
+        if send.action == "mark_read":
+            kind = "mark_read"
+        elif send.action == "typing":
+            kind = "typing"
+        self.record(
+            OutboundSend(
+                at=self.clock.now(),
+                user=who.key if who else send.user,
+                type=kind,
+                text=send.text,
+                request=dict(send.body),
+                wamid=wamid,
+                error=error,
+                in_window=in_window,
+            )
+        )
+
+    def _status_payload(self, item: Any, who_key: str) -> dict[str, Any]:
+        who = self._users.get(who_key)
+        contacts = []
+        if who is not None:
+            contacts = [contact(who.wa_id, None, user_id=who.user_id)]
+        return build_webhook(
+            waba_id=self.config.waba_id,
+            phone_number_id=self.config.phone_number_id,
+            display_phone_number=self.config.display_phone_number,
+            statuses=[item],
+            contacts=contacts,
+        )
+
+    def _enqueue_status(
+        self, wamid: str, who_key: str, item: Any, due: datetime, faults: tuple[str, ...] = ()
+    ) -> None:
+        self._deliverer_or_fail().enqueue(
+            PendingUpdate(
+                kind="status",
+                item_id=f"{wamid}:{item.status}",
+                user=who_key,
+                payload=self._status_payload(item, who_key),
+                due=due,
+                faults=faults,
+                on_sending=self._on_status_sending,
+            )
+        )
+
+    def _schedule_failure(
+        self, wamid: str, send: ValidatedSend, who_key: str, error: GraphAPIError
+    ) -> None:
+        delay = self.config.statuses.sent or 0.0
+        due = self.clock.now() + timedelta(seconds=delay)
+        who = self._users.get(who_key)
+        item = status(
+            wamid,
+            "failed",
+            due,
+            who.wa_id if who else who_key,
+            recipient_user_id=who.user_id if who else None,
+            errors=[error.to_error_object()],
+            biz_opaque_callback_data=send.biz_opaque_callback_data,
+        )
+        self._enqueue_status(wamid, who_key, item, due)
+
+    def _schedule_lifecycle(
+        self, wamid: str, send: ValidatedSend, who: SimUser, template: bool
+    ) -> None:
+        timing = self.config.statuses
+        faults = self.faults
+        plan: list[tuple[str, float]] = []
+        for name, delay in (
+            ("sent", timing.sent),
+            ("delivered", timing.delivered),
+            ("read", timing.read),
+        ):
+            if delay is None:
+                continue
+            if send.type == "reaction" and name != "sent":
+                continue  # a reaction you send only ever gets "sent"
+            plan.append((name, delay))
+        if any(n == "read" for n, _ in plan) and self.dice.roll(
+            "skip-delivered", faults.skip_delivered
+        ):
+            plan = [(n, d) for n, d in plan if n != "delivered"]
+        if self.dice.roll("status-order", faults.status_out_of_order):
+            delays = [d for _, d in plan]
+            plan = [(n, d) for (n, _), d in zip(plan, reversed(delays), strict=True)]
+            marks: tuple[str, ...] = ("out_of_order",)
+        else:
+            marks = ()
+        category = "utility" if template else "service"
+        priced = {"sent"} | ({"delivered"} if any(n == "delivered" for n, _ in plan) else {"read"})
+        for name, delay in plan:
+            if self.dice.roll("status-missing", faults.status_missing):
+                continue
+            extra: tuple[str, ...] = marks
+            if self.dice.roll("status-late", faults.status_late):
+                delay += faults.status_late_delay
+                extra = (*extra, "late_status")
+            due = self.clock.now() + timedelta(seconds=delay)
+            item = status(
+                wamid,
+                name,  # type: ignore[arg-type]  # one of the literal status values
+                due,
+                who.wa_id,
+                recipient_user_id=who.user_id,
+                pricing=pricing(category) if name in priced else None,
+                biz_opaque_callback_data=send.biz_opaque_callback_data,
+            )
+            self._enqueue_status(wamid, who.key, item, due, extra)
+
+
+def _json_safe(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The body as plain JSON data (it came from ``json.loads``, so it already is)."""
+    return {str(k): v for k, v in body.items()}

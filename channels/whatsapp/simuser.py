@@ -1,0 +1,42 @@
+"""A simulated WhatsApp user, and what the simulator remembers of each message the agent sent."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from channels.whatsapp.validation import ValidatedSend
+from harness.trace import Participant
+
+__all__ = ["SentMessage", "SimUser"]
+
+
+@dataclass(frozen=True, slots=True)
+class SimUser:
+    """A simulated WhatsApp user: a phone number (wa_id), a business-scoped id, a name.
+
+    ``wa_id`` may be None for a username-only user, who is known by BSUID alone.
+    """
+
+    wa_id: str | None
+    user_id: str
+    name: str = ""
+
+    @property
+    def key(self) -> str:
+        """How the trace names this user: the wa_id, else the BSUID."""
+        return self.wa_id if self.wa_id is not None else self.user_id
+
+    def participant(self) -> Participant:
+        """The user as a trace participant."""
+        return Participant(id=self.key, name=self.name, wa_id=self.wa_id, user_id=self.user_id)
+
+
+@dataclass(slots=True)
+class SentMessage:
+    """A message the agent sent, as the simulator remembers it."""
+
+    wamid: str
+    user: SimUser | None
+    send: ValidatedSend
+    at: datetime

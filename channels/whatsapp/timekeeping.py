@@ -1,0 +1,137 @@
+"""How the simulator moves time: settling after a step, long waits, real-time pacing.
+
+A mixin of :class:`~channels.whatsapp.simulator.WhatsAppSimulator`. On a
+:class:`~harness.clock.VirtualClock` the simulator moves time itself:
+:meth:`Timekeeping.settle` runs through whatever is due soon (deliveries,
+statuses, retries, the agent's own sleeps and real-time timers) until the
+conversation is quiet; :meth:`Timekeeping.advance` jumps over a long
+silence, waking everything due on the way; :meth:`Timekeeping.run_paced`
+makes virtual time follow real time (``harness serve``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timedelta
+
+from channels.whatsapp.delivery import Deliverer
+from harness.clock import Clock, VirtualClock
+from harness.exceptions import ConfigError
+from harness.trace import ClockJump, Event
+
+__all__ = ["Timekeeping"]
+
+
+class Timekeeping:
+    """Settling, advancing and pacing the simulator's clock."""
+
+    clock: Clock
+    events: list[Event]
+    paced: bool
+    _deliverer: Deliverer | None
+    _last_activity: datetime
+    _remote: bool
+
+    def record(self, event: Event) -> None:
+        """Append an event to the log (the simulator defines it)."""
+        raise NotImplementedError
+
+    async def settle(self, *, quiet: float = 60.0, real_quiet: float | None = None) -> None:
+        """Run the conversation until nothing more is due soon.
+
+        Virtual time moves through every deadline that falls within ``quiet``
+        seconds of the last thing that happened (a delivery, a send, a
+        status), so replies, statuses and prompt retries all land; later
+        deadlines wait for :meth:`advance`. For an agent in another process,
+        the simulator also waits ``real_quiet`` real seconds (0.3 by default)
+        with nothing in flight, since it can't see that agent's work.
+        """
+        if real_quiet is None:
+            real_quiet = 0.3 if self._remote else 0.0
+        clock = self.clock
+        if self.paced:
+            await self._quiesce(max(real_quiet, 0.05))
+            return
+        while True:
+            await self._quiesce(real_quiet)
+            if not isinstance(clock, VirtualClock):
+                return
+            nxt = clock.next_event()
+            if nxt is None or (nxt - self._last_activity).total_seconds() > quiet:
+                return
+            await clock.run_until(nxt, reason="settle")
+
+    async def advance(self, seconds: float | timedelta, *, reason: str = "wait") -> None:
+        """Let ``seconds`` of virtual time pass, waking everything due on the way."""
+        clock = self.clock
+        if not isinstance(clock, VirtualClock):
+            raise ConfigError("advance needs a VirtualClock")
+        delta = seconds if isinstance(seconds, timedelta) else timedelta(seconds=seconds)
+        before = clock.now()
+        await self._quiesce(0.3 if self._remote else 0.0)
+        await clock.run_until(before + delta, reason=reason)
+        self.record(ClockJump(at=clock.now(), previous=before, reason=reason))
+        await self.settle()
+
+    async def run_paced(self, *, tick: float = 0.05) -> None:
+        """Move virtual time along with real time until cancelled (for ``harness serve``).
+
+        Statuses and retries then come at their real pace; :meth:`advance`
+        still jumps ahead at once.
+        """
+        clock = self.clock
+        if not isinstance(clock, VirtualClock):
+            raise ConfigError("pacing needs a VirtualClock")
+        self.paced = True
+        loop = asyncio.get_running_loop()
+        last = loop.time()
+        try:
+            while True:
+                await asyncio.sleep(tick)
+                now = loop.time()
+                await clock.run_until(clock.now() + timedelta(seconds=now - last), reason="paced")
+                last = now
+        finally:
+            self.paced = False
+
+    async def run_until(self, when: datetime) -> None:
+        """Move virtual time to ``when``, running what falls due on the way (no settling)."""
+        clock = self.clock
+        if not isinstance(clock, VirtualClock):
+            raise ConfigError("run_until needs a VirtualClock")
+        if when > clock.now():
+            await clock.run_until(when, reason="replay")
+        else:
+            await clock.run_until(clock.now())
+
+    async def _pass(self, seconds: float, reason: str) -> None:
+        """Let time pass between two user actions, running what falls due meanwhile."""
+        clock = self.clock
+        if self.paced:
+            await asyncio.sleep(seconds)  # virtual time follows real time: let it pass
+        elif isinstance(clock, VirtualClock):
+            await clock.run_until(clock.now() + timedelta(seconds=seconds), reason=reason)
+        else:
+            await clock.sleep(seconds)
+
+    async def _quiesce(self, real_quiet: float) -> None:
+        clock = self.clock
+        while True:
+            if isinstance(clock, VirtualClock):
+                await clock.run_until(clock.now())
+            else:
+                await asyncio.sleep(0)
+            if self._deliverer is None or not self._deliverer.in_flight:
+                break
+            await asyncio.sleep(0.001)  # a POST to a remote agent is on the wire
+        if real_quiet <= 0:
+            return
+        loop = asyncio.get_running_loop()
+        quiet_since = loop.time()
+        marker = len(self.events)
+        while loop.time() - quiet_since < real_quiet:
+            await asyncio.sleep(min(0.05, real_quiet))
+            busy = self._deliverer is not None and self._deliverer.in_flight > 0
+            if busy or len(self.events) != marker:
+                marker = len(self.events)
+                quiet_since = loop.time()
