@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from pathlib import Path
 
 import click
 
 from harness.exceptions import ConfigError
-from harness.llm import AnthropicClient
+from harness.llm import AnthropicClient, ToolUseBlock
 from harness.llm_recorder import RecordingLLMClient
 from harness.options import parse_settings
+from harness.records import LLMRecord, ToolRecord
 from harness.replay.judge import Judge, save_verdicts
 from harness.suites.runner import Runner, RunOptions
 from harness.suites.scenario import load_scenario
@@ -24,6 +26,19 @@ from harness.suites.target import DEFAULT_TARGET
 from harness.tape import RecordMode
 
 __all__ = ["record_command"]
+
+
+def _describe(record: LLMRecord | ToolRecord) -> str:
+    """One line for a recorded exchange: what the model answered, or which tool ran."""
+    if isinstance(record, ToolRecord):
+        outcome = f"failed: {record.error}" if record.error else "done"
+        return f"tool {record.name} {outcome}"
+    blocks = record.response.content
+    said = ", ".join(
+        f"tool_use {block.name}" if isinstance(block, ToolUseBlock) else "text" for block in blocks
+    )
+    tokens = f"{record.input_tokens:,} -> {record.output_tokens:,} tokens"
+    return f"model {record.model}: {said or 'nothing'} ({tokens})"
 
 
 @click.command("record")
@@ -78,7 +93,17 @@ def record_command(
     runner = Runner(RunOptions(target=target, seed=seed, agent_settings=settings))
     loaded = load_scenario(scenario)
     secrets = (settings["ANTHROPIC_API_KEY"],) if "ANTHROPIC_API_KEY" in settings else ()
-    result = asyncio.run(record_scenario(runner, loaded, out, overwrite=overwrite, secrets=secrets))
+    if live:
+        where = os.environ.get("ANTHROPIC_BASE_URL") or "Anthropic's API"
+        click.echo(f"recording {loaded.name!r} with the live model at {where}")
+    started = time.monotonic()
+
+    def report(record: LLMRecord | ToolRecord) -> None:
+        click.echo(f"  {time.monotonic() - started:6.1f}s  {_describe(record)}")
+
+    result = asyncio.run(
+        record_scenario(runner, loaded, out, overwrite=overwrite, secrets=secrets, progress=report)
+    )
     click.echo(f"recorded {loaded.name!r} into {out}: {result.status}")
     if judge and key and result.conversation is not None:
         verdict_judge = Judge(RecordingLLMClient(AnthropicClient(api_key=key), RecordMode.RECORD))

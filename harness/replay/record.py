@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import mimetypes
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -72,8 +72,12 @@ async def record_scenario(
     *,
     overwrite: bool = False,
     secrets: tuple[str, ...] = (),
+    progress: Callable[[LLMRecord | ToolRecord], None] | None = None,
 ) -> ScenarioResult:
-    """Run ``scenario`` with recording seams and write everything into the fixture ``out``."""
+    """Run ``scenario`` with recording seams and write everything into the fixture ``out``.
+
+    ``progress`` hears of each model exchange and tool call as it is recorded.
+    """
     options = runner.options
     channel_options = {k: v for k, v in options.channel_options.items() if k not in SECRET_OPTIONS}
     agent_settings = {**settings_from(scenario.agent), **options.agent_settings}
@@ -101,9 +105,13 @@ async def record_scenario(
             llm_records.append(record)
             writer.append("llm", record)
             writer.append("spans", llm_span(record, len(llm_records), scenario.name))
+            if progress is not None:
+                progress(record)
 
         def keep_tool(record: ToolRecord) -> None:
             writer.append("tools", record)
+            if progress is not None:
+                progress(record)
 
         recording = Recording(
             mode=RecordMode.RECORD, on_llm_record=keep_llm, on_tool_record=keep_tool

@@ -43,6 +43,7 @@ from tests.bots.loopback import serve_in_process
 
 __all__ = [
     "DEFAULT_DELAY",
+    "Blocks",
     "Failure",
     "FakeAnthropic",
     "Hang",
@@ -89,6 +90,14 @@ class ToolUse:
 
 
 @dataclass(frozen=True)
+class Blocks:
+    """A reply of several content blocks as the API writes them (text and tool_use)."""
+
+    content: Sequence[Mapping[str, Any]]
+    delay: float | None = None
+
+
+@dataclass(frozen=True)
 class Failure:
     """An error answer in the API's error shape, with ``retry-after`` (seconds) when given."""
 
@@ -103,7 +112,7 @@ class Hang:
     """No answer at all, until the server shuts down: for a client's timeout."""
 
 
-Step: TypeAlias = Text | ToolUse | Failure | Hang
+Step: TypeAlias = Text | ToolUse | Blocks | Failure | Hang
 Script: TypeAlias = Sequence[Step] | Callable[[dict[str, Any]], Step]
 
 
@@ -178,10 +187,15 @@ class FakeAnthropic:
             return StreamingResponse(_sse(message), media_type="text/event-stream", headers=ids)
         return JSONResponse(message, headers=ids)
 
-    def _message(self, body: dict[str, Any], step: Text | ToolUse) -> dict[str, Any]:
+    def _message(self, body: dict[str, Any], step: Text | ToolUse | Blocks) -> dict[str, Any]:
         self._answers += 1
         block: dict[str, Any]
-        if isinstance(step, Text):
+        content: list[dict[str, Any]] | None = None
+        if isinstance(step, Blocks):
+            content = [dict(b) for b in step.content]
+            uses = any(b.get("type") == "tool_use" for b in content)
+            block, stop, said = content[0], "tool_use" if uses else "end_turn", json.dumps(content)
+        elif isinstance(step, Text):
             block, stop, said = {"type": "text", "text": step.text}, "end_turn", step.text
         else:
             tool_id = step.id or f"toolu_fake_{self._answers:04d}"
@@ -194,7 +208,7 @@ class FakeAnthropic:
             "type": "message",
             "role": "assistant",
             "model": body["model"],
-            "content": [block],
+            "content": content if content is not None else [block],
             "stop_reason": stop,
             "stop_sequence": None,
             # about four characters a token, as a rough stand-in for a tokenizer

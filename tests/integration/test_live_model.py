@@ -1,0 +1,124 @@
+"""Recording with a model that takes real time, then replaying offline.
+
+``harness record --live`` runs the booking agent with the official
+``anthropic`` SDK, pointed (``ANTHROPIC_BASE_URL``) at an Anthropic-compatible
+server on loopback that answers after a real delay, the first request with a
+429 the SDK retries. Every exchange must be in the fixture, and
+``harness replay`` must play the conversation again offline, with no server
+and no key, to the same outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents.booking.scripted import ScriptedModel
+from harness.llm import LLMResponse, TextBlock, ToolUseBlock
+from tests.bots.fake_anthropic import Blocks, Failure, Step, serve_fake_anthropic
+
+ROOT = Path(__file__).resolve().parents[2]
+SCENARIO = ROOT / "scenarios" / "booking" / "happy_confirm_button.yaml"
+
+
+class _ModelBehindAServer:
+    """Answers the fake server's requests as the offline model would, after a 429 first."""
+
+    def __init__(self) -> None:
+        self.model = ScriptedModel()
+        self.asked = 0
+
+    def __call__(self, body: dict[str, Any]) -> Step:
+        self.asked += 1
+        if self.asked == 1:
+            return Failure(429, retry_after=0.2, message="slow down")
+        answer = _answer_now(self.model, body)
+        blocks: list[Mapping[str, Any]] = []
+        for block in answer.content:
+            if isinstance(block, TextBlock):
+                blocks.append({"type": "text", "text": block.text})
+            elif isinstance(block, ToolUseBlock):
+                blocks.append(
+                    {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+                )
+        return Blocks(blocks)
+
+
+def _answer_now(model: ScriptedModel, body: dict[str, Any]) -> LLMResponse:
+    # The scripted model never waits inside, so its coroutine finishes on the first step.
+    coroutine = model.create(
+        model=body["model"],
+        messages=body["messages"],
+        max_tokens=body["max_tokens"],
+        system=body.get("system"),
+        tools=body.get("tools"),
+    )
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        answer: LLMResponse = done.value
+        return answer
+    raise AssertionError("the scripted model waited for something")
+
+
+async def _harness(*args: str, env: Mapping[str, str]) -> tuple[int, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "harness",
+        *args,
+        cwd=ROOT,
+        env={k: v for k, v in {**os.environ, **env}.items() if not k.startswith("ANTHROPIC_")}
+        | {k: v for k, v in env.items() if k.startswith("ANTHROPIC_")},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await process.communicate()
+    assert process.returncode is not None
+    return process.returncode, out.decode()
+
+
+@pytest.mark.network
+@pytest.mark.slow
+async def test_a_live_recording_keeps_every_exchange_and_replays_offline(tmp_path: Path) -> None:
+    behind = _ModelBehindAServer()
+    fixture = tmp_path / "fixture"
+    async with serve_fake_anthropic(behind, delay=0.3) as (url, fake):
+        code, out = await _harness(
+            "record",
+            str(SCENARIO),
+            "--out",
+            str(fixture),
+            "--live",
+            env={"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": url},
+        )
+    assert code == 0, out
+    assert "passed" in out
+    # Each exchange is shown as it is recorded, so a slow model is visibly at work.
+    assert "with the live model at http://127.0.0.1:" in out
+    assert "tool_use search_slots" in out
+    assert "tool book_appointment done" in out
+    answered = len(fake.requests) - 1  # the first one got the 429
+    assert answered >= 4
+    exchanges = [json.loads(line) for line in (fixture / "llm.jsonl").read_text().splitlines()]
+    assert len(exchanges) == answered
+    tools = [
+        json.loads(line)["name"] for line in (fixture / "tools.jsonl").read_text().splitlines()
+    ]
+    assert tools == ["search_slots", "book_appointment"]
+    conversation = json.loads((fixture / "conversation.json").read_text())
+    replies = [e["text"] for e in conversation["events"] if e["kind"] == "send" and e.get("text")]
+    assert any("Booked" in reply for reply in replies)
+    assert "test-key" not in "".join(p.read_text() for p in fixture.glob("*.json*"))
+
+    # Offline: no server, no key. The recording answers every model call.
+    code, out = await _harness("replay", str(fixture), env={})
+    assert code == 0, out
+    assert "SAME" in out
