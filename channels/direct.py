@@ -122,6 +122,22 @@ class DirectChannel:
         kind = str(message.get("type", "unknown"))
         await self._burst(self._key(user), [DirectMessage(type=kind, body=body)])
 
+    async def send_recorded(
+        self,
+        user: str,
+        message: Mapping[str, Any],
+        envelope: Mapping[str, Any],
+        *,
+        message_id: str,
+        data: bytes | None = None,
+    ) -> None:
+        """No webhook to send verbatim: the message goes in as the user would send it."""
+        text = message.get("text")
+        if message.get("type") == "text" and isinstance(text, Mapping):
+            await self.say(user, [str(text.get("body", ""))])
+            return
+        await self.send(user, message, data=data)
+
     async def redeliver(self, user: str, index: int | None = None) -> None:
         """A channel fault; the direct channel has no deliveries to repeat, so nothing happens."""
 

@@ -152,6 +152,23 @@ class ChannelSession(Protocol):
         """
         ...
 
+    async def send_recorded(
+        self,
+        user: str,
+        message: Mapping[str, Any],
+        envelope: Mapping[str, Any],
+        *,
+        message_id: str,
+        data: bytes | None = None,
+    ) -> None:
+        """Deliver a recorded message again as it was: ``message`` and ``envelope`` verbatim.
+
+        Only what must change does: the message's id (``message_id``, the
+        replay's name for it), its timestamp (now), and a media id for ``data``.
+        A channel that can't send verbatim sends the message as the user would.
+        """
+        ...
+
     async def redeliver(self, user: str, index: int | None = None) -> None:
         """The channel delivers one of the user's messages again (the last by default)."""
         ...

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -41,6 +42,7 @@ class _Pending:
     text: str
     response: LLMResponse
     at: datetime
+    latency_ms: float | None = None
     record: LLMRecord | None = None
 
 
@@ -106,6 +108,11 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending]):
             # No await between the lookup and the return: concurrent replays can't race.
             record = self._tape.take(key)
             if record is not None:
+                sleep = getattr(self._clock, "sleep", None)
+                if record.latency_ms and sleep is not None:
+                    # The model took this long when the chat was recorded: on the run's clock
+                    # it takes as long again, so what happened meanwhile keeps its place.
+                    await sleep(record.latency_ms / 1000)
                 self._emit_exchange(key, record.response, "recorded", None)
                 return record.response
             if self.on_miss == "raise":
@@ -114,6 +121,7 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending]):
         assert self._inner is not None  # __init__ refuses a missing inner client for these modes
         seq = self._log.reserve() if self.mode is not RecordMode.PASSTHROUGH else 0
         # A real model takes real time: virtual time must not jump over the call.
+        started = time.monotonic()
         with busy(f"model call ({model})"):
             response = await self._inner.create(
                 model=model,
@@ -124,8 +132,9 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending]):
                 **params,
             )
         at = self._clock.now()
+        latency = round((time.monotonic() - started) * 1000, 1)
         if self.mode is not RecordMode.PASSTHROUGH:
-            self._keep(seq, _Pending(key, text, response, at))
+            self._keep(seq, _Pending(key, text, response, at, latency))
         self._emit_exchange(key, response, "live", at)
         return response
 
@@ -161,6 +170,7 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending]):
                 input_tokens=item.response.usage.input_tokens,
                 output_tokens=item.response.usage.output_tokens,
                 recorded_at=item.at,
+                latency_ms=item.latency_ms,
             )
         return item.record
 

@@ -14,7 +14,8 @@ carried on.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+import json
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -110,8 +111,11 @@ class Recording:
     #: Where the records live for an agent in another process: a store and a fixture id.
     store: Store | None = None
     fixture_id: str = ""
+    #: The agent's own settings a replay needs to behave as it did (none of them secret).
+    agent_settings: Mapping[str, str] = field(default_factory=dict)
     _loaded: bool = False
-    _writes: set[asyncio.Task[int]] = field(default_factory=set)
+    _settings_sent: bool = False
+    _writes: set[asyncio.Task[object]] = field(default_factory=set)
 
     @classmethod
     def in_store(
@@ -155,13 +159,30 @@ class Recording:
     def _keep(self, log: str) -> Callable[[Any], None]:
         def keep(record: LLMRecord | ToolRecord) -> None:
             assert self.store is not None  # only set up for a store-backed recording
-            task = asyncio.get_running_loop().create_task(
+            loop = asyncio.get_running_loop()
+            writes: list[Coroutine[Any, Any, object]] = [
                 self.store.append(store_key(self.fixture_id, log), record.model_dump_json())
-            )
-            self._writes.add(task)
-            task.add_done_callback(self._writes.discard)
+            ]
+            if not self._settings_sent and self.agent_settings:
+                # With its first record, the agent says how it was set up, for the fixture.
+                self._settings_sent = True
+                settings = json.dumps(dict(self.agent_settings), sort_keys=True)
+                writes.append(self.store.set(store_key(self.fixture_id, "settings"), settings))
+            for write in writes:
+                task = loop.create_task(write)
+                self._writes.add(task)
+                task.add_done_callback(self._writes.discard)
 
         return keep
+
+    def report_settings(self, settings: Mapping[str, str]) -> None:
+        """The agent's settings a replay needs (``BOOKING_DEBOUNCE_SECONDS=0.2``), no secrets.
+
+        A recording kept in a store publishes them with its first record, and
+        ``harness proxy`` writes them into the fixture's ``meta.json``, where
+        ``harness replay`` reads them back.
+        """
+        self.agent_settings = dict(settings)
 
     async def ensure_loaded(self) -> None:
         """Fetch the recorded answers from the store, once, before the first call."""

@@ -27,6 +27,8 @@ class LLMRecord(_Frozen):
     input_tokens: int = 0
     output_tokens: int = 0
     recorded_at: AwareDatetime
+    #: How long the model took to answer, in real milliseconds (a replay takes as long).
+    latency_ms: float | None = None
 
 
 class ToolRecord(_Frozen):

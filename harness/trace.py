@@ -92,7 +92,11 @@ class InboundMessage(_Event):
     (a redelivery); ``delivery`` names the delivery attempt that carried it.
     ``burst`` is the same for messages the user typed as one burst, where the
     channel knows (a scripted ``say`` of several messages); a recorded live
-    chat leaves it unset, and bursts are then judged by timing.
+    chat leaves it unset, and bursts are then judged by timing. ``envelope``
+    is what the channel sent around the message, as sent (WhatsApp: the
+    webhook's ``value`` without its messages: the sender's contact with its
+    profile or none, the business number, errors), so a replay can send it
+    again as it was; None where it was not kept.
     """
 
     kind: Literal["inbound"] = "inbound"
@@ -105,6 +109,7 @@ class InboundMessage(_Event):
     delivery: str | None = None
     duplicate: bool = False
     burst: str | None = None
+    envelope: dict[str, JsonValue] | None = None
 
 
 class OutboundSend(_Event):

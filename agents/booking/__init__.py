@@ -99,6 +99,7 @@ from agents.booking.scripted import (
     ScriptedModel,
 )
 from agents.booking.settings import (
+    BEHAVIOUR_FIELDS,
     ENV_VARIABLES,
     BookingSettings,
 )
@@ -129,6 +130,7 @@ from harness.remote import HarnessLink
 
 __all__ = [
     "APOLOGY_TEXT",
+    "BEHAVIOUR_FIELDS",
     "CONFIRM_BUTTONS",
     "DEFAULT_PROMPTS",
     "ENV_VARIABLES",
@@ -210,6 +212,9 @@ def __getattr__(name: str) -> Any:
         link = HarnessLink.from_settings(os.environ)
         recording = link.recording if link is not None else Recording.from_settings(os.environ)
         env: HarnessLink | Recording | None = link if link is not None else recording
+        if recording is not None:
+            # A recording says how the agent was set up, so its replays behave the same.
+            recording.report_settings(settings.behaviour())
         if env is None:
             built = create_app(settings)
         else:

@@ -52,7 +52,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from agents.booking.regressions import Regression, parse_regressions
 from harness.exceptions import ConfigError
 
-__all__ = ["ENV_VARIABLES", "BookingSettings"]
+__all__ = ["BEHAVIOUR_FIELDS", "ENV_VARIABLES", "BookingSettings"]
 
 #: Every variable :meth:`BookingSettings.from_env` reads, by field; the first name wins.
 ENV_VARIABLES: dict[str, tuple[str, ...]] = {
@@ -84,6 +84,29 @@ ENV_VARIABLES: dict[str, tuple[str, ...]] = {
     "template_name": ("BOOKING_TEMPLATE",),
     "template_language": ("BOOKING_TEMPLATE_LANGUAGE",),
 }
+
+
+#: The settings that shape how the agent behaves, which a replay must give it again.
+#: Left out: credentials and addresses (another place, another key), the choice of model
+#: client (a replay answers from the recording) and where state is kept.
+BEHAVIOUR_FIELDS: tuple[str, ...] = (
+    "model",
+    "max_tokens",
+    "max_tool_rounds",
+    "history_messages",
+    "regressions",
+    "debounce_seconds",
+    "followup_hours",
+    "window_hours",
+    "dedupe_ttl_hours",
+    "send_retries",
+    "retry_base_seconds",
+    "timezone",
+    "business_name",
+    "tables_per_seating",
+    "template_name",
+    "template_language",
+)
 
 
 class BookingSettings(BaseModel):
@@ -166,6 +189,18 @@ class BookingSettings(BaseModel):
             "WHATSAPP_VERIFY_TOKEN": self.verify_token.get_secret_value(),
         }
         return [name for name, value in needed.items() if not value]
+
+    def behaviour(self) -> dict[str, str]:
+        """The :data:`BEHAVIOUR_FIELDS`, named and written as the environment has them."""
+        found: dict[str, str] = {}
+        for name in BEHAVIOUR_FIELDS:
+            value = getattr(self, name)
+            if isinstance(value, frozenset | tuple | list | set):
+                text = ",".join(sorted(str(v.value if hasattr(v, "value") else v) for v in value))
+            else:
+                text = str(value)
+            found[ENV_VARIABLES[name][0]] = text
+        return found
 
     @classmethod
     def from_env(

@@ -177,6 +177,24 @@ class WhatsAppChannel:
             return
         await self.sim.receive(self._user(user), message)
 
+    async def send_recorded(
+        self,
+        user: str,
+        message: Mapping[str, Any],
+        envelope: Mapping[str, Any],
+        *,
+        message_id: str,
+        data: bytes | None = None,
+    ) -> None:
+        """A recorded message again, as Meta sent it: same item, same contacts."""
+        item = dict(message)
+        kind = str(item.get("type", ""))
+        media = item.get(kind)
+        if data is not None and kind in MEDIA_SAMPLES and isinstance(media, Mapping):
+            mime = str(media.get("mime_type") or MEDIA_SAMPLES[kind][1])
+            item[kind] = {**media, "id": self.sim.media.add(data, mime)}
+        await self.sim.receive_recorded(self._user(user), item, envelope, wamid=message_id)
+
     async def redeliver(self, user: str, index: int | None = None) -> None:
         """Meta delivers one of the user's messages again, byte for byte."""
         key = self._user(user)

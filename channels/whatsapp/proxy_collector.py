@@ -7,6 +7,7 @@ what it finds there into the :class:`~channels.whatsapp.proxy_record.ProxyRecord
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 
 from pydantic import ValidationError
@@ -29,7 +30,9 @@ class RecordingCollector:
     ``HARNESS_RECORD_MODE=record`` with ``HARNESS_RECORDING_URL`` and
     ``HARNESS_FIXTURE_ID`` for :meth:`~harness.recording.Recording.from_settings`);
     each :meth:`drain` moves the records made since the last one into the
-    proxy's fixture, with the trace events the recorders would have emitted.
+    proxy's fixture, with the trace events the recorders would have emitted,
+    and the settings the agent reported (:meth:`~harness.recording.Recording.report_settings`)
+    into its ``meta.json``.
     """
 
     def __init__(self, store: Store, fixture_id: str) -> None:
@@ -37,6 +40,7 @@ class RecordingCollector:
         self._fixture_id = fixture_id
         self._next = {"llm": 0, "tools": 0}
         self._lock = asyncio.Lock()
+        self._settings: dict[str, str] = {}
 
     async def drain(self, recorder: ProxyRecorder) -> int:
         """Move every record kept since the last call into ``recorder``; returns how many."""
@@ -55,4 +59,21 @@ class RecordingCollector:
                         _log.warning("skipped a malformed %s record in the store: %s", log, exc)
                         continue
                     moved += 1
+            if not self._settings:
+                raw = await self._store.get(store_key(self._fixture_id, "settings"))
+                if raw is not None:
+                    self._settings = _settings(raw)
+                    if self._settings:
+                        recorder.agent_reported(self._settings)
         return moved
+
+
+def _settings(raw: bytes) -> dict[str, str]:
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        _log.warning("skipped the agent's settings in the store: not JSON")
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {str(k): str(v) for k, v in data.items()}

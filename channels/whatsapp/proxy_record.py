@@ -80,6 +80,27 @@ def _body_text(data: bytes, content_type: str) -> str:
     return f"<{len(data)} bytes of {base or 'unknown type'}, sha256 {digest}…>"
 
 
+def _envelopes(raw: Any) -> dict[str, dict[str, Any]]:
+    """Each message's webhook ``value`` without the messages and statuses, by message id.
+
+    That is what a replay sends around the message again: the sender's contact as
+    Meta wrote it (with or without a profile), the business number, any errors.
+    """
+    found: dict[str, dict[str, Any]] = {}
+    if not isinstance(raw, dict):
+        return found
+    for entry in raw.get("entry") or []:
+        for change in (entry.get("changes") or []) if isinstance(entry, dict) else []:
+            value = change.get("value") if isinstance(change, dict) else None
+            if not isinstance(value, dict):
+                continue
+            around = {k: v for k, v in value.items() if k not in ("messages", "statuses")}
+            for message in value.get("messages") or []:
+                if isinstance(message, dict) and isinstance(message.get("id"), str):
+                    found[message["id"]] = around
+    return found
+
+
 def _error_info(answer: Any, status: int) -> ErrorInfo:
     try:
         error = GraphAPIError.from_envelope(answer, http_status=status)
@@ -120,6 +141,7 @@ class ProxyRecorder:
             "display_phone_number": settings.display_phone_number,
         }
         self._model: str | None = None
+        self._reported: dict[str, str] = {}
         #: Every event recorded, in the order it was written (real values, not pseudonyms).
         self.events: list[Event] = []
         self.participants: dict[str, Participant] = {}
@@ -152,7 +174,8 @@ class ProxyRecorder:
                 "agent_version": self.settings.target,
                 "model": self._model,
                 "seed": 0,
-                "agent_settings": dict(self.settings.agent_settings),
+                # What the agent reported of itself, then what the proxy was told (which wins).
+                "agent_settings": {**self._reported, **self.settings.agent_settings},
                 "channel_options": {k: v for k, v in self._channel.items() if v},
                 "recorded_by": "harness proxy",
                 "pseudonymized": self._pseudonyms is not None,
@@ -164,6 +187,12 @@ class ProxyRecorder:
         data = self._scrub(self._meta().model_dump(mode="json"), learn=False)
         text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
         write_atomic(self.settings.out / META_FILE, text)
+
+    def agent_reported(self, settings: Mapping[str, str]) -> None:
+        """The agent's own settings, as it reported them through the store: into ``meta.json``."""
+        if dict(settings) != self._reported:
+            self._reported = dict(settings)
+            self._write_meta()
 
     def learn_token(self, token: str) -> None:
         """Note an access token the agent used, so it is masked wherever it would be written."""
@@ -201,7 +230,9 @@ class ProxyRecorder:
             delivery, attempt = f"d{next(self._ids)}", 1
             faults = ("duplicate",) if seen is not None else ()
         self._bodies[digest] = _Seen(delivery, attempt, ok=False)
-        self._learn(parse_json_or_none(body))
+        raw = parse_json_or_none(body)
+        self._learn(raw)
+        envelopes = _envelopes(raw)
         items: list[str] = []
         user: str | None = None
         try:
@@ -213,7 +244,8 @@ class ProxyRecorder:
             if isinstance(update, MessageUpdate | StatusUpdate):
                 self._learn_business(update)
             if isinstance(update, MessageUpdate):
-                item, who = self._inbound(update, delivery, at)
+                envelope = envelopes.get(str(update.message.to_dict().get("id", "")))
+                item, who = self._inbound(update, delivery, at, envelope)
             elif isinstance(update, StatusUpdate):
                 item, who = self._status(update, delivery, at)
             else:
@@ -233,7 +265,13 @@ class ProxyRecorder:
             self._channel.update(missing)
             self._write_meta()
 
-    def _inbound(self, update: MessageUpdate, delivery: str, at: datetime) -> tuple[str, str]:
+    def _inbound(
+        self,
+        update: MessageUpdate,
+        delivery: str,
+        at: datetime,
+        envelope: dict[str, Any] | None = None,
+    ) -> tuple[str, str]:
         message = update.message.to_dict()
         contact = update.contact
         wa_id = message.get("from") or (contact.wa_id if contact else None)
@@ -267,6 +305,7 @@ class ProxyRecorder:
                 body=message,
                 delivery=delivery,
                 duplicate=wamid in self._reached,
+                envelope=envelope,
             )
         )
         self._reached.add(wamid)

@@ -34,7 +34,8 @@ from channels.whatsapp.delivery import (
     WebhookTarget,
     handshake,
 )
-from channels.whatsapp.envelope import build_webhook, contact
+from channels.whatsapp.envelope import Contact, build_webhook, contact
+from channels.whatsapp.errors import ErrorObject
 from channels.whatsapp.faults import FaultDice, FaultProfile, split_fragments
 from channels.whatsapp.graph import create_graph_app
 from channels.whatsapp.ids import new_bsuid, new_wamid
@@ -237,13 +238,48 @@ class WhatsAppSimulator(OutboundRules, Timekeeping):
         item["id"] = wamid
         item["timestamp"] = str(int((timestamp or now).timestamp()))
         item.update({k: v for k, v in message.items() if k not in {"id", "from", "timestamp"}})
+        contacts = [contact(who.wa_id, who.name or None, user_id=who.user_id)]
+        return await self._deliver_item(who, item, contacts, (), burst)
+
+    async def receive_recorded(
+        self,
+        user: SimUser | str,
+        item: Mapping[str, Any],
+        envelope: Mapping[str, Any],
+        *,
+        wamid: str,
+    ) -> str:
+        """Deliver a message as it was recorded: its item and its webhook's contacts and errors.
+
+        Only ``id`` (given: what the replay calls it) and ``timestamp`` (now)
+        change; the sender's contact goes as recorded, profile or no profile.
+        """
+        who = user if isinstance(user, SimUser) else self.user(user)
+        await self._ensure_handshake()
+        now = self.clock.now()
+        message = {**item, "id": wamid, "timestamp": str(int(now.timestamp()))}
+        contacts = [Contact.model_validate(c) for c in _list(envelope.get("contacts"))]
+        errors = [ErrorObject.model_validate(e) for e in _list(envelope.get("errors"))]
+        return await self._deliver_item(who, message, contacts, errors, None)
+
+    async def _deliver_item(
+        self,
+        who: SimUser,
+        item: dict[str, Any],
+        contacts: Sequence[Contact],
+        errors: Sequence[ErrorObject],
+        burst: str | None,
+    ) -> str:
+        now = self.clock.now()
+        wamid = str(item["id"])
         parsed = parse_message(item)  # a clear error for a malformed message, before sending
         payload = build_webhook(
             waba_id=self.config.waba_id,
             phone_number_id=self.config.phone_number_id,
             display_phone_number=self.config.display_phone_number,
             messages=[parsed],
-            contacts=[contact(who.wa_id, who.name or None, user_id=who.user_id)],
+            contacts=contacts,
+            errors=errors,
         )
         self._inbound[wamid] = (who, payload)
         self._burst_of[wamid] = burst or f"burst-{next(self._burst_ids)}"
@@ -425,5 +461,16 @@ class WhatsAppSimulator(OutboundRules, Timekeeping):
                 delivery=delivery,
                 duplicate=duplicate,
                 burst=self._burst_of.get(update.item_id),
+                envelope=_envelope(payload),
             )
         )
+
+
+def _list(value: object) -> list[Any]:
+    return list(value) if isinstance(value, list) else []
+
+
+def _envelope(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """A webhook's ``value`` without its messages: what went around the message."""
+    value = payload["entry"][0]["changes"][0]["value"]
+    return {k: v for k, v in value.items() if k not in ("messages", "statuses")}

@@ -51,6 +51,7 @@ from harness.replay.record import (
     llm_span,
     record_scenario,
 )
+from harness.replay.renaming import rename_in_records, renamed_id, renamed_ids
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -87,6 +88,9 @@ __all__ = [
     "parse_verdict",
     "plan_from_fixture",
     "record_scenario",
+    "rename_in_records",
+    "renamed_id",
+    "renamed_ids",
     "render_transcript",
     "replay_fixture",
     "save_verdicts",

@@ -33,13 +33,21 @@ from harness.prompts import override
 from harness.recording import Recording
 from harness.records import LLMRecord, ToolRecord
 from harness.replay.diff import ConversationDiff, diff_conversations
+from harness.replay.renaming import rename_in_records, renamed_ids
 from harness.results import Violation
 from harness.skew import Skew
 from harness.suites.invariants import bind
 from harness.suites.runner import Runner
 from harness.suites.scenario import Scenario, parse_scenario
 from harness.tape import RecordMode
-from harness.trace import Conversation, InboundMessage, Participant
+from harness.trace import (
+    Conversation,
+    Event,
+    InboundMessage,
+    OutboundSend,
+    Participant,
+    StatusUpdate,
+)
 
 __all__ = [
     "Policy",
@@ -64,13 +72,15 @@ class ReplayAction:
 
     at: datetime
     user: str
-    kind: Literal["say", "tap", "send", "redeliver"]
+    kind: Literal["say", "tap", "send", "redeliver", "recorded"]
     text: str = ""
     choice: str = ""
     message: Mapping[str, Any] | None = None
     index: int = 0
     wamid: str = ""
     starts_turn: bool = False
+    #: For ``recorded``: what the channel sent around the message (see ``InboundMessage``).
+    envelope: Mapping[str, Any] | None = None
 
 
 class ReplayResult(BaseModel):
@@ -128,6 +138,18 @@ def plan_from_fixture(fixture: Fixture) -> list[ReplayAction]:
 
 def _action(event: InboundMessage, user: str, starts_turn: bool) -> ReplayAction:
     body = event.body
+    if event.envelope is not None:
+        # Sent again as it was received: every field of the message and of its webhook.
+        return ReplayAction(
+            event.at,
+            user,
+            "recorded",
+            text=event.text or "",
+            message=dict(body),
+            wamid=event.wamid,
+            starts_turn=starts_turn,
+            envelope=dict(event.envelope),
+        )
     if event.type == "text":
         return ReplayAction(
             event.at, user, "say", text=event.text or "", wamid=event.wamid, starts_turn=starts_turn
@@ -183,11 +205,25 @@ async def _play(
     times: Sequence[datetime],
     fixture: Fixture,
     end: datetime,
+    ids: Mapping[str, str],
 ) -> None:
     media_index = _media_index(fixture)
+    recorded_out = _agent_messages(fixture.events or ())
     for action, when in zip(actions, times, strict=True):
         await session.run_until(when)
-        if action.kind == "say":
+        if action.kind == "recorded":
+            assert action.message is not None  # a recorded action carries its message
+            assert action.envelope is not None  # and its envelope
+            data = None
+            relative = media_index.get(action.wamid)
+            if relative is not None:
+                data = fixture.media_path(relative).read_bytes()
+            now_out = _agent_messages(session.conversation().events)
+            item = _pointing_at_replay(action.message, action.user, ids, recorded_out, now_out)
+            await session.send_recorded(
+                action.user, item, action.envelope, message_id=ids[action.wamid], data=data
+            )
+        elif action.kind == "say":
             await session.say(action.user, [action.text])
         elif action.kind == "tap":
             await session.tap(action.user, action.choice)
@@ -204,6 +240,68 @@ async def _play(
     # The recording may go on after the user's last message (a follow-up 25 hours later).
     await session.run_until(end)
     await session.settle()
+
+
+def _agents_part(conversation: Conversation) -> Conversation:
+    """The conversation without the statuses that tell of Meta and the user's phone.
+
+    A live chat's ``sent``, ``delivered`` and ``read`` came when Meta got round
+    to them and the person's phone was online and they looked; a replay's
+    simulator has its own timing, so they are left out of the comparison.
+    ``failed`` stays: a failure (131047 outside the window, say) answers the
+    agent's send.
+    """
+    kept = [
+        e for e in conversation.events if not (isinstance(e, StatusUpdate) and e.status != "failed")
+    ]
+    fields = conversation.model_dump(exclude={"events", "turns"})
+    return Conversation.from_events(kept, **{k: getattr(conversation, k) for k in fields})
+
+
+def _agent_messages(events: Sequence[Event]) -> dict[str, list[str]]:
+    """The ids of the messages the agent sent each user, in order."""
+    found: dict[str, list[str]] = {}
+    for event in events:
+        if isinstance(event, OutboundSend) and event.is_message and event.ok and event.wamid:
+            found.setdefault(event.user or "", []).append(event.wamid)
+    return found
+
+
+def _pointing_at_replay(
+    message: Mapping[str, Any],
+    user: str,
+    ids: Mapping[str, str],
+    recorded_out: Mapping[str, list[str]],
+    now_out: Mapping[str, list[str]],
+) -> dict[str, Any]:
+    """The recorded message, its references moved to the replay's ids.
+
+    A reply quotes (``context.id``) or reacts to (``reaction.message_id``) a
+    message: one of the user's, renamed like every recorded message, or one of
+    the agent's, which in the replay is the agent's message in the same place.
+    """
+
+    def moved(old: object) -> object:
+        if not isinstance(old, str):
+            return old
+        if old in ids:
+            return ids[old]
+        sent = recorded_out.get(user, [])
+        if old in sent:
+            index = sent.index(old)
+            replayed = now_out.get(user, [])
+            if index < len(replayed):
+                return replayed[index]
+        return old
+
+    item = dict(message)
+    context = item.get("context")
+    if isinstance(context, Mapping) and "id" in context:
+        item["context"] = {**context, "id": moved(context["id"])}
+    reaction = item.get("reaction")
+    if isinstance(reaction, Mapping) and "message_id" in reaction:
+        item["reaction"] = {**reaction, "message_id": moved(reaction["message_id"])}
+    return item
 
 
 def _media_index(fixture: Fixture) -> dict[str, str]:
@@ -245,11 +343,18 @@ async def replay_fixture(
         **runner.options.agent_settings,
         **(agent_settings or {}),
     }
+    # Recorded messages go out under ids of the replay's own (unique per run at a URL,
+    # where the agent remembers what it has seen), and the recording follows.
+    salt = f"replay:{datetime.now(UTC).isoformat()}" if runner.options.target_url else "replay"
+    ids = renamed_ids((a.wamid for a in actions if a.kind == "recorded"), salt)
+    llm_records, tool_records = rename_in_records(
+        fixture.records("llm", LLMRecord), fixture.records("tools", ToolRecord), ids
+    )
     recording = Recording(
         mode=RecordMode.REPLAY,
         on_miss="raise" if policy == "pinned" else "live",
-        llm_records=fixture.records("llm", LLMRecord),
-        tool_records=fixture.records("tools", ToolRecord),
+        llm_records=llm_records,
+        tool_records=tool_records,
     )
     setup = ChannelSetup(
         users=_users(fixture, actions),
@@ -276,7 +381,7 @@ async def replay_fixture(
             with running_on(session.clock):
                 try:
                     await session.start()
-                    await _play(session, actions, times, fixture, end)
+                    await _play(session, actions, times, fixture, end, ids)
                     conversation = session.conversation()
                 finally:
                     if conversation is None:
@@ -286,6 +391,7 @@ async def replay_fixture(
         error = str(exc)
     except Exception as exc:  # the agent crashed: a result, not a crash of ours
         error = f"{type(exc).__name__}: {exc}"
+    live = scenario is None  # a chat recorded live (through the proxy), not a scenario
     violations: list[Violation] = []
     if conversation is not None:
         for check in checks:
@@ -296,7 +402,11 @@ async def replay_fixture(
     )
     changes: tuple[str, ...] = ()
     if recorded is not None and conversation is not None:
-        diff: ConversationDiff = diff_conversations(recorded, conversation)
+        if live:
+            recorded, compared = _agents_part(recorded), _agents_part(conversation)
+        else:
+            compared = conversation
+        diff: ConversationDiff = diff_conversations(recorded, compared)
         changes = tuple(
             f"turn {t.index + 1}: {line}"
             for t in diff.turns

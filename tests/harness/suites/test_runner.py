@@ -109,6 +109,18 @@ class FakeSession:
         """In-process the agent has already settled: it is quiet."""
         return True
 
+    async def send_recorded(
+        self,
+        user: str,
+        message: Mapping[str, Any],
+        envelope: Mapping[str, Any],
+        *,
+        message_id: str,
+        data: bytes | None = None,
+    ) -> None:
+        """Not used by these tests: the runner never replays."""
+        raise NotImplementedError
+
     async def start(self) -> None:
         self.calls.append(("start",))
         store = self.setup.store or MemoryStore(clock=self.clock)
