@@ -13,6 +13,7 @@ from typing import NoReturn
 
 import click
 
+from harness.cli.logs import configure_logging
 from harness.exceptions import Divergence, HarnessError
 from harness.plugins import load_channel_plugins
 from harness.version import VERSION
@@ -88,6 +89,7 @@ _builtin_commands()
 
 def main(argv: list[str] | None = None) -> NoReturn:
     """Entry point of the ``harness`` console script and ``python -m harness``; exits."""
+    configure_logging()
     try:
         result = cli.main(args=argv, prog_name="harness", standalone_mode=False)
     except click.exceptions.Abort:

@@ -125,6 +125,7 @@ def replay_command(
         policy=policy,
         skew=parse_skew(skew) if skew else None,
         prompts=parse_prompt_overrides(list(prompt_specs)),
+        notice=lambda line: click.echo(f"note: {line}", err=True),
     )
     print_result(results[0], Console())
     code = REPLAY_EXIT[results[0].status]

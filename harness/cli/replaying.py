@@ -7,13 +7,14 @@ Exit codes by a replay's status: 0 the replay matched (or only changed),
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
 
 from harness.exceptions import ConfigError
 from harness.fixture import META_FILE, load_fixture
-from harness.replay.playback import Policy, ReplayResult, replay_fixture
+from harness.replay.playback import Policy, ReplayResult, replay_fixture, settings_differences
 from harness.skew import Skew
 from harness.suites.runner import Runner
 
@@ -68,15 +69,26 @@ def replay_all(
     policy: Policy,
     skew: Skew | None,
     prompts: dict[str, str],
+    notice: Callable[[str], None] | None = None,
 ) -> list[ReplayResult]:
-    """Replay ``fixtures`` one after another with ``runner``, on one event loop."""
+    """Replay ``fixtures`` one after another with ``runner``, on one event loop.
+
+    ``notice`` hears, before a fixture is replayed, how the agent's settings
+    given to this replay differ from those it was recorded with.
+    """
 
     async def go() -> list[ReplayResult]:
-        return [
-            await replay_fixture(
-                runner, load_fixture(path), policy=policy, skew=skew, prompts=prompts
+        results = []
+        for path in fixtures:
+            fixture = load_fixture(path)
+            changed = settings_differences(fixture, runner.options.agent_settings)
+            if changed and notice is not None:
+                notice(
+                    f"{path}: the agent's settings differ from the recording: {'; '.join(changed)}"
+                )
+            results.append(
+                await replay_fixture(runner, fixture, policy=policy, skew=skew, prompts=prompts)
             )
-            for path in fixtures
-        ]
+        return results
 
     return asyncio.run(go())

@@ -45,6 +45,7 @@ from harness.replay.playback import (
     ReplayStatus,
     plan_from_fixture,
     replay_fixture,
+    settings_differences,
 )
 from harness.replay.record import (
     SECRET_OPTIONS,
@@ -94,4 +95,5 @@ __all__ = [
     "render_transcript",
     "replay_fixture",
     "save_verdicts",
+    "settings_differences",
 ]

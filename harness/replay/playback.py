@@ -56,6 +56,7 @@ __all__ = [
     "ReplayStatus",
     "plan_from_fixture",
     "replay_fixture",
+    "settings_differences",
 ]
 
 Policy = Literal["pinned", "live"]
@@ -240,6 +241,16 @@ async def _play(
     # The recording may go on after the user's last message (a follow-up 25 hours later).
     await session.run_until(end)
     await session.settle()
+
+
+def settings_differences(fixture: Fixture, given: Mapping[str, str]) -> list[str]:
+    """How ``given`` agent settings differ from those the fixture was recorded with, a line each."""
+    recorded = _str_map(getattr(fixture.meta, "agent_settings", {}))
+    return [
+        f"{key}={value} (recorded with {key}={recorded[key]})"
+        for key, value in sorted(given.items())
+        if key in recorded and recorded[key] != value
+    ]
 
 
 def _agents_part(conversation: Conversation) -> Conversation:

@@ -1,0 +1,53 @@
+"""Log records on the command line: one line each, never a traceback.
+
+The agent under test runs inside the command (in-process runs and replays)
+and logs what goes wrong in its own background work, often with the
+exception attached. On the terminal each record becomes one line, the
+exception reduced to its type and message; the run's results say the rest.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+__all__ = ["OneLineFormatter", "configure_logging"]
+
+
+class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]  # its stream is found each time
+    """A handler writing to whatever ``sys.stderr`` is when a record comes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    @property
+    def stream(self) -> object:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: object) -> None:
+        pass
+
+
+class OneLineFormatter(logging.Formatter):
+    """``warning: agents.booking.core: background task failed (Divergence: ...)``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The record on one line, its exception (if any) as ``Type: message``."""
+        message = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            detail = str(error).strip().splitlines()
+            message += f" ({type(error).__name__}{': ' + detail[0] if detail else ''})"
+        return f"{record.levelname.lower()}: {record.name}: {message}".replace("\n", " ")
+
+
+def configure_logging(level: int = logging.WARNING) -> None:
+    """Send log records of ``level`` and above to stderr, one line each (once per process)."""
+    root = logging.getLogger()
+    if any(isinstance(h.formatter, OneLineFormatter) for h in root.handlers):
+        return
+    handler = _Stderr()
+    handler.setFormatter(OneLineFormatter())
+    root.addHandler(handler)
+    root.setLevel(level)
