@@ -114,7 +114,6 @@ class Recording:
     #: The agent's own settings a replay needs to behave as it did (none of them secret).
     agent_settings: Mapping[str, str] = field(default_factory=dict)
     _loaded: bool = False
-    _settings_sent: bool = False
     _writes: set[asyncio.Task[object]] = field(default_factory=set)
 
     @classmethod
@@ -163,9 +162,8 @@ class Recording:
             writes: list[Coroutine[Any, Any, object]] = [
                 self.store.append(store_key(self.fixture_id, log), record.model_dump_json())
             ]
-            if not self._settings_sent and self.agent_settings:
-                # With its first record, the agent says how it was set up, for the fixture.
-                self._settings_sent = True
+            if self.agent_settings:
+                # With each record, the agent says how it was set up, for the fixture.
                 settings = json.dumps(dict(self.agent_settings), sort_keys=True)
                 writes.append(self.store.set(store_key(self.fixture_id, "settings"), settings))
             for write in writes:
@@ -178,7 +176,7 @@ class Recording:
     def report_settings(self, settings: Mapping[str, str]) -> None:
         """The agent's settings a replay needs (``BOOKING_DEBOUNCE_SECONDS=0.2``), no secrets.
 
-        A recording kept in a store publishes them with its first record, and
+        A recording kept in a store publishes them with its records, and
         ``harness proxy`` writes them into the fixture's ``meta.json``, where
         ``harness replay`` reads them back.
         """

@@ -306,6 +306,11 @@ def create_proxy_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if collector is not None:
+            try:
+                await collector.start()
+            except Exception as exc:  # the store is down: everything there will be collected
+                _log.warning("could not read the agent's recordings yet: %s", exc)
         task = asyncio.get_running_loop().create_task(collect()) if collector else None
         try:
             yield

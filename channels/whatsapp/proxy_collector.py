@@ -42,6 +42,17 @@ class RecordingCollector:
         self._lock = asyncio.Lock()
         self._settings: dict[str, str] = {}
 
+    async def start(self) -> None:
+        """Begin after what the store already holds under the id: an earlier session's records.
+
+        An agent keeps recording under the id it was started with; each proxy
+        run makes a fixture of what happens while it runs.
+        """
+        async with self._lock:
+            for log in self._next:
+                self._next[log] = len(await self._store.read_log(store_key(self._fixture_id, log)))
+            await self._store.delete(store_key(self._fixture_id, "settings"))
+
     async def drain(self, recorder: ProxyRecorder) -> int:
         """Move every record kept since the last call into ``recorder``; returns how many."""
         moved = 0

@@ -16,56 +16,14 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from agents.booking.scripted import ScriptedModel
-from harness.llm import LLMResponse, TextBlock, ToolUseBlock
-from tests.bots.fake_anthropic import Blocks, Failure, Step, serve_fake_anthropic
+from tests.bots.fake_anthropic import serve_fake_anthropic
+from tests.support.model_server import ScriptedBehindAServer
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = ROOT / "scenarios" / "booking" / "happy_confirm_button.yaml"
-
-
-class _ModelBehindAServer:
-    """Answers the fake server's requests as the offline model would, after a 429 first."""
-
-    def __init__(self) -> None:
-        self.model = ScriptedModel()
-        self.asked = 0
-
-    def __call__(self, body: dict[str, Any]) -> Step:
-        self.asked += 1
-        if self.asked == 1:
-            return Failure(429, retry_after=0.2, message="slow down")
-        answer = _answer_now(self.model, body)
-        blocks: list[Mapping[str, Any]] = []
-        for block in answer.content:
-            if isinstance(block, TextBlock):
-                blocks.append({"type": "text", "text": block.text})
-            elif isinstance(block, ToolUseBlock):
-                blocks.append(
-                    {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
-                )
-        return Blocks(blocks)
-
-
-def _answer_now(model: ScriptedModel, body: dict[str, Any]) -> LLMResponse:
-    # The scripted model never waits inside, so its coroutine finishes on the first step.
-    coroutine = model.create(
-        model=body["model"],
-        messages=body["messages"],
-        max_tokens=body["max_tokens"],
-        system=body.get("system"),
-        tools=body.get("tools"),
-    )
-    try:
-        coroutine.send(None)
-    except StopIteration as done:
-        answer: LLMResponse = done.value
-        return answer
-    raise AssertionError("the scripted model waited for something")
 
 
 async def _harness(*args: str, env: Mapping[str, str]) -> tuple[int, str]:
@@ -88,7 +46,7 @@ async def _harness(*args: str, env: Mapping[str, str]) -> tuple[int, str]:
 @pytest.mark.network
 @pytest.mark.slow
 async def test_a_live_recording_keeps_every_exchange_and_replays_offline(tmp_path: Path) -> None:
-    behind = _ModelBehindAServer()
+    behind = ScriptedBehindAServer(busy_first=1)
     fixture = tmp_path / "fixture"
     async with serve_fake_anthropic(behind, delay=0.3) as (url, fake):
         code, out = await _harness(
