@@ -58,7 +58,9 @@ class DirectChannel:
         if setup.agent_factory is None:
             raise ConfigError("the direct channel runs agents in-process; give an agent factory")
         self.setup = setup
-        self.clock = VirtualClock(setup.start, watch_real_timers=True)
+        self.clock = VirtualClock(
+            setup.start, watch_real_timers=True, real_work_limit=setup.real_work_limit
+        )
         self._observed: set[str] | None = None
         store = setup.store or MemoryStore(clock=self.clock)
         self.store = store.with_namespace(setup.namespace) if setup.namespace else store

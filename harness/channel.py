@@ -23,7 +23,7 @@ from typing import Any, Protocol
 import httpx
 from pydantic import JsonValue
 
-from harness.clock import Clock, OffsetClock
+from harness.clock import DEFAULT_REAL_WORK_LIMIT, Clock, OffsetClock
 from harness.recording import Recording
 from harness.store import Store
 from harness.trace import Conversation, Event
@@ -111,6 +111,9 @@ class ChannelSetup:
     #: What the channel's run context (:attr:`ChannelPlugin.run_context`) shares between
     #: the scenarios of one run, such as one fake API server for an agent at a URL.
     shared: Any = None
+    #: Real seconds the agent's real work (a model call ...) may take before the scenario
+    #: ends with an error naming it (the virtual clock's ``real_work_limit``).
+    real_work_limit: float = DEFAULT_REAL_WORK_LIMIT
 
 
 class RunShared(Protocol):

@@ -78,7 +78,11 @@ class WhatsAppChannel:
             start = datetime.now(UTC).replace(microsecond=0)
         # In-process, an agent that sleeps in real time (its own debounce, say) is waited
         # for; an agent at a URL is watched in real time anyway.
-        self.clock = VirtualClock(start, watch_real_timers=setup.target_url is None)
+        self.clock = VirtualClock(
+            start,
+            watch_real_timers=setup.target_url is None,
+            real_work_limit=setup.real_work_limit,
+        )
         router = setup.shared if isinstance(setup.shared, GraphRouter) else None
         self._router = router
         self.sim = WhatsAppSimulator(

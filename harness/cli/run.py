@@ -115,6 +115,13 @@ def _seconds(text: str, option: str) -> float:
     show_default=True,
     help="With --target-url: how long with nothing from the agent counts as done (e.g. 3s).",
 )
+@click.option(
+    "--real-work-limit",
+    default="120s",
+    show_default=True,
+    help="How long the agent's real work (a model call, a request) may take before its "
+    "scenario ends with an error naming it.",
+)
 @click.option("--app-secret", default=None, help="Signs the webhooks (X-Hub-Signature-256).")
 @click.option("--verify-token", default=None, help="Token of the verification handshake.")
 @click.option("--access-token", default=None, help="Bearer token the fake Graph API accepts.")
@@ -136,6 +143,7 @@ def run_command(
     graph_port: int,
     expect_timeout: str,
     quiet_window: str,
+    real_work_limit: str,
     app_secret: str | None,
     verify_token: str | None,
     access_token: str | None,
@@ -163,6 +171,7 @@ def run_command(
     options = RunOptions(
         expect_timeout=_seconds(expect_timeout, "--expect-timeout"),
         quiet=_seconds(quiet_window, "--quiet"),
+        real_work_limit=_seconds(real_work_limit, "--real-work-limit"),
         channel=channel,
         target=target,
         target_url=target_url,

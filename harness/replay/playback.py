@@ -381,6 +381,7 @@ async def replay_fixture(
         recording=recording,
         start=times[0] - timedelta(seconds=1),
         agent_offset=skew.agent_offset,
+        real_work_limit=runner.options.real_work_limit,
     )
     session: ChannelSession | None = None
     conversation: Conversation | None = None

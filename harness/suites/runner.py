@@ -36,6 +36,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from harness.channel import AgentFactory, ChannelSession, ChannelSetup, UserSpec
+from harness.clock import DEFAULT_REAL_WORK_LIMIT
 from harness.exceptions import ConfigError, HarnessError, StepError
 from harness.inflight import running_on
 from harness.plugins import ChannelPlugin, load_channel_plugins
@@ -77,6 +78,9 @@ class RunOptions:
     expect_timeout: float = 10.0
     #: Against an agent on real time: how long with nothing from it counts as done (seconds).
     quiet: float = 3.0
+    #: Real seconds the agent's real work (a model call ...) may take before its scenario
+    #: ends with an error naming it.
+    real_work_limit: float = DEFAULT_REAL_WORK_LIMIT
 
 
 @dataclass
@@ -283,6 +287,7 @@ class Runner:
             options=dict(self.options.channel_options),
             recording=recording,
             shared=shared,
+            real_work_limit=self.options.real_work_limit,
         )
         started = time.perf_counter()
         progress = _Progress()

@@ -250,3 +250,53 @@ async def test_a_recorded_model_call_keeps_virtual_time_still_while_it_runs() ->
     await clock.run_until(clock.now() + timedelta(seconds=2))
     await asyncio.gather(*tasks)
     assert seen == [("answer", 0.0), ("timer 1", 1.0)]
+
+
+async def test_a_scenario_whose_model_hangs_ends_with_an_error_naming_the_call() -> None:
+    from harness.suites.runner import Runner, RunOptions
+    from harness.suites.scenario import parse_scenario
+
+    scenario = parse_scenario(
+        """
+name: the model never answers
+users: [{name: Ana, wa_id: "5511987654321"}]
+steps:
+  - say: hello
+"""
+    )
+    options = RunOptions(
+        target="tests.harness.test_inflight:hanging_agent", concurrency=1, real_work_limit=0.3
+    )
+    result = (await Runner(options).run([scenario])).scenarios[0]
+    assert result.status == "error"
+    assert result.error is not None
+    assert "0.3 s limit" in result.error
+    assert "model call (a-model-that-hangs)" in result.error
+
+
+class _Hangs:
+    """A model that never answers."""
+
+    async def create(self, **kwargs: Any) -> LLMResponse:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+
+def hanging_agent(env: Any) -> Any:
+    """An in-process agent that asks a model that never answers, inside its webhook handler."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    from harness.recording import wrap
+
+    llm = wrap(_Hangs(), env)
+
+    async def webhook(request: Request) -> PlainTextResponse:
+        if request.method == "GET":
+            return PlainTextResponse(request.query_params.get("hub.challenge", ""))
+        await llm.create(model="a-model-that-hangs", messages=[], max_tokens=10)
+        return PlainTextResponse("ok")
+
+    return Starlette(routes=[Route("/webhook", webhook, methods=["GET", "POST"])])
