@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.metadata
 import inspect
 import pkgutil
+import re
+import sys
+import tomllib
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 import pytest
@@ -281,3 +286,129 @@ def test_packages_re_export_their_modules_public_names() -> None:
 def test_every_package_is_typed() -> None:
     for package in PACKAGES:
         assert (ROOT / package / "py.typed").is_file(), package
+
+
+# -- dependencies: declared where imported, imported where declared ------------------------
+
+# Trees whose third-party imports must be declared: the installed package needs
+# [project] dependencies; tests and benchmarks may also use the dev extra.
+RUNTIME_TREES = ("harness", "channels", "agents")
+DEV_TREES = ("tests", "benchmarks")
+FIRST_PARTY = {*PACKAGES, *DEV_TREES}
+
+# Distributions declared although no file imports them, and why.
+NOT_IMPORTED = {
+    "python-multipart": "starlette imports it to read multipart bodies (the media upload)",
+    "pytest-asyncio": "a pytest plugin, loaded through its entry point",
+    "mypy": "a command: the type check",
+    "ruff": "a command: lint and format",
+}
+
+
+def _distribution(requirement: str) -> str:
+    """A requirement's distribution name, normalized (``types-PyYAML>=6`` -> ``types-pyyaml``)."""
+    match = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", requirement.strip())
+    assert match is not None, requirement
+    return _normalized(match.group())
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _declared() -> tuple[set[str], set[str]]:
+    """The [project] dependencies and the dev extra, as normalized distribution names."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    runtime = {_distribution(req) for req in project["dependencies"]}
+    dev = {_distribution(req) for req in project["optional-dependencies"]["dev"]}
+    return runtime, dev
+
+
+def _third_party_imports(files: Collection[Path]) -> dict[str, set[str]]:
+    """Top-level names that ``files`` import which are neither the stdlib nor ours."""
+    found: dict[str, set[str]] = {}
+    for path in files:
+        where = str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name)
+        for name in _imported_top_levels(path):
+            if name not in sys.stdlib_module_names and name not in FIRST_PARTY:
+                found.setdefault(name, set()).add(where)
+    return found
+
+
+def _tree_files(trees: Collection[str]) -> list[Path]:
+    return [path for tree in trees for path in _modules(tree)]
+
+
+def _dependency_problems(
+    imports: Mapping[str, Collection[str]],
+    declared: Collection[str],
+    distributions: Mapping[str, Collection[str]],
+    *,
+    must_be_imported: Collection[str] = (),
+) -> list[str]:
+    """Imports no declared distribution provides, and declared ones nothing imports.
+
+    ``distributions`` maps an import name to the distributions that provide it
+    (:func:`importlib.metadata.packages_distributions`); ``must_be_imported``
+    lists the declared distributions that some file must import. A package's
+    type stubs (``yaml-stubs``, from ``types-PyYAML``) count as imported
+    wherever the package is.
+    """
+    problems = []
+    used: set[str] = set()
+    for name, files in sorted(imports.items()):
+        providers = {_normalized(dist) for dist in distributions.get(name, ())}
+        used |= providers | {_normalized(d) for d in distributions.get(f"{name}-stubs", ())}
+        if not providers & set(declared):
+            where = ", ".join(sorted(files))
+            known = f" ({', '.join(sorted(providers))})" if providers else ""
+            problems.append(f"{name}{known} is imported by {where} but not declared")
+    for dist in sorted(set(must_be_imported) - used - set(NOT_IMPORTED)):
+        problems.append(f"{dist} is declared but nothing imports it")
+    return problems
+
+
+def test_the_package_imports_what_it_declares_and_declares_what_it_imports() -> None:
+    runtime, _dev = _declared()
+    problems = _dependency_problems(
+        _third_party_imports(_tree_files(RUNTIME_TREES)),
+        runtime,
+        importlib.metadata.packages_distributions(),
+        must_be_imported=runtime,
+    )
+    assert problems == []
+
+
+def test_tests_and_benchmarks_import_what_the_dev_extra_declares() -> None:
+    runtime, dev = _declared()
+    problems = _dependency_problems(
+        _third_party_imports(_tree_files(DEV_TREES)),
+        runtime | dev,
+        importlib.metadata.packages_distributions(),
+        must_be_imported=dev,
+    )
+    assert problems == []
+
+
+def test_the_dependency_check_sees_undeclared_and_unused_distributions(tmp_path: Path) -> None:
+    module = tmp_path / "module.py"
+    module.write_text(
+        "import json\nimport made_up_parser\nfrom nowhere_at_all import x\n"
+        "from used_lib.sub import y\nfrom harness import z\n"
+    )
+    imports = _third_party_imports([module])
+    assert set(imports) == {"made_up_parser", "nowhere_at_all", "used_lib"}
+    distributions = {
+        "made_up_parser": ["Made_Up.Parser"],
+        "used_lib": ["used-dist"],
+        "used_lib-stubs": ["types-used-dist"],
+    }
+    declared = {"used-dist", "types-used-dist", "unused-dist", "ruff"}
+    assert _dependency_problems(imports, declared, distributions, must_be_imported=declared) == [
+        "made_up_parser (made-up-parser) is imported by module.py but not declared",
+        "nowhere_at_all is imported by module.py but not declared",
+        "unused-dist is declared but nothing imports it",
+    ]
+    imports.pop("nowhere_at_all")
+    declared = {"used-dist", "types-used-dist", "made-up-parser", "ruff"}
+    assert _dependency_problems(imports, declared, distributions, must_be_imported=declared) == []
