@@ -15,14 +15,22 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.exceptions import ConfigError
+from harness.exceptions import ConfigError, ScenarioError
+from harness.suites.yamlpos import read_yaml
 
 __all__ = ["PRESETS", "FaultDice", "FaultProfile", "split_fragments"]
 
 _Probability = Field(default=0.0, ge=0.0, le=1.0)
+
+
+def _yaml_value(text: str, part: str) -> object:
+    """One ``key=value`` setting's value, read as the scenario files read it: ``0.5``, ``true``."""
+    try:
+        return read_yaml(text).data
+    except ScenarioError:
+        raise ConfigError(f"fault profile: {part!r}: the value is not valid YAML") from None
 
 
 class FaultProfile(BaseModel):
@@ -71,7 +79,10 @@ class FaultProfile(BaseModel):
     def parse(cls, spec: str | Path | dict[str, Any] | None) -> FaultProfile:
         """Build a profile from a preset name, a JSON or YAML file, ``k=v,...`` or a mapping.
 
-        Errors are one line naming the source and the field.
+        YAML, a file's or each ``k=v`` value, is read as scenario files are
+        (:func:`~harness.suites.yamlpos.read_yaml`: YAML 1.2, so ``010`` is ten
+        and ``yes`` a string; duplicate keys refused). Errors are one line
+        naming the source, the field and, in a YAML file, the line.
         """
         if spec is None or spec == "":
             return cls()
@@ -97,7 +108,7 @@ class FaultProfile(BaseModel):
                 key, sep, value = part.partition("=")
                 if not sep or not key.strip():
                     raise ConfigError(f"fault profile: {part!r} is not key=value")
-                fields[key.strip().replace("-", "_")] = yaml.safe_load(value.strip())
+                fields[key.strip().replace("-", "_")] = _yaml_value(value.strip(), part)
             return cls._validated(fields, "fault profile")
         names = ", ".join(sorted(PRESETS))
         raise ConfigError(
@@ -111,9 +122,14 @@ class FaultProfile(BaseModel):
         except FileNotFoundError:
             raise ConfigError(f"{path}: fault profile file not found") from None
         try:
-            data = json.loads(raw) if path.suffix.lower() == ".json" else yaml.safe_load(raw)
-        except (json.JSONDecodeError, yaml.YAMLError) as exc:
-            raise ConfigError(f"{path}: not valid {path.suffix[1:].upper()}: {exc}") from None
+            if path.suffix.lower() == ".json":
+                data = json.loads(raw)
+            else:
+                data = read_yaml(raw, path=path).data
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path}: not valid JSON: {exc}") from None
+        except ScenarioError as exc:  # already one line naming the file and the line
+            raise ConfigError(str(exc)) from None
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: a fault profile must be a mapping")
         return cls._validated(data, str(path))

@@ -6,10 +6,10 @@ import math
 from typing import Any
 
 import pytest
-import yaml
 
 from harness.exceptions import ConfigError
 from harness.replay.judge import DEFAULT_RUBRIC, Criterion, Judge, check_rubric, parse_rubric
+from harness.suites.yamlpos import read_yaml
 from tests.harness.replay.judge.fakes import QUESTIONS, FakeModel, answer, conversation, prompt_of
 
 
@@ -43,13 +43,14 @@ async def test_a_zero_weight_criterion_is_reported_but_not_counted() -> None:
 
 
 def test_a_rubric_loads_from_yaml() -> None:
-    data = yaml.safe_load(
+    data = read_yaml(
         """
         goal_completion: {question: "Was the table booked?", weight: 2}
         tone: "Was the agent polite?"
         """
-    )
+    ).data
 
+    assert isinstance(data, dict)
     assert parse_rubric(data) == (
         Criterion("goal_completion", "Was the table booked?", 2.0),
         Criterion("tone", "Was the agent polite?", 1.0),
@@ -57,13 +58,14 @@ def test_a_rubric_loads_from_yaml() -> None:
 
 
 def test_a_rubric_loads_from_a_list() -> None:
-    data = yaml.safe_load(
+    data = read_yaml(
         """
         - {name: booked, question: "Was the table booked?", weight: 0.5}
         - {name: tone, question: "Polite?"}
         """
-    )
+    ).data
 
+    assert isinstance(data, list)
     assert parse_rubric(data) == (
         Criterion("booked", "Was the table booked?", 0.5),
         Criterion("tone", "Polite?"),
