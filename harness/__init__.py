@@ -1,8 +1,8 @@
 """The harness core: trace, clock, LLM seam, recorders, fixtures and store.
 
 It knows nothing about WhatsApp; channels and agents build on it. Every
-public name of the core, and of the scenario suites and replay built on it,
-is importable from here.
+public name of the core is importable from here, and those of the scenario
+suites' and replay's modules that :data:`_OWNERS` names.
 
 Names load on first use (PEP 562): ``import harness`` reads this module
 only, and ``harness.Conversation`` or ``from harness import Conversation``
@@ -338,6 +338,7 @@ _OWNERS: dict[str, str] = {
     "scenario_json_schema": "harness.suites.scenario",
     "sdk_http_module": "harness.llm",
     "sends_valid": "harness.suites.builtin_invariants",
+    "settings_differences": "harness.replay.playback",
     "settings_from": "harness.suites.target",
     "step_action": "harness.suites.steps",
     "store_key": "harness.recording",
