@@ -209,6 +209,7 @@ _OWNERS: dict[str, str] = {
     "SignatureError": "harness.exceptions",
     "Sink": "harness.tape",
     "Skew": "harness.skew",
+    "Skip": "harness.results",
     "SpanKind": "harness.fixture",
     "SpanStatus": "harness.fixture",
     "SpecLike": "harness.suites.invariants",

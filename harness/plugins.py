@@ -7,7 +7,7 @@ The core never imports a channel by name: it asks the installed packages.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -34,6 +34,10 @@ class ChannelPlugin:
     #: What the channel keeps for a whole run (entered around it, given to every scenario's
     #: setup as ``shared``): called with ``target_url`` and ``options``; None for nothing.
     run_context: Callable[..., AbstractAsyncContextManager[Any]] | None = None
+    #: What the channel can't play, each with the reason reports give: a step action
+    #: (``redeliver``) or one expectation of an ``expect`` step (``expect.status``). The
+    #: runner skips those on this channel, and says so in the results.
+    unsupported: Mapping[str, str] = field(default_factory=dict)
 
 
 def load_channel_plugins(group: str = ENTRY_POINT_GROUP) -> dict[str, ChannelPlugin]:

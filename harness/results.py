@@ -15,9 +15,16 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue
 
 from harness.trace import Conversation
 
-__all__ = ["RunResult", "ScenarioResult", "ScenarioStatus", "Violation", "ViolationKind"]
+__all__ = [
+    "RunResult",
+    "ScenarioResult",
+    "ScenarioStatus",
+    "Skip",
+    "Violation",
+    "ViolationKind",
+]
 
-ScenarioStatus = Literal["passed", "failed", "error"]
+ScenarioStatus = Literal["passed", "failed", "error", "skipped"]
 ViolationKind = Literal["invariant", "expectation"]
 
 
@@ -52,11 +59,34 @@ class Violation(_Model):
         return f"{self.rule}{where}: {self.message}"
 
 
+class Skip(_Model):
+    """Something a run did not play or check, and why: never dropped silently.
+
+    ``what`` is ``scenario`` for a whole scenario, a step's action
+    (``redeliver``) for a step, or ``expect.KEY`` (``expect.status``) for one
+    expectation of a step; ``step`` and ``line`` say where, as in a violation.
+    """
+
+    what: str
+    reason: str
+    step: int | None = None
+    line: int | None = None
+
+    def headline(self) -> str:
+        """One line: what (named as in the file, ``steps[4].redeliver``), where, why."""
+        field = self.what if self.step is None else f"steps[{self.step}].{self.what}"
+        where = f" (line {self.line})" if self.line is not None else ""
+        return f"{field}{where}: {self.reason}"
+
+
 class ScenarioResult(_Model):
     """The outcome of one scenario: its conversation, and what failed in it.
 
     ``status`` is ``error`` when the scenario could not be run to its end
-    (the agent crashed, the handshake failed): ``error`` then says why.
+    (the agent crashed, the handshake failed): ``error`` then says why. It is
+    ``skipped`` when the scenario was not played at all (it is meant for
+    another channel); ``skipped`` lists that, or the steps and expectations
+    a played scenario left out because its channel can't play them.
     """
 
     name: str
@@ -70,6 +100,7 @@ class ScenarioResult(_Model):
     conversation: Conversation | None = None
     faults: dict[str, JsonValue] = Field(default_factory=dict)
     reproduce: str = ""
+    skipped: tuple[Skip, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -103,6 +134,11 @@ class RunResult(_Model):
         return sum(1 for s in self.scenarios if s.status == "error")
 
     @property
+    def skipped(self) -> int:
+        """How many scenarios were not played (meant for another channel)."""
+        return sum(1 for s in self.scenarios if s.status == "skipped")
+
+    @property
     def ok(self) -> bool:
-        """True when every scenario passed."""
-        return all(s.status == "passed" for s in self.scenarios)
+        """True when every scenario passed or was skipped (none failed, none errored)."""
+        return all(s.status in ("passed", "skipped") for s in self.scenarios)

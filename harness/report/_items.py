@@ -139,5 +139,5 @@ class ScenarioView:
 
     @property
     def failing(self) -> bool:
-        """True when the scenario did not pass."""
-        return self.result.status != "passed"
+        """True when the scenario failed or could not be run (a skipped one is neither)."""
+        return self.result.status in ("failed", "error")

@@ -5,8 +5,9 @@ flight and the pass/fail counts on a terminal, and falls back to one plain
 line per scenario (``PASS  happy booking (0.12s)``) when the output is a
 file or a CI log. :func:`print_summary` prints the results table and, for
 each scenario that did not pass, its violations, the conversation lines that
-show them and the YAML that reproduces the failure. Nothing here depends on
-colour: every status is also written as a word.
+show them and the YAML that reproduces the failure, and for each scenario
+its channel could not play (or played in part) what was skipped and why.
+Nothing here depends on colour: every status is also written as a word.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ from harness.results import RunResult, ScenarioResult
 
 __all__ = ["SuiteProgress", "print_summary", "result_line"]
 
-_LABELS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR"}
-_STYLES = {"passed": "green", "failed": "bold red", "error": "bold magenta"}
+_LABELS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "skipped": "SKIP"}
+_STYLES = {"passed": "green", "failed": "bold red", "error": "bold magenta", "skipped": "yellow"}
 _CURRENT_WIDTH = 40
 
 
@@ -44,7 +45,13 @@ def _first_line(text: str) -> str:
 def result_line(result: ScenarioResult) -> str:
     """One line for one scenario: its status word, its name, and why it did not pass."""
     label = f"{_LABELS[result.status]:<5} {result.name}"
+    if result.status == "skipped":
+        reason = result.skipped[0].reason if result.skipped else "not played"
+        return f"{label}: {reason}"
     if result.status == "passed":
+        if result.skipped:
+            what = ", ".join(dict.fromkeys(skip.what for skip in result.skipped))
+            return f"{label} ({result.duration_s:.2f}s; skipped: {what})"
         return f"{label} ({result.duration_s:.2f}s)"
     if result.status == "failed":
         if not result.violations:
@@ -79,6 +86,7 @@ class SuiteProgress:
         self.passed = 0
         self.failed = 0
         self.errors = 0
+        self.skipped = 0
         self._running: list[str] = []
         self._progress: Progress | None = None
         self._task: TaskID | None = None
@@ -101,7 +109,7 @@ class SuiteProgress:
     @property
     def done(self) -> int:
         """How many scenarios have finished."""
-        return self.passed + self.failed + self.errors
+        return self.passed + self.failed + self.errors + self.skipped
 
     def __enter__(self) -> SuiteProgress:
         if self._progress is not None:
@@ -133,6 +141,8 @@ class SuiteProgress:
             self.passed += 1
         elif result.status == "failed":
             self.failed += 1
+        elif result.status == "skipped":
+            self.skipped += 1
         else:
             self.errors += 1
         if result.name in self._running:
@@ -141,7 +151,7 @@ class SuiteProgress:
         if self._progress is None:
             self.console.print(line, markup=False, highlight=False, soft_wrap=True)
             return
-        if result.status != "passed":
+        if result.status not in ("passed", "skipped"):
             self._progress.console.print(
                 Text(line, style=_STYLES[result.status]), highlight=False, soft_wrap=True
             )
@@ -177,7 +187,8 @@ def _table(run: RunResult) -> Table:
     table.add_column("Violations", justify="right")
     table.add_column("Time", justify="right")
     for scenario in run.scenarios:
-        violations = "-" if scenario.status == "error" else str(len(scenario.violations))
+        played = scenario.status not in ("error", "skipped")
+        violations = str(len(scenario.violations)) if played else "-"
         table.add_row(
             Text(scenario.name),
             Text(scenario.channel),
@@ -202,6 +213,10 @@ def _details(scenario: ScenarioResult, console: Console) -> None:
     heading.append(f" {scenario.name}", style="bold")
     heading.append(f"  ({where})", style="dim")
     console.print(heading, soft_wrap=True)
+    for skip in scenario.skipped:
+        line = Text("  - skipped ", style="yellow")
+        line.append(skip.headline())
+        console.print(line, soft_wrap=True)
     if scenario.status == "error":
         console.print(_indented(scenario.error or "could not be run", 2), soft_wrap=True)
     for violation in scenario.violations:
@@ -223,7 +238,7 @@ def print_summary(run: RunResult, console: Console | None = None) -> None:
         console.print(_table(run))
     console.print()
     for scenario in run.scenarios:
-        if scenario.status != "passed":
+        if scenario.status != "passed" or scenario.skipped:
             _details(scenario, console)
     total = len(run.scenarios)
     noun = "scenario" if total == 1 else "scenarios"
@@ -234,5 +249,8 @@ def print_summary(run: RunResult, console: Console | None = None) -> None:
     totals.append(f"{run.failed} failed", style="red" if run.failed else "")
     totals.append(", ")
     totals.append(f"{run.errors} {errors}", style="magenta" if run.errors else "")
+    if run.skipped:
+        totals.append(", ")
+        totals.append(f"{run.skipped} skipped", style="yellow")
     totals.append(f" in {run.duration_s:.2f}s")
     console.print(totals)

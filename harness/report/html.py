@@ -31,7 +31,7 @@ __all__ = ["render_html", "write_html"]
 
 _TEMPLATES = "templates"
 _PAGE = "report.html.j2"
-_STATUS_WORDS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR"}
+_STATUS_WORDS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "skipped": "SKIP"}
 
 
 def _read(name: str) -> str:

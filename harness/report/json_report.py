@@ -1,7 +1,7 @@
 """``report.json``: the whole run as data, loadable back into a :class:`RunResult`.
 
 The file is ``RunResult.model_dump(mode="json")`` with one extra top-level
-key, ``summary`` (passed, failed, errors, total), so a dashboard can read the
+key, ``summary`` (passed, failed, errors, skipped, total), so a dashboard can read the
 outcome without knowing the model.
 """
 
@@ -27,6 +27,7 @@ def report_data(run: RunResult) -> dict[str, Any]:
         "passed": run.passed,
         "failed": run.failed,
         "errors": run.errors,
+        "skipped": run.skipped,
         "total": len(run.scenarios),
     }
     return data

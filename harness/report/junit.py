@@ -2,8 +2,10 @@
 
 The layout is the common denominator that Jenkins, GitLab and GitHub
 reporters read: ``testsuites > testsuite > testcase``, with ``failure`` for
-a scenario whose invariants or expectations failed and ``error`` for one
-that could not be run to its end. A failure's message is the first
+a scenario whose invariants or expectations failed, ``error`` for one
+that could not be run to its end and ``skipped`` for one its channel does
+not play; the steps a played scenario skipped are listed in its
+``system-out``. A failure's message is the first
 violation's headline and its body lists every violation, the conversation
 lines that show it, and the YAML that reproduces it.
 """
@@ -95,6 +97,12 @@ def _testcase(parent: ET.Element, scenario: ScenarioResult) -> None:
         text = scenario.error or "the scenario could not be run"
         _set(error, message=text.strip().splitlines()[0] if text.strip() else text, type="error")
         error.text = xml_safe(text)
+    elif scenario.status == "skipped":
+        reason = scenario.skipped[0].reason if scenario.skipped else "not played"
+        _set(ET.SubElement(case, "skipped"), message=reason)
+    if scenario.skipped and scenario.status != "skipped":
+        out = ET.SubElement(case, "system-out")
+        out.text = xml_safe("".join(f"skipped {s.headline()}\n" for s in scenario.skipped))
 
 
 def junit_xml(run: RunResult) -> str:
@@ -103,7 +111,7 @@ def junit_xml(run: RunResult) -> str:
         "tests": str(len(run.scenarios)),
         "failures": str(run.failed),
         "errors": str(run.errors),
-        "skipped": "0",
+        "skipped": str(run.skipped),
         "time": _seconds(run.duration_s),
     }
     root = ET.Element("testsuites")

@@ -1,9 +1,9 @@
 // Filters the report by status. The filter lives in the page's hash
-// (#all, #passed, #failed, #error) so a link can open the report filtered;
+// (#all, #passed, #failed, #error, #skipped) so a link can open the report filtered;
 // any other hash is a scenario or turn anchor and shows it.
 (function () {
   "use strict";
-  var FILTERS = ["all", "passed", "failed", "error"];
+  var FILTERS = ["all", "passed", "failed", "error", "skipped"];
   var current = "all";
 
   function apply() {
