@@ -18,12 +18,22 @@ from harness.suites.builtin_invariants import (
     one_reply_per_burst,
     sends_valid,
 )
+from harness.suites.dates import (
+    DEFAULT_FORMAT,
+    DateExpression,
+    check_dates,
+    has_dates,
+    parse_date_expression,
+    resolve_dates,
+)
 from harness.suites.expectations import (
     EVENTUAL,
     check_expectation,
     eventual_part,
     needs_quiet,
     reply_text,
+    started_on,
+    with_dates,
 )
 from harness.suites.invariants import (
     BoundInvariant,
@@ -98,6 +108,7 @@ from harness.suites.yamlpos import (
 
 __all__ = [
     "ACTIONS",
+    "DEFAULT_FORMAT",
     "DEFAULT_GAP",
     "DEFAULT_PHRASES",
     "DEFAULT_TARGET",
@@ -110,6 +121,7 @@ __all__ = [
     "STEP_TYPES",
     "BaseStep",
     "BoundInvariant",
+    "DateExpression",
     "Duration",
     "DurationParam",
     "ExpectStep",
@@ -142,6 +154,7 @@ __all__ = [
     "bind",
     "brief",
     "check",
+    "check_dates",
     "check_expectation",
     "constraint_honored",
     "describe",
@@ -151,6 +164,7 @@ __all__ = [
     "every_inbound_answered",
     "expect_in_time",
     "field_name",
+    "has_dates",
     "invariant",
     "load_scenario",
     "load_scenarios",
@@ -160,6 +174,7 @@ __all__ = [
     "no_freeform_outside_window",
     "no_repeated_side_effects",
     "one_reply_per_burst",
+    "parse_date_expression",
     "parse_scenario",
     "parse_spec",
     "read_yaml",
@@ -168,11 +183,14 @@ __all__ = [
     "render_event",
     "reply_text",
     "resolve",
+    "resolve_dates",
     "scenario_error",
     "scenario_json_schema",
     "sends_valid",
     "settings_from",
+    "started_on",
     "step_action",
     "unobserved",
+    "with_dates",
     "with_late",
 ]

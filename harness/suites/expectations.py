@@ -5,20 +5,27 @@ last step a user took (the current turn, seen from the user's side), plus,
 for statuses, everything the channel reported about the agent's last reply.
 Each unmet expectation becomes a :class:`~harness.results.Violation` of
 kind ``expectation`` that names the step's line.
+
+Dates written as expressions (``${friday}``, see :mod:`harness.suites.dates`)
+are resolved against the day the scenario started before anything is
+compared (:func:`with_dates`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
+from pydantic import JsonValue
+
 from harness.results import Violation
+from harness.suites.dates import resolve_dates
 from harness.suites.invariants import unobserved
 from harness.suites.steps import Expectation, ExpectStep, ToolExpectation
 from harness.suites.transcript import render_event
-from harness.trace import Conversation, Event, OutboundSend, ToolCall
+from harness.trace import ClockJump, Conversation, Event, OutboundSend, ToolCall
 
 __all__ = [
     "EVENTUAL",
@@ -26,6 +33,8 @@ __all__ = [
     "eventual_part",
     "needs_quiet",
     "reply_text",
+    "started_on",
+    "with_dates",
 ]
 
 #: What eventually holds and then stays true, so waiting until it holds is enough.
@@ -82,6 +91,53 @@ def needs_quiet(step: ExpectStep) -> bool:
     )
 
 
+def _dated(value: JsonValue, start: date) -> JsonValue:
+    if isinstance(value, str):
+        return resolve_dates(value, start)
+    if isinstance(value, dict):
+        return {key: _dated(item, start) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_dated(item, start) for item in value]
+    return value
+
+
+def _dated_tools(
+    tools: tuple[ToolExpectation, ...] | None, start: date
+) -> tuple[ToolExpectation, ...] | None:
+    if tools is None:
+        return None
+    return tuple(
+        t if t.args is None else t.model_copy(update={"args": _dated(t.args, start)}) for t in tools
+    )
+
+
+def _dated_texts(texts: tuple[str, ...] | None, start: date) -> tuple[str, ...] | None:
+    return None if texts is None else tuple(resolve_dates(t, start) for t in texts)
+
+
+def with_dates(step: ExpectStep, start: date) -> ExpectStep:
+    """The step with every date expression written in, for a scenario that started on ``start``."""
+    expect = step.expect
+    update: dict[str, Any] = {
+        "reply_contains": _dated_texts(expect.reply_contains, start),
+        "reply_not_contains": _dated_texts(expect.reply_not_contains, start),
+        "tool_called": _dated_tools(expect.tool_called, start),
+        "tool_not_called": _dated_tools(expect.tool_not_called, start),
+    }
+    if expect.reply_matches is not None:
+        update["reply_matches"] = resolve_dates(expect.reply_matches, start, escape=re.escape)
+    return step.model_copy(update={"expect": expect.model_copy(update=update)})
+
+
+def started_on(conversation: Conversation) -> date | None:
+    """The day (UTC) of a conversation's first instant, when it has any event."""
+    if not conversation.events:
+        return None
+    first = conversation.events[0]
+    at = first.previous if isinstance(first, ClockJump) else first.at
+    return at.astimezone(UTC).date()
+
+
 def _args_match(expected: dict[str, Any] | None, actual: dict[str, Any]) -> bool:
     if not expected:
         return True
@@ -113,8 +169,16 @@ def check_expectation(
     user: str,
     step_at: datetime,
     names: dict[str, str] | None = None,
+    start: date | None = None,
 ) -> list[Violation]:
-    """Check one ``expect`` step; ``since`` is the event index of the last user step."""
+    """Check one ``expect`` step; ``since`` is the event index of the last user step.
+
+    Date expressions still in the step are resolved against ``start`` (the
+    day the scenario started), else against the conversation's first instant.
+    """
+    start = start or started_on(conversation)
+    if start is not None:
+        step = with_dates(step, start)
     expect = step.expect
     recent: list[Event] = list(conversation.events[since:])
     replies = [

@@ -41,11 +41,13 @@ strings; see :mod:`harness.suites.yamlpos`)::
 Each step is a mapping with exactly one action key and that action's
 modifiers (the step models live in :mod:`harness.suites.steps`); ``as`` names the
 acting user on every step but a wait. Durations are ``90s``, ``25h``,
-``1d2h``, ``1.5h`` or a number of seconds, never negative. Fault settings and
-the content of ``send`` message objects are checked by the channel, which
-knows them. An invariant is written as a name, ``{name: {params}}`` or
-``{name: ..., params: {...}}``; the invariant registry checks the name and
-parameters.
+``1d2h``, ``1.5h`` or a number of seconds, never negative. Expected texts and
+tool arguments may name dates relative to the scenario's start (``${friday}``:
+read when the file is loaded, written in when the expectation is checked; see
+:mod:`harness.suites.dates`). Fault settings and the content of ``send``
+message objects are checked by the channel, which knows them. An invariant is
+written as a name, ``{name: {params}}`` or ``{name: ..., params: {...}}``; the
+invariant registry checks the name and parameters.
 
 :func:`load_scenario` reads a file; every problem is one
 :class:`~harness.exceptions.ScenarioError` line naming file, line and field.

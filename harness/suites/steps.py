@@ -25,7 +25,7 @@ two of them fails with one clear message rather than one per model.
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import date, timedelta
 from typing import Annotated, Any, ClassVar, Final, Literal, TypeAlias
 
 from pydantic import (
@@ -47,6 +47,7 @@ from pydantic.json_schema import JsonSchemaValue, SkipJsonSchema
 
 from harness.durations import format_duration, parse_duration
 from harness.exceptions import ConfigError
+from harness.suites.dates import check_dates, resolve_dates
 from harness.suites.yamlpos import LocatedError, describe
 
 __all__ = [
@@ -153,12 +154,44 @@ _Texts: TypeAlias = Annotated[
 ]
 
 
+#: Texts an expectation looks for: each may name dates relative to the scenario's start.
+_DatedTexts: TypeAlias = Annotated[
+    tuple[Annotated[_Text, AfterValidator(check_dates)], ...],
+    BeforeValidator(
+        _one_or_many, json_schema_input_type=_Text | Annotated[list[_Text], Field(min_length=1)]
+    ),
+    Field(min_length=1),
+]
+# Any day will do to check that a pattern naming dates compiles once they are written in.
+_SOME_DAY: Final = date(2026, 1, 1)
+
+
 def _regex(pattern: str) -> str:
+    check_dates(pattern)
     try:
-        re.compile(pattern)
+        re.compile(resolve_dates(pattern, _SOME_DAY, escape=re.escape))
     except re.error as exc:
         raise ValueError(f"not a valid regular expression: {exc}") from None
     return pattern
+
+
+def _dated_values(value: JsonValue) -> JsonValue:
+    """Check the date expressions in a tool call's expected arguments, wherever they are."""
+    if isinstance(value, str):
+        return check_dates(value)
+    items: list[tuple[str | int, JsonValue]] = []
+    if isinstance(value, dict):
+        items = list(value.items())
+    elif isinstance(value, list):
+        items = list(enumerate(value))
+    for key, item in items:
+        try:
+            _dated_values(item)
+        except LocatedError as exc:
+            raise LocatedError(str(exc), (key, *exc.loc)) from None
+        except ValueError as exc:
+            raise LocatedError(str(exc), (key,)) from None
+    return value
 
 
 # -- steps -------------------------------------------------------------------------
@@ -367,7 +400,7 @@ class ToolExpectation(ScenarioPart):
     """A tool call to look for; ``args`` must be a subset of the call's arguments."""
 
     name: _Text
-    args: dict[str, JsonValue] | None = None
+    args: Annotated[dict[str, JsonValue], AfterValidator(_dated_values)] | None = None
 
     def to_data(self) -> JsonValue:
         """The name alone when there are no arguments, else ``{name, args}``."""
@@ -397,13 +430,13 @@ def _one_or_list(values: tuple[Any, ...], write: Any = lambda v: v) -> JsonValue
 class Expectation(ScenarioPart):
     """What the agent must (not) have done since the last user step; all must hold."""
 
-    reply_contains: _Texts | None = Field(
+    reply_contains: _DatedTexts | None = Field(
         default=None, description="Text (or texts) that must all appear in the replies."
     )
     reply_matches: Annotated[str, AfterValidator(_regex)] | None = Field(
         default=None, description="A Python regular expression the replies must match."
     )
-    reply_not_contains: _Texts | None = Field(
+    reply_not_contains: _DatedTexts | None = Field(
         default=None, description="Text (or texts) that must not appear in the replies."
     )
     tool_called: _ToolExpectations | None = Field(
