@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from harness.agent import DirectAgent, DirectMessage, DirectReply, DirectTurn
+from harness.agent_contract import build_agent
 from harness.channel import AgentEnvironment, ChannelSetup, agent_clock, close_agent
 from harness.clock import VirtualClock
 from harness.exceptions import ConfigError, StepError
@@ -88,7 +89,7 @@ class DirectChannel:
             recording=self.setup.recording,
         )
         self._observed = env.observed
-        self._agent = find_direct_agent(self.setup.agent_factory(env))
+        self._agent = find_direct_agent(build_agent(self.setup.agent_factory, env))
 
     def _key(self, user: str) -> str:
         spec = self._users.get(user)
@@ -241,4 +242,11 @@ direct_plugin = ChannelPlugin(
     name="direct",
     description="Straight into the agent's direct entry point: no HTTP, no channel faults.",
     factory=DirectChannel,
+    unsupported={
+        "redeliver": "the direct channel has no webhook deliveries to repeat",
+        "expect.status": "the direct channel has no delivery statuses (sent, delivered, read)",
+        "expect.template": (
+            "the direct channel has no message templates (nor the 24-hour window they serve)"
+        ),
+    },
 )

@@ -24,6 +24,7 @@ __version__ = VERSION
 if TYPE_CHECKING:
     from harness.acting import *
     from harness.agent import *
+    from harness.agent_contract import *
     from harness.canonical import *
     from harness.channel import *
     from harness.clock import *
@@ -69,6 +70,7 @@ if TYPE_CHECKING:
 _OWNERS: dict[str, str] = {
     "ACTIONS": "harness.suites.steps",
     "AgentAnnouncement": "harness.remote",
+    "AgentContractError": "harness.exceptions",
     "AgentEnvironment": "harness.channel",
     "AgentFactory": "harness.channel",
     "AgentOffset": "harness.skew",
@@ -118,6 +120,7 @@ _OWNERS: dict[str, str] = {
     "EventKind": "harness.trace",
     "ExpectStep": "harness.suites.steps",
     "Expectation": "harness.suites.steps",
+    "FRESH_AGENT_ADVICE": "harness.agent_contract",
     "Fixture": "harness.fixture",
     "FixtureError": "harness.exceptions",
     "FixtureFormatError": "harness.exceptions",
@@ -256,6 +259,7 @@ _OWNERS: dict[str, str] = {
     "agent_key": "harness.remote",
     "bind": "harness.suites.invariants",
     "brief": "harness.suites.registry",
+    "build_agent": "harness.agent_contract",
     "build_turns": "harness.trace",
     "busy": "harness.inflight",
     "canonical_bytes": "harness.canonical",
@@ -278,11 +282,13 @@ _OWNERS: dict[str, str] = {
     "events_key": "harness.remote",
     "eventual_part": "harness.suites.expectations",
     "every_inbound_answered": "harness.suites.builtin_invariants",
+    "explain_agent_error": "harness.agent_contract",
     "fetch_records": "harness.recording",
     "field_name": "harness.suites.yamlpos",
     "format_duration": "harness.durations",
     "gate_outcome": "harness.replay.judge",
     "hold": "harness.clock",
+    "importable": "harness.suites.target",
     "in_scope": "harness.remote",
     "invariant": "harness.suites.registry",
     "is_sensitive_key": "harness.redaction",
@@ -296,6 +302,7 @@ _OWNERS: dict[str, str] = {
     "load_scenarios": "harness.suites.scenario",
     "load_target": "harness.suites.target",
     "load_verdicts": "harness.replay.judge",
+    "loop_errors": "harness.agent_contract",
     "make_span": "harness.fixture",
     "message_text": "harness.divergence",
     "needs_quiet": "harness.suites.expectations",

@@ -7,6 +7,7 @@ single line, which the command line prints as is.
 
     HarnessError
     ├── ConfigError (ValueError)             bad settings, options or usage
+    │   └── AgentContractError               an agent factory that breaks its contract
     ├── FixtureError
     │   ├── FixtureNotFound (FileNotFoundError)
     │   ├── SchemaVersionError (ValueError)  a fixture written by another schema
@@ -33,6 +34,7 @@ from __future__ import annotations
 from pathlib import Path
 
 __all__ = [
+    "AgentContractError",
     "ChannelError",
     "ClockError",
     "ConfigError",
@@ -63,6 +65,10 @@ class HarnessError(Exception):
 
 class ConfigError(HarnessError, ValueError):
     """A setting, command-line option or argument that can't be used."""
+
+
+class AgentContractError(ConfigError):
+    """An agent factory that breaks its contract: a fresh agent per call, on the caller's loop."""
 
 
 class FixtureError(HarnessError):

@@ -20,6 +20,7 @@ from channels.whatsapp.remote import RemoteSession
 from channels.whatsapp.router import GraphRouter
 from channels.whatsapp.server import BackgroundServer
 from channels.whatsapp.simulator import WhatsAppSimulator
+from harness.agent_contract import build_agent
 from harness.channel import AgentEnvironment, ChannelSetup, agent_clock, close_agent
 from harness.clock import VirtualClock
 from harness.exceptions import ConfigError
@@ -143,7 +144,7 @@ class WhatsAppChannel:
             recording=self.setup.recording,
         )
         self._observed = env.observed
-        self._app = self.setup.agent_factory(env)
+        self._app = build_agent(self.setup.agent_factory, env)
         self.sim.connect(self._app)
 
     def _user(self, user: str) -> str:

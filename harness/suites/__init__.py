@@ -35,6 +35,7 @@ from harness.suites.expectations import (
     started_on,
     with_dates,
 )
+from harness.suites.fit import ONLY_SUFFIX, ChannelFit, only_channels
 from harness.suites.invariants import (
     BoundInvariant,
     InvariantSpec,
@@ -68,6 +69,7 @@ from harness.suites.scenario import (
     parse_scenario,
     scenario_json_schema,
 )
+from harness.suites.selection import select_by_tags
 from harness.suites.steps import (
     ACTIONS,
     DEFAULT_GAP,
@@ -90,7 +92,7 @@ from harness.suites.steps import (
     WaitStep,
     step_action,
 )
-from harness.suites.target import DEFAULT_TARGET, load_target, settings_from
+from harness.suites.target import DEFAULT_TARGET, importable, load_target, settings_from
 from harness.suites.transcript import (
     Transcript,
     render_event,
@@ -115,12 +117,14 @@ __all__ = [
     "DEFAULT_USER",
     "EVENTUAL",
     "MEDIA_TYPES",
+    "ONLY_SUFFIX",
     "REPLY_TYPES",
     "STATUSES",
     "STEP_TAGS",
     "STEP_TYPES",
     "BaseStep",
     "BoundInvariant",
+    "ChannelFit",
     "DateExpression",
     "Duration",
     "DurationParam",
@@ -165,6 +169,7 @@ __all__ = [
     "expect_in_time",
     "field_name",
     "has_dates",
+    "importable",
     "invariant",
     "load_scenario",
     "load_scenarios",
@@ -174,6 +179,7 @@ __all__ = [
     "no_freeform_outside_window",
     "no_repeated_side_effects",
     "one_reply_per_burst",
+    "only_channels",
     "parse_date_expression",
     "parse_scenario",
     "parse_spec",
@@ -186,6 +192,7 @@ __all__ = [
     "resolve_dates",
     "scenario_error",
     "scenario_json_schema",
+    "select_by_tags",
     "sends_valid",
     "settings_from",
     "started_on",

@@ -35,15 +35,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from harness.agent_contract import explain_agent_error, loop_errors
 from harness.channel import AgentFactory, ChannelSession, ChannelSetup, UserSpec
 from harness.clock import DEFAULT_REAL_WORK_LIMIT
 from harness.exceptions import ConfigError, HarnessError, StepError
 from harness.inflight import running_on
 from harness.plugins import ChannelPlugin, load_channel_plugins
 from harness.recording import Recording
-from harness.results import RunResult, ScenarioResult, ScenarioStatus, Violation
+from harness.results import RunResult, ScenarioResult, ScenarioStatus, Skip, Violation
 from harness.store import Store, open_store
 from harness.suites.expectations import check_expectation
+from harness.suites.fit import ChannelFit
 from harness.suites.invariants import BoundInvariant, bind
 from harness.suites.realtime import distinct_user, expect_in_time, with_late
 from harness.suites.scenario import Scenario
@@ -81,6 +83,11 @@ class RunOptions:
     #: Real seconds the agent's real work (a model call ...) may take before its scenario
     #: ends with an error naming it.
     real_work_limit: float = DEFAULT_REAL_WORK_LIMIT
+    #: Folders the target's module may be imported from, besides the current directory
+    #: (a project's root); worker processes look there too.
+    import_paths: tuple[str, ...] = ()
+    #: When in-process conversations start (default: :data:`harness.clock.DEFAULT_START`).
+    start: datetime | None = None
 
 
 @dataclass
@@ -89,6 +96,7 @@ class _Progress:
 
     violations: list[Violation] = field(default_factory=list)
     turns_after: list[int] = field(default_factory=list)
+    skipped: list[Skip] = field(default_factory=list)
 
 
 class Runner:
@@ -107,11 +115,14 @@ class Runner:
             known = ", ".join(sorted(found)) or "none installed"
             raise ConfigError(f"--channel {options.channel!r}: unknown channel ({known})")
         self.plugin = found[options.channel]
+        self._channels = frozenset(found)
         # Installed plugins can be found again by a worker process; plugins handed in can't.
         self._own_plugins = plugins is None
         self.factory: AgentFactory | None = None
         if options.target_url is None:
-            self.factory = load_target(options.target or DEFAULT_TARGET)
+            self.factory = load_target(
+                options.target or DEFAULT_TARGET, search=options.import_paths
+            )
         self.target = options.target_url or options.target or DEFAULT_TARGET
 
     async def run(
@@ -270,6 +281,18 @@ class Runner:
         """
         checks = [bind(ref) for ref in scenario.invariants] if invariants is None else invariants
         seed = scenario.seed if scenario.seed is not None else self.options.seed
+        fit = ChannelFit(self.options.channel, self.plugin.unsupported)
+        not_here = fit.scenario_skip(scenario, self._channels)
+        if not_here is not None:
+            return ScenarioResult(
+                name=scenario.name,
+                path=str(scenario.path or ""),
+                channel=self.options.channel,
+                seed=seed,
+                status="skipped",
+                faults=_faults_of(scenario),
+                skipped=(not_here,),
+            )
         users = [UserSpec(u.name, u.wa_id, u.bsuid) for u in scenario.users]
         if self.options.target_url is not None and namespace:
             # One agent serves every scenario of the run, and remembers users across runs:
@@ -288,9 +311,10 @@ class Runner:
             recording=recording,
             shared=shared,
             real_work_limit=self.options.real_work_limit,
+            start=self.options.start if self.options.target_url is None else None,
         )
         started = time.perf_counter()
-        progress = _Progress()
+        progress = _Progress(skipped=fit.skipped)
         session: ChannelSession | None = None
         error: str | None = None
         conversation = None
@@ -299,11 +323,18 @@ class Runner:
         except HarnessError as exc:
             error = str(exc)
         if session is not None:
-            # Real work the agent starts (model calls, store and HTTP requests) holds this clock.
+            # Real work the agent starts (model calls, store and HTTP requests) holds this clock;
+            # what an in-process agent raises in the background is this scenario's error.
+            crashes: AbstractAsyncContextManager[list[BaseException]] = (
+                loop_errors() if self.factory is not None else nullcontext([])
+            )
             with running_on(session.clock):
-                conversation, error = await self._run(
-                    scenario, session, users, progress, checks, before_close
-                )
+                async with crashes as crashed:
+                    conversation, error = await self._run(
+                        scenario, session, users, progress, checks, before_close, fit
+                    )
+            if crashed and error is None:
+                error = explain_agent_error(crashed[0])
         violations = tuple(progress.violations)
         status: ScenarioStatus = "error" if error else ("failed" if violations else "passed")
         return ScenarioResult(
@@ -318,6 +349,7 @@ class Runner:
             conversation=conversation,
             faults=_faults_of(scenario),
             reproduce=_reproduce(scenario, violations, progress) if status != "passed" else "",
+            skipped=tuple(progress.skipped),
         )
 
     async def _run(
@@ -328,6 +360,7 @@ class Runner:
         progress: _Progress,
         checks: Sequence[BoundInvariant],
         before_close: Callable[[ChannelSession], Awaitable[None]] | None,
+        fit: ChannelFit,
     ) -> tuple[Conversation, str | None]:
         """Start the session, play the steps, check the invariants, close; the error, if any."""
         error: str | None = None
@@ -335,7 +368,7 @@ class Runner:
         try:
             await session.start()
             try:
-                await self._play(scenario, session, users, progress)
+                await self._play(scenario, session, users, progress, fit)
             except StepError as exc:
                 step = scenario.steps[len(progress.turns_after)]
                 progress.violations.append(
@@ -353,7 +386,7 @@ class Runner:
         except HarnessError as exc:
             error = str(exc)
         except Exception as exc:  # the agent under test crashed: a result, not a crash of ours
-            error = f"{type(exc).__name__}: {exc}"
+            error = explain_agent_error(exc)
         finally:
             if conversation is None:
                 conversation = session.conversation()
@@ -371,6 +404,7 @@ class Runner:
         session: ChannelSession,
         users: Sequence[UserSpec],
         progress: _Progress,
+        fit: ChannelFit,
     ) -> None:
         names = {u.key: u.name for u in users}
         by_name = {u.name: u for u in users}
@@ -378,7 +412,13 @@ class Runner:
         step_at = session.now()
         real = session.real_time
         acted = False
-        for step in scenario.steps:
+        # Dates in expectations (${friday}) count from the day the conversation starts.
+        start = session.now().astimezone(UTC).date()
+        for written in scenario.steps:
+            step = fit.step(written)
+            if step is None:  # this channel can't play it: noted in the result
+                progress.turns_after.append(len(session.conversation().turns))
+                continue
             # Each step acts as its own `as:` user, else as the first user.
             acting = users[0]
             if isinstance(step, UserStep) and step.user is not None:
@@ -423,6 +463,7 @@ class Runner:
                         user=acting.key,
                         step_at=step_at,
                         names=names,
+                        start=start,
                     )
                 )
             if not isinstance(step, ExpectStep | WaitStep):

@@ -3,32 +3,70 @@
 A target is ``package.module:attribute``, a factory that takes an
 :class:`~harness.channel.AgentEnvironment` and returns the agent (an ASGI app
 or a direct agent). Without one, the bundled booking agent is run.
+
+The module is looked for where Python looks, then in the current directory
+(so ``harness run --target mybot:factory`` works from the bot's project
+without ``PYTHONPATH=.``) and in the extra folders given (a project's root,
+when the target comes from its ``pyproject.toml``). Those folders go after
+the installed packages, so a folder of the project never hides one of them
+(nor the harness's own ``harness``, ``channels`` and ``agents``); a worker
+process that loads the target again does the same.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from harness.channel import AgentFactory
 from harness.exceptions import ConfigError
 
-__all__ = ["DEFAULT_TARGET", "load_target", "settings_from"]
+__all__ = ["DEFAULT_TARGET", "importable", "load_target", "settings_from"]
 
 #: The agent the harness runs when no target is given: the bundled booking agent.
 DEFAULT_TARGET = "agents.booking:agent_factory"
 
 
-def load_target(path: str) -> AgentFactory:
-    """Import an agent factory named ``package.module:attribute``."""
+def importable(folders: Sequence[str | Path] = ()) -> None:
+    """Make the current directory and ``folders`` importable, after what already is."""
+    for folder in (os.getcwd(), *folders):
+        where = os.path.abspath(folder)
+        if where not in (os.path.abspath(entry or os.curdir) for entry in sys.path):
+            sys.path.append(where)
+
+
+def _shadowed(module_name: str) -> str:
+    """A hint when the target's top-level name is a folder here that an installed one hides."""
+    top = module_name.partition(".")[0]
+    found = sys.modules.get(top)
+    here = Path.cwd() / top
+    origin = getattr(found, "__file__", None)
+    if found is None or not (here.is_dir() or here.with_suffix(".py").is_file()) or not origin:
+        return ""
+    if Path(origin).resolve().is_relative_to(Path.cwd().resolve()):
+        return ""
+    return f" ({top} is the installed package at {Path(origin).parent}: rename yours)"
+
+
+def load_target(path: str, *, search: Sequence[str | Path] = ()) -> AgentFactory:
+    """Import an agent factory named ``package.module:attribute``.
+
+    The current directory and the folders in ``search`` are importable too.
+    """
     module_name, sep, attribute = path.partition(":")
     if not sep or not module_name or not attribute:
         raise ConfigError(f"--target {path!r}: expected package.module:attribute")
+    importable(search)
+    importlib.invalidate_caches()  # a module written a moment ago is found too
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ConfigError(f"--target {path!r}: can't import {module_name}: {exc}") from None
+        hint = _shadowed(module_name)
+        raise ConfigError(f"--target {path!r}: can't import {module_name}: {exc}{hint}") from None
     try:
         factory = getattr(module, attribute)
     except AttributeError:
