@@ -18,6 +18,7 @@ import asyncio
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -217,6 +218,32 @@ async def test_the_suite_passes_with_no_regression(suite: list[Scenario]) -> Non
     run = await _run(suite)
     assert run.ok, _explain(run)
     assert run.passed == len(suite)
+
+
+@pytest.mark.parametrize(
+    "start",
+    [datetime(2026, 1, 4, 23, tzinfo=UTC), datetime(2027, 12, 29, 6, tzinfo=UTC)],
+    ids=["a-sunday-night", "a-wednesday-before-new-year"],
+)
+async def test_the_suite_passes_whichever_day_its_conversations_start(
+    suite: list[Scenario], start: datetime
+) -> None:
+    # The scenarios name dates relative to their start (${friday}), as an agent on real
+    # time needs; the committed fixtures keep the dates they were recorded with.
+    run = await Runner(RunOptions(concurrency=8, start=start)).run(suite)
+    assert run.ok, _explain(run)
+    assert run.passed == len(suite)
+    firsts = {s.conversation.events[0].at.date() for s in run.scenarios if s.conversation}
+    assert firsts == {start.date()}
+    booked = [
+        date.fromisoformat(str(call.args["date"]))
+        for s in run.scenarios
+        if s.conversation is not None
+        for call in s.conversation.tool_calls("book_appointment")
+    ]
+    # the dates checked are the start's coming days, not those of an in-process run's
+    assert len(booked) >= 8
+    assert all(0 < (day - start.date()).days < 14 for day in booked), booked
 
 
 @pytest.mark.parametrize("regression", [r.value for r in Regression])

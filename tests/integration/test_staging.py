@@ -13,6 +13,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -124,6 +125,29 @@ async def test_an_agent_joined_to_the_run_is_checked_tools_included(redis_url: s
     # The scenario started where an in-process run starts: the agent follows its clock.
     assert result.conversation.events[0].at.date().isoformat() == "2026-01-01"
     assert run.target.endswith("/webhook")
+
+
+async def test_dates_in_expectations_follow_an_agent_on_real_time(redis_url: str) -> None:
+    # Not joined to the run, the agent lives on today's date, not on the in-process one.
+    scenario = parse_scenario(
+        """
+name: a proposal for the coming friday, whenever the run is
+users:
+  - {name: Ana, wa_id: "5511987654321"}
+steps:
+  - say: A table on friday at 8pm please
+  - expect: {reply_contains: ["${friday:%A %-d %B}", Confirm]}
+  - say: what about saturday?
+  - expect: {reply_contains: "${saturday:%A %-d %B}", reply_not_contains: "${friday:%A %-d %B}"}
+"""
+    )
+    async with _booking_agent(redis_url, joined=False) as (url, graph_port, number):
+        today = datetime.now(UTC).date()
+        run = await _run(url, graph_port, number, redis_url, [scenario], 1)
+    assert _failures(run) == {}
+    [result] = run.scenarios
+    assert result.conversation is not None
+    assert result.conversation.events[0].at.date() in (today, today + timedelta(days=1))
 
 
 async def test_tool_checks_over_an_agent_that_reports_none_do_not_pass(redis_url: str) -> None:
