@@ -6,5 +6,6 @@ Nothing else in the project imports the command line; it uses everything.
 from __future__ import annotations
 
 from harness.cli.main import main
+from harness.cli.project import PROJECT_FILE, ProjectSettings, find_project
 
-__all__ = ["main"]
+__all__ = ["PROJECT_FILE", "ProjectSettings", "find_project", "main"]

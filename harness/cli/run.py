@@ -1,4 +1,11 @@
-"""``harness run``: scenario suites from the command line, with reports."""
+"""``harness run``: scenario suites from the command line, with reports.
+
+What is run comes from the command line, else from the project's
+``[tool.harness]`` (:mod:`harness.cli.project`). There is no silent default
+agent: without ``--target``, ``--target-url`` or a project ``target``, the
+run stops with a line saying how to name one (this project's own
+``pyproject.toml`` names the bundled booking agent, for its ``scenarios/``).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from harness.cli.project import ProjectSettings, find_project
 from harness.durations import parse_duration
 from harness.exceptions import ConfigError
 from harness.options import parse_settings
@@ -14,12 +22,17 @@ from harness.report import SuiteProgress, print_summary, write_html, write_json,
 from harness.results import RunResult
 from harness.suites.runner import Runner, RunOptions
 from harness.suites.scenario import load_scenarios
-from harness.suites.target import DEFAULT_TARGET
+from harness.suites.selection import select_by_tags
 
-__all__ = ["DEFAULT_SUITE", "parse_settings", "run_command", "write_reports"]
+__all__ = ["DEFAULT_SUITE", "NO_TARGET", "parse_settings", "run_command", "write_reports"]
 
-#: Where ``harness run`` looks when no path is given.
+#: Where ``harness run`` looks when no path is given (nor ``paths`` in the project).
 DEFAULT_SUITE = Path("scenarios")
+#: What ``harness run`` says when nothing names the agent under test.
+NO_TARGET = (
+    "no agent to test: give --target package.module:factory (or --target-url URL), "
+    'or set target = "package.module:factory" under [tool.harness] in pyproject.toml'
+)
 
 
 def write_reports(run: RunResult, directory: Path) -> list[Path]:
@@ -30,6 +43,17 @@ def write_reports(run: RunResult, directory: Path) -> list[Path]:
         write_junit(run, directory / "junit.xml"),
         write_html(run, directory / "report.html"),
     ]
+
+
+def _target(
+    target: str | None, target_url: str | None, project: ProjectSettings
+) -> tuple[str | None, str | None, str]:
+    """The target and target URL to run, and where they came from; flags win over the project."""
+    if target or target_url:
+        return target, target_url, "--target" if target else "--target-url"
+    if project.target or project.target_url:
+        return project.target, project.target_url, str(project.file)
+    raise ConfigError(NO_TARGET)
 
 
 def _seconds(text: str, option: str) -> float:
@@ -47,7 +71,7 @@ def _seconds(text: str, option: str) -> float:
 @click.option(
     "--target",
     default=None,
-    help=f"The agent's factory, package.module:attr (default: {DEFAULT_TARGET}).",
+    help="The agent's factory, package.module:attr (default: target in [tool.harness]).",
 )
 @click.option(
     "--target-url",
@@ -56,16 +80,28 @@ def _seconds(text: str, option: str) -> float:
 )
 @click.option(
     "--channel",
-    default="whatsapp",
-    show_default=True,
-    help="How the conversation reaches the agent: whatsapp or direct.",
+    default=None,
+    help="How the conversation reaches the agent: whatsapp or direct (default: whatsapp).",
 )
 @click.option(
     "--concurrency",
-    default=4,
-    show_default=True,
+    default=None,
     type=int,
-    help="Scenarios run at once (against --target-url too: each gets users of its own).",
+    help="Scenarios run at once (default: 4; against --target-url, each gets its own users).",
+)
+@click.option(
+    "--tag",
+    "tags",
+    multiple=True,
+    metavar="TAG",
+    help="Run only the scenarios with this tag (repeatable: any of them).",
+)
+@click.option(
+    "--skip-tag",
+    "skip_tags",
+    multiple=True,
+    metavar="TAG",
+    help="Leave out the scenarios with this tag (repeatable).",
 )
 @click.option(
     "--seed",
@@ -133,8 +169,10 @@ def run_command(
     paths: tuple[Path, ...],
     target: str | None,
     target_url: str | None,
-    channel: str,
-    concurrency: int,
+    channel: str | None,
+    concurrency: int | None,
+    tags: tuple[str, ...],
+    skip_tags: tuple[str, ...],
     seed: int,
     redis_url: str | None,
     report_dir: Path | None,
@@ -150,7 +188,19 @@ def run_command(
     phone_number_id: str | None,
     waba_id: str | None,
 ) -> None:
-    """Run scenario suites (default: scenarios/) against an agent; exit 1 if any fails."""
+    """Run scenario suites (default: scenarios/) against an agent; exit 1 if any fails.
+
+    Defaults for the target, the paths, the channel and the concurrency come
+    from [tool.harness] in the nearest pyproject.toml; flags win.
+    """
+    project = find_project()
+    suite = list(paths) or list(project.paths) or [DEFAULT_SUITE]
+    scenarios = load_scenarios(suite)
+    if not scenarios:
+        raise ConfigError(f"no scenario files in {', '.join(map(str, suite))}")
+    scenarios = select_by_tags(scenarios, tags, skip_tags)
+    target, target_url, source = _target(target, target_url, project)
+    channel = channel or project.channel or "whatsapp"
     channel_options: dict[str, object] = {
         key: value
         for key, value in (
@@ -165,9 +215,6 @@ def run_command(
     if target_url is not None:
         channel_options["graph_url"] = f"http://{graph_host}:{graph_port}"
         channel_options["serve_graph"] = True
-    scenarios = load_scenarios(list(paths) or [DEFAULT_SUITE])
-    if not scenarios:
-        raise ConfigError(f"no scenario files in {', '.join(map(str, paths or [DEFAULT_SUITE]))}")
     options = RunOptions(
         expect_timeout=_seconds(expect_timeout, "--expect-timeout"),
         quiet=_seconds(quiet_window, "--quiet"),
@@ -175,13 +222,19 @@ def run_command(
         channel=channel,
         target=target,
         target_url=target_url,
-        concurrency=concurrency,
+        concurrency=concurrency if concurrency is not None else project.concurrency or 4,
         seed=seed,
         store_url=redis_url,
         agent_settings=parse_settings(agent_settings, "--agent-setting"),
         channel_options=channel_options,
+        import_paths=(str(project.root),) if project.root is not None else (),
     )
     runner = Runner(options)
+    noun = "scenario" if len(scenarios) == 1 else "scenarios"
+    click.echo(
+        f"{len(scenarios)} {noun} against {runner.target} (from {source}), "
+        f"through the {channel} channel"
+    )
     with SuiteProgress(len(scenarios)) as progress:
         run = asyncio.run(runner.run(scenarios, on_result=progress.advance))
     print_summary(run)

@@ -154,3 +154,35 @@ def test_schema_can_be_written_to_a_file(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err == f"wrote {out}\n"
+
+
+def test_run_plays_only_the_scenarios_its_tags_select(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    suite = _suite(
+        tmp_path / "suite",
+        books=f"tags: [booking]\n{BOOKS}",
+        never=f"tags: [booking, broken]\n{NEVER}",
+        plain=BOOKS,
+    )
+    reports = tmp_path / "reports"
+    code = _harness(
+        "run", str(suite), "--channel", "direct", "--tag", "booking", "--skip-tag", "broken",
+        "--report-dir", str(reports),
+    )  # fmt: skip
+    assert code == EXIT_OK
+    report = json.loads((reports / "report.json").read_text(encoding="utf-8"))
+    assert [s["name"] for s in report["scenarios"]] == ["books"]
+    assert capsys.readouterr().out.startswith("1 scenario against ")
+
+
+def test_run_exits_2_when_the_tags_select_no_scenario(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    suite = _suite(tmp_path / "suite", books=f"tags: [booking]\n{BOOKS}", plain=BOOKS)
+    assert _harness("run", str(suite), "--tag", "nope", "--tag", "none") == EXIT_USAGE
+    captured = capsys.readouterr()
+    assert captured.err == (
+        "error: --tag none --tag nope selects none of the 2 scenarios (their tags: booking)\n"
+    )
+    assert captured.out == ""
