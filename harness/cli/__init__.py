@@ -6,6 +6,12 @@ Nothing else in the project imports the command line; it uses everything.
 from __future__ import annotations
 
 from harness.cli.main import main
-from harness.cli.project import PROJECT_FILE, ProjectSettings, find_project
+from harness.cli.project import (
+    NO_TARGET,
+    PROJECT_FILE,
+    ProjectSettings,
+    find_project,
+    resolve_target,
+)
 
-__all__ = ["PROJECT_FILE", "ProjectSettings", "find_project", "main"]
+__all__ = ["NO_TARGET", "PROJECT_FILE", "ProjectSettings", "find_project", "main", "resolve_target"]

@@ -26,10 +26,15 @@ from typing import Any, Final
 
 from harness.exceptions import ConfigError
 
-__all__ = ["PROJECT_FILE", "ProjectSettings", "find_project"]
+__all__ = ["NO_TARGET", "PROJECT_FILE", "ProjectSettings", "find_project", "resolve_target"]
 
 #: The file a project's settings live in.
 PROJECT_FILE: Final = "pyproject.toml"
+#: What a command says when nothing names the agent under test.
+NO_TARGET: Final = (
+    "no agent to test: give --target package.module:factory (or --target-url URL), "
+    'or set target = "package.module:factory" under [tool.harness] in pyproject.toml'
+)
 _KEYS: Final = ("target", "target-url", "paths", "channel", "concurrency")
 
 
@@ -120,3 +125,19 @@ def find_project(start: Path | None = None) -> ProjectSettings:
             raise ConfigError(f"{file}: [tool.harness] must be a table")
         return _settings(file, table)
     return ProjectSettings()
+
+
+def resolve_target(
+    target: str | None, target_url: str | None, project: ProjectSettings
+) -> tuple[str | None, str | None, str]:
+    """The target and target URL to run, and where they came from; flags win over the project.
+
+    There is no default: with neither a flag nor a project setting, the
+    command stops with :data:`NO_TARGET` rather than test an agent the user
+    did not name.
+    """
+    if target or target_url:
+        return target, target_url, "--target" if target else "--target-url"
+    if project.target or project.target_url:
+        return project.target, project.target_url, str(project.file)
+    raise ConfigError(NO_TARGET)

@@ -1,7 +1,9 @@
 """``harness record``: run a scenario with the agent's model and tools recorded, into a fixture.
 
-With ``--judge``, the Anthropic judge scores the conversation and its verdict
-is recorded beside the fixture, so replays judge offline. Exit 0 when the
+The agent is ``--target``, else the ``target`` of the project's
+``[tool.harness]``, as for ``harness run`` (and never a default one). With
+``--judge``, the Anthropic judge scores the conversation and its verdict is
+recorded beside the fixture, so replays judge offline. Exit 0 when the
 scenario passed, 1 when it failed.
 """
 
@@ -14,6 +16,7 @@ from pathlib import Path
 
 import click
 
+from harness.cli.project import find_project, resolve_target
 from harness.exceptions import ConfigError
 from harness.llm import AnthropicClient, ToolUseBlock
 from harness.llm_recorder import RecordingLLMClient
@@ -22,7 +25,6 @@ from harness.records import LLMRecord, ToolRecord
 from harness.replay.judge import Judge, save_verdicts
 from harness.suites.runner import Runner, RunOptions
 from harness.suites.scenario import load_scenario
-from harness.suites.target import DEFAULT_TARGET
 from harness.tape import RecordMode
 
 __all__ = ["record_command"]
@@ -54,7 +56,7 @@ def _describe(record: LLMRecord | ToolRecord) -> str:
 @click.option(
     "--target",
     default=None,
-    help=f"The agent's factory, package.module:attr (default: {DEFAULT_TARGET}).",
+    help="The agent's factory, package.module:attr (default: target in [tool.harness]).",
 )
 @click.option(
     "--live", is_flag=True, help="Use the real Anthropic model (needs ANTHROPIC_API_KEY)."
@@ -90,7 +92,17 @@ def record_command(
         raise ConfigError(f"{flag} needs ANTHROPIC_API_KEY in the environment")
     if live and key:
         settings = {"HARNESS_LLM": "anthropic", "ANTHROPIC_API_KEY": key, **settings}
-    runner = Runner(RunOptions(target=target, seed=seed, agent_settings=settings))
+    project = find_project()
+    target, _, _ = resolve_target(target, None, project)
+    if target is None:
+        raise ConfigError(
+            f"harness record runs the agent in-process, but {project.file} names a target-url: "
+            "give --target package.module:factory"
+        )
+    search = (str(project.root),) if project.root is not None else ()
+    runner = Runner(
+        RunOptions(target=target, seed=seed, agent_settings=settings, import_paths=search)
+    )
     loaded = load_scenario(scenario)
     secrets = (settings["ANTHROPIC_API_KEY"],) if "ANTHROPIC_API_KEY" in settings else ()
     if live:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from harness.cli.project import ProjectSettings, find_project
+from harness.cli.project import find_project, resolve_target
 from harness.durations import parse_duration
 from harness.exceptions import ConfigError
 from harness.options import parse_settings
@@ -24,15 +24,10 @@ from harness.suites.runner import Runner, RunOptions
 from harness.suites.scenario import load_scenarios
 from harness.suites.selection import select_by_tags
 
-__all__ = ["DEFAULT_SUITE", "NO_TARGET", "parse_settings", "run_command", "write_reports"]
+__all__ = ["DEFAULT_SUITE", "parse_settings", "run_command", "write_reports"]
 
 #: Where ``harness run`` looks when no path is given (nor ``paths`` in the project).
 DEFAULT_SUITE = Path("scenarios")
-#: What ``harness run`` says when nothing names the agent under test.
-NO_TARGET = (
-    "no agent to test: give --target package.module:factory (or --target-url URL), "
-    'or set target = "package.module:factory" under [tool.harness] in pyproject.toml'
-)
 
 
 def write_reports(run: RunResult, directory: Path) -> list[Path]:
@@ -43,17 +38,6 @@ def write_reports(run: RunResult, directory: Path) -> list[Path]:
         write_junit(run, directory / "junit.xml"),
         write_html(run, directory / "report.html"),
     ]
-
-
-def _target(
-    target: str | None, target_url: str | None, project: ProjectSettings
-) -> tuple[str | None, str | None, str]:
-    """The target and target URL to run, and where they came from; flags win over the project."""
-    if target or target_url:
-        return target, target_url, "--target" if target else "--target-url"
-    if project.target or project.target_url:
-        return project.target, project.target_url, str(project.file)
-    raise ConfigError(NO_TARGET)
 
 
 def _seconds(text: str, option: str) -> float:
@@ -199,7 +183,7 @@ def run_command(
     if not scenarios:
         raise ConfigError(f"no scenario files in {', '.join(map(str, suite))}")
     scenarios = select_by_tags(scenarios, tags, skip_tags)
-    target, target_url, source = _target(target, target_url, project)
+    target, target_url, source = resolve_target(target, target_url, project)
     channel = channel or project.channel or "whatsapp"
     channel_options: dict[str, object] = {
         key: value

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import uuid
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli.main import EXIT_OK, EXIT_USAGE, main
-from harness.cli.project import ProjectSettings, find_project
+from harness.cli.project import NO_TARGET, ProjectSettings, find_project
 from harness.exceptions import ConfigError
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -176,3 +177,21 @@ def test_a_project_target_url_is_used_as_if_given_on_the_command_line(
         "1 scenario against http://127.0.0.1:9/webhook "
         f"(from {project / 'pyproject.toml'}), through the whatsapp channel"
     )
+
+
+def test_record_takes_its_target_from_the_project_and_never_a_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], bot: str
+) -> None:
+    project = _project(tmp_path, bot, "")
+    monkeypatch.chdir(project / "suite")
+    assert _harness("record", "greets.yaml", "--out", str(tmp_path / "fixture")) == EXIT_OK
+    meta = json.loads((tmp_path / "fixture" / "meta.json").read_text(encoding="utf-8"))
+    assert meta["agent_version"] == f"{bot}:factory"
+    capsys.readouterr()
+    (project / "pyproject.toml").write_text('[tool.harness]\npaths = ["suite"]\n', "utf-8")
+    assert _harness("record", "greets.yaml", "--out", str(tmp_path / "again")) == EXIT_USAGE
+    assert capsys.readouterr().err == f"error: {NO_TARGET}\n"
+    assert not (tmp_path / "again").exists()
+    _write(project, '[tool.harness]\ntarget-url = "http://127.0.0.1:9/webhook"\n')
+    assert _harness("record", "greets.yaml", "--out", str(tmp_path / "again")) == EXIT_USAGE
+    assert "harness record runs the agent in-process" in capsys.readouterr().err
