@@ -79,7 +79,9 @@ class AgentEnvironment:
 
 
 #: Builds an agent under test: returns an ASGI app, or an object implementing
-#: :class:`~harness.agent.DirectAgent` (or an app whose ``state.agent`` does).
+#: :class:`~harness.agent.DirectAgent` (or an app whose ``state.agent`` does). It is called
+#: once per scenario, on that scenario's event loop, and must build a fresh agent (and
+#: everything it holds) every time: :mod:`harness.agent_contract` checks it.
 AgentFactory = Callable[[AgentEnvironment], Any]
 
 
