@@ -224,7 +224,9 @@ class Deliverer:
         tasks = [t for t in self._tasks if not t.done()]
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        if tasks:
+            # A POST cut short may take a moment to clean up its connection; never forever.
+            await asyncio.wait(tasks, timeout=5.0)
         self._batch.clear()
 
     def enqueue(self, update: PendingUpdate) -> None:

@@ -52,6 +52,8 @@ __all__ = ["RemoteSession"]
 # How long an agent that says when it works must also stay silent to count as quiet
 # (its background work starts a moment after the webhook is answered).
 _SETTLED: Final = 0.3
+# How long closing waits for the session's own tasks to end once cancelled.
+_CLOSE_WAIT: Final = 2.0
 # How often virtual time catches up with real time, and reports are read.
 _TICK: Final = 0.02
 _POLL: Final = 0.05
@@ -123,9 +125,9 @@ class RemoteSession:
         """Stop following real time and listening for reports."""
         for task in self._tasks:
             task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        if self._tasks:
+            # A read of the store cut short may take a moment to clean up; never forever.
+            await asyncio.wait(self._tasks, timeout=_CLOSE_WAIT)
         self._tasks.clear()
 
     async def jump(self, seconds: float, reason: str) -> None:

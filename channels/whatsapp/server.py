@@ -16,13 +16,23 @@ from harness.exceptions import ChannelError
 
 __all__ = ["BackgroundServer"]
 
+# Seconds requests in progress get to finish when the server stops.
+_GRACE = 3
+
 
 class BackgroundServer:
     """Uvicorn serving ``app`` on ``host:port`` (0 picks a free port) as an asyncio task."""
 
     def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
         config = uvicorn.Config(
-            app, host=host, port=port, log_level="warning", lifespan="auto", access_log=False
+            app,
+            host=host,
+            port=port,
+            log_level="warning",
+            lifespan="auto",
+            access_log=False,
+            # A client still in a request when the server stops gets this long, not forever.
+            timeout_graceful_shutdown=_GRACE,
         )
         self._server = uvicorn.Server(config)
         self._task: asyncio.Task[None] | None = None
