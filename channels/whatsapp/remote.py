@@ -84,6 +84,7 @@ class RemoteSession:
         self._changed = asyncio.Event()
         self._last_activity = 0.0
         self._tasks: list[asyncio.Task[None]] = []
+        self._closing = False
         self._reports_seen = 0
         self._reading = asyncio.Lock()
 
@@ -123,12 +124,20 @@ class RemoteSession:
 
     async def close(self) -> None:
         """Stop following real time and listening for reports."""
+        self._closing = True
         for task in self._tasks:
             task.cancel()
-        if self._tasks:
-            # A read of the store cut short may take a moment to clean up; never forever.
-            await asyncio.wait(self._tasks, timeout=_CLOSE_WAIT)
-        self._tasks.clear()
+        tasks, self._tasks = self._tasks, []
+        if not tasks:
+            return
+        # A read of the store cut short may take a moment to clean up; never forever.
+        done, pending = await asyncio.wait(tasks, timeout=_CLOSE_WAIT)
+        for task in pending:
+            # It ends on its own soon after; what it meets then (a closed store) is no news.
+            task.add_done_callback(_outcome_ignored)
+        for task in done:
+            if not task.cancelled() and (error := task.exception()) is not None:
+                raise error
 
     async def jump(self, seconds: float, reason: str) -> None:
         """Move the scenario's time ``seconds`` ahead of real time (and tell the agent)."""
@@ -231,9 +240,14 @@ class RemoteSession:
         return draining
 
     async def _read_reports(self, store: Store) -> None:
-        while True:
+        while not self._closing:
             await self.drain_reports()
             await asyncio.sleep(_POLL)
+
+
+def _outcome_ignored(task: asyncio.Task[None]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 async def _working(store: Store, scope: str) -> bool:
