@@ -10,7 +10,10 @@ verify tokens, app secrets, passwords. :func:`redact` walks JSON-like data
   query parameter (``?access_token=...``) and of a sensitive pair in JSON kept
   as text (``"app_secret": "..."``) are masked;
 - literal secret values the run knows (its real app secret and tokens) are
-  masked wherever they occur, in keys as well as values.
+  masked wherever they occur, in keys as well as values, if they are long
+  enough to be real credentials (:data:`MIN_SUBSTRING` characters); a shorter
+  one is masked only where a whole value equals it, so a one-letter "secret"
+  cannot blank out every word that contains that letter.
 
 Keys that only count tokens (``max_tokens``, ``gen_ai.usage.input_tokens``)
 are left alone: a key is sensitive by its last word, so ``verify_token`` is
@@ -23,10 +26,13 @@ import re
 from collections.abc import Iterable
 from typing import Any, Final, TypeVar
 
-__all__ = ["REDACTED", "Redactor", "is_sensitive_key", "redact"]
+__all__ = ["MIN_SUBSTRING", "REDACTED", "Redactor", "is_sensitive_key", "redact"]
 
 #: What a redacted value is replaced by.
 REDACTED: Final = "[REDACTED]"
+#: How long a known secret must be to be masked inside longer text (access
+#: tokens and app secrets are far longer; verify tokens are chosen by people).
+MIN_SUBSTRING: Final = 16
 
 _T = TypeVar("_T")
 
@@ -101,9 +107,11 @@ class Redactor:
     """
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
+        given = {s for s in secrets if s}
         # Longest first, so a secret that contains another is masked whole.
-        known = sorted({s for s in secrets if s}, key=len, reverse=True)
+        known = sorted((s for s in given if len(s) >= MIN_SUBSTRING), key=len, reverse=True)
         self._literals = re.compile("|".join(map(re.escape, known))) if known else None
+        self._whole = frozenset(s for s in given if len(s) < MIN_SUBSTRING)
 
     def __call__(self, obj: _T) -> _T:
         """A copy of ``obj`` with every secret replaced by :data:`REDACTED`."""
@@ -111,6 +119,8 @@ class Redactor:
 
     def redact_string(self, text: str) -> str:
         """``text`` with bearer credentials, sensitive parameters and known secrets masked."""
+        if text in self._whole:
+            return REDACTED
         if self._literals is not None:
             text = self._literals.sub(REDACTED, text)
         text = _BEARER.sub(_mask_bearer, text)

@@ -6,9 +6,11 @@ Meta's webhook POSTs: the signature is checked first (a missing or wrong one
 answers 403, and nothing is recorded or forwarded), then each update is
 recorded with its receive time, the identical bytes and signature go to the
 agent, and the agent's status code goes back to Meta, so Meta's retries keep
-their meaning. Graph-facing, every other path is forwarded to the upstream
-Graph API and its answer returned unchanged; sends are recorded as trace
-events, and every exchange (status, body, latency) as a span. The one change
+their meaning. Graph-facing, the Graph API's routes are forwarded to the
+upstream Graph API and its answer returned unchanged (other paths get 404,
+and a call whose token the Graph API refuses is answered but not recorded);
+sends are recorded as trace events, and every exchange (status, body,
+latency) as a span. The one change
 made to an answer: the download URL in a media object points at the proxy,
 so the download comes through it too (and the file lands in the fixture).
 
@@ -16,8 +18,8 @@ The fixture is the one ``harness record`` writes, built as the chat goes:
 each event is appended and flushed as it happens, so a crash keeps
 everything up to the event in flight; ``conversation.json`` is written at
 shutdown. Secrets never land in it: the app secret, the verify token, every
-access token the agent sent and ``Authorization`` headers are redacted at
-write time. With a pseudonym key, users' numbers, ids and names are replaced
+access token the Graph API accepted from the agent and ``Authorization``
+headers are redacted at write time. With a pseudonym key, users' numbers, ids and names are replaced
 in everything written (:mod:`channels.whatsapp.pseudonyms`); what the agent
 receives is never changed.
 
@@ -68,6 +70,12 @@ _log = logging.getLogger(__name__)
 WEBHOOK_PATH: Final = "/webhook"
 _FOREIGN_MEDIA: Final = "/_proxy/media"
 _MEDIA_OBJECT: Final = re.compile(r"/v[0-9]+\.[0-9]+/([0-9]+)")
+# The Graph API routes an agent uses: /{version}/{id} (a media object) and
+# /{version}/{id}/{edge} (messages, media, a profile, templates). Nothing else
+# is forwarded, so the proxy is no open relay and nothing else enters a recording.
+_GRAPH_ROUTE: Final = re.compile(r"/v[0-9]+\.[0-9]+/[A-Za-z0-9_.\-]+(?:/[a-z_]+)?")
+# Meta's answer to a token it does not accept.
+_INVALID_TOKEN: Final = 190
 _HOP_BY_HOP: Final = frozenset(
     {
         "connection",
@@ -112,6 +120,15 @@ def _token_of(request: Request) -> str | None:
     if scheme.lower() == "bearer" and token.strip():
         return token.strip()
     return request.query_params.get("access_token")
+
+
+def _refused_token(status: int, content: bytes) -> bool:
+    """Whether the Graph API answered that the call's access token is not valid."""
+    if status != 401:
+        return False
+    data = parse_json_or_none(content)
+    error = data.get("error") if isinstance(data, dict) else None
+    return not isinstance(error, dict) or error.get("code") in (_INVALID_TOKEN, None)
 
 
 def _unavailable(problem: str, status: int) -> tuple[bytes, int]:
@@ -190,8 +207,11 @@ class _Proxy:
     async def graph(self, request: Request) -> Response:
         """Any other path: forwarded upstream, recorded, answered as the upstream answered."""
         path = request.url.path
+        media_id = self._downloads.get(path)
+        if media_id is None and not _GRAPH_ROUTE.fullmatch(path):
+            return PlainTextResponse(f"{path} is not a Graph API route", status_code=404)
         query = f"?{request.url.query}" if request.url.query else ""
-        return await self._forward(request, f"{self.base}{path}{query}", self._downloads.get(path))
+        return await self._forward(request, f"{self.base}{path}{query}", media_id)
 
     async def foreign_media(self, request: Request) -> Response:
         """A media download URL on another host than the Graph API (Meta's CDN)."""
@@ -204,8 +224,6 @@ class _Proxy:
         at = self.recorder.clock.now()
         body = await request.body()
         token = _token_of(request)
-        if token:
-            self.recorder.learn_token(token)
         await self.drain()  # the agent's model and tool calls come before what it sends
         started = time.perf_counter()
         status: int | None = None
@@ -225,6 +243,18 @@ class _Proxy:
             status = answered = answer.status_code
             content, headers = answer.content, answer.headers
         latency = _ms(started)
+        if (
+            status is not None
+            and _refused_token(status, content)
+            and not (token and self.recorder.knows_token(token))
+        ):
+            # A caller whose token the Graph API never accepted is not the agent (the agent's
+            # own token expiring mid-chat is still recorded). Answered, never recorded, and its
+            # token is not learned as a secret (it could be any short string).
+            _log.warning("a Graph API call with a token never accepted was not recorded")
+            return _relay(content, answered, headers)
+        if token:
+            self.recorder.learn_token(token)
         path = request.url.path
         match = _MEDIA_OBJECT.fullmatch(path)
         if request.method == "GET" and match and answered == 200:

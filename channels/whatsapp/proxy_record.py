@@ -200,6 +200,10 @@ class ProxyRecorder:
             self._tokens.add(token)
             self._redactor = Redactor((*self._secrets, *self._tokens))
 
+    def knows_token(self, token: str) -> bool:
+        """Whether ``token`` is one the agent used and the Graph API accepted before."""
+        return token in self._tokens
+
     def _learn(self, data: Any) -> None:
         if self._pseudonyms is not None:
             self._pseudonyms.learn(data)

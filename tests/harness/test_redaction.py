@@ -11,7 +11,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import harness.redaction
-from harness.redaction import REDACTED, Redactor, is_sensitive_key, redact
+from harness.redaction import MIN_SUBSTRING, REDACTED, Redactor, is_sensitive_key, redact
 
 
 def test_all_is_sorted() -> None:
@@ -145,11 +145,11 @@ def test_json_kept_as_text_is_masked_by_key() -> None:
 
 
 def test_literal_secrets_are_masked_everywhere() -> None:
-    redactor = Redactor({"appsecret-42", "tok", ""})
+    redactor = Redactor({"appsecret-4242424242", "tok-0123456789abcdef", ""})
     data = {
-        "text": "the secret is appsecret-42!",
-        "list": ["x", {"deep": "prefix-tok-suffix"}],
-        "appsecret-42": "as a key",
+        "text": "the secret is appsecret-4242424242!",
+        "list": ["x", {"deep": "prefix-tok-0123456789abcdef-suffix"}],
+        "appsecret-4242424242": "as a key",
         "count": 42,
     }
     assert redactor(data) == {
@@ -161,7 +161,20 @@ def test_literal_secrets_are_masked_everywhere() -> None:
 
 
 def test_a_longer_secret_is_masked_whole() -> None:
-    assert redact("key=abcdef", secrets=["abc", "abcdef"]) == f"key={REDACTED}"
+    short, long = "abcdefghijklmnop", "abcdefghijklmnopqrst"
+    assert redact(f"key={long}", secrets=[short, long]) == f"key={REDACTED}"
+
+
+def test_a_secret_too_short_to_be_a_credential_is_masked_only_as_a_whole_value() -> None:
+    # Anyone could present "e" as a token; it must not blank out every "e" in a fixture.
+    data = {"schema_version": 1, "text": "hello there", "token_used": "e", "list": ["e", "be"]}
+    assert redact(data, secrets=["e"]) == {
+        "schema_version": 1,
+        "text": "hello there",
+        "token_used": REDACTED,
+        "list": [REDACTED, "be"],
+    }
+    assert len("e") < MIN_SUBSTRING
 
 
 def test_empty_secrets_change_nothing() -> None:
@@ -215,7 +228,7 @@ def test_redaction_is_idempotent(value: Any) -> None:
 
 @given(
     json_values,
-    st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", min_size=8, max_size=16),
+    st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", min_size=MIN_SUBSTRING, max_size=40),
     st.lists(st.text(max_size=5), min_size=2, max_size=2),
 )
 def test_a_known_secret_never_survives(value: Any, secret: str, around: list[str]) -> None:

@@ -361,27 +361,41 @@ async def test_sends_are_forwarded_unchanged_and_recorded(tmp_path: Path) -> Non
         read = {"messaging_product": "whatsapp", "status": "read", "message_id": wamid}
         assert (await rig.send(read)).json() == {"success": True}
         refused = await rig.send({"messaging_product": "whatsapp", "type": "text"})
-        bad_token = await rig.client.post(
-            MESSAGES, json=body, headers={"Authorization": "Bearer nope"}
-        )
     assert refused.status_code == 400
     assert refused.json()["error"]["code"] == 131008  # Meta's error, relayed as it came
-    assert bad_token.status_code == 401
     sends = [e for e in load_fixture(rig.out).events if isinstance(e, OutboundSend)]
-    assert [(s.type, s.user) for s in sends] == [
-        ("text", ANA),
-        ("mark_read", ANA),
-        ("text", None),
-        ("text", ANA),
-    ]
+    assert [(s.type, s.user) for s in sends] == [("text", ANA), ("mark_read", ANA), ("text", None)]
     text = sends[0]
     assert text.wamid == answer.json()["messages"][0]["id"]
     assert (text.text, text.in_window, text.error) == ("Olá Ana Souza!", True, None)
     assert text.request == body
     assert sends[2].error is not None
     assert (sends[2].error.code, sends[2].error.http_status) == (131008, 400)
-    assert sends[3].error is not None
-    assert (sends[3].error.code, sends[3].error.http_status) == (190, 401)
+
+
+EXPIRED_TOKEN = {
+    "message": "Error validating access token: Session has expired.",
+    "type": "OAuthException",
+    "code": 190,
+    "error_subcode": 463,
+    "fbtrace_id": "AbCdEfGh",
+}
+
+
+async def test_the_agents_own_token_expiring_mid_chat_is_recorded(tmp_path: Path) -> None:
+    answers = [
+        httpx.Response(200, json={"messages": [{"id": "wamid.OK1"}]}),
+        httpx.Response(401, json={"error": EXPIRED_TOKEN}),
+    ]
+    upstream = httpx.MockTransport(lambda request: answers.pop(0))
+    async with _rig(tmp_path, upstream_transport=upstream) as rig:
+        assert (await rig.send(_text(ANA, "first"))).status_code == 200
+        assert (await rig.send(_text(ANA, "second"))).status_code == 401
+    sends = [e for e in load_fixture(rig.out).events if isinstance(e, OutboundSend)]
+    assert [s.text for s in sends] == ["first", "second"]
+    assert sends[1].error is not None
+    assert (sends[1].error.code, sends[1].error.http_status) == (190, 401)
+    assert TOKEN not in rig.written()
 
 
 async def test_media_downloads_come_through_the_proxy_and_into_the_fixture(
@@ -855,3 +869,32 @@ def test_under_the_harness_command_an_error_is_one_line_and_exit_2(tmp_path: Pat
         result.output
         == "error: --listen: expected HOST:PORT such as 127.0.0.1:8080, not 'nowhere'\n"
     )
+
+
+async def test_only_graph_api_routes_are_forwarded(tmp_path: Path) -> None:
+    async with _rig(tmp_path) as rig:
+        for path in ("/admin", "/v25.0", "/_harness/inbound", "/v25.0/1/messages/extra", "/x/y"):
+            answer = await rig.client.post(path, json=_text(ANA, "injected"), headers=AUTH)
+            assert answer.status_code == 404, path
+        assert rig.sim.outbox == []
+    assert rig.events() == []
+    assert load_fixture(rig.out).raw("spans") == []
+
+
+async def test_a_caller_with_a_refused_token_is_neither_recorded_nor_learned(
+    tmp_path: Path,
+) -> None:
+    async with _rig(tmp_path) as rig:
+        await rig.sim.say(ANA, "hi there, we need a table")
+        await rig.sim.settle()
+        # A stranger who can reach the proxy: a one-letter token, refused upstream.
+        stranger = await rig.send(_text(ANA, "injected"), Authorization="Bearer e")
+        assert stranger.status_code == 401
+        assert (await rig.send(_text(ANA, "the agent's answer"))).status_code == 200
+    fixture = load_fixture(rig.out)  # still readable: no "e" was blanked out anywhere
+    sends = [e for e in fixture.events if isinstance(e, OutboundSend)]
+    assert [s.text for s in sends] == ["the agent's answer"]
+    [inbound] = [e for e in fixture.events if isinstance(e, InboundMessage)]
+    assert inbound.text == "hi there, we need a table"
+    assert len(fixture.raw("spans")) == 1
+    assert TOKEN not in rig.written()
