@@ -75,6 +75,9 @@ class DirectChannel:
 
     def _record(self, event: Event) -> None:
         self.events.append(event)
+        recording = self.setup.recording
+        if recording is not None and recording.on_event is not None:
+            recording.on_event(event)
 
     async def start(self) -> None:
         """Build the agent through its factory."""

@@ -370,6 +370,16 @@ class FixtureWriter:
             raise ConfigError(f"unknown log {log!r}; expected one of: {', '.join(LOG_FILES)}")
         writer.append(obj)
 
+    def replace_log(self, log: LogName, records: Iterable[BaseModel | Mapping[str, Any]]) -> None:
+        """Replace a log's lines with ``records`` at once (the old file stays until then)."""
+        writer = self._logs.get(log)
+        if writer is None:
+            raise ConfigError(f"unknown log {log!r}; expected one of: {', '.join(LOG_FILES)}")
+        lines = b"".join(_dump_line(_jsonable(r, self._redactor)) for r in records)
+        writer.close()
+        write_atomic(writer.path, lines)
+        self._logs[log] = JsonlWriter(writer.path, fsync=writer.fsync, redactor=self._redactor)
+
     def write_conversation(self, conversation: Conversation | Mapping[str, Any]) -> None:
         """Write (or replace) ``conversation.json`` atomically."""
         _write_json(self.path / CONVERSATION_FILE, _jsonable(conversation, self._redactor))

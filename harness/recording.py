@@ -27,6 +27,7 @@ from harness.records import LLMRecord, ToolRecord
 from harness.store import Store, open_store
 from harness.tape import OnMiss, RecordMode
 from harness.tool_recorder import ToolRecorder
+from harness.trace import Event
 
 __all__ = [
     "Recording",
@@ -93,7 +94,9 @@ class Recording:
     """The recorders of one run: their mode, what they replay, and where new records go.
 
     ``on_llm_record`` and ``on_tool_record`` are called with each new record
-    as it is made (a fixture writer appends them to its logs).
+    as it is made (a fixture writer appends them to its logs); ``on_event``
+    with each event of the channel's trace as it happens, so a recording cut
+    short keeps everything up to that moment.
     """
 
     mode: RecordMode = RecordMode.PASSTHROUGH
@@ -102,6 +105,7 @@ class Recording:
     tool_records: Sequence[ToolRecord] = ()
     on_llm_record: Callable[[LLMRecord], None] | None = None
     on_tool_record: Callable[[ToolRecord], None] | None = None
+    on_event: Callable[[Event], None] | None = None
     clients: list[RecordingLLMClient] = field(default_factory=list)
     tool_recorders: list[ToolRecorder] = field(default_factory=list)
     divergences: list[Divergence] = field(default_factory=list)

@@ -247,6 +247,9 @@ class WhatsAppChannel:
     def _saw(self, event: Event) -> None:
         if self._remote is not None:
             self._remote.saw(event)
+        recording = self.setup.recording
+        if recording is not None and recording.on_event is not None:
+            recording.on_event(event)
 
     async def run_until(self, when: datetime) -> None:
         """Move virtual time to ``when``, running what falls due, without settling."""

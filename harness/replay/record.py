@@ -29,7 +29,7 @@ from harness.suites.runner import Runner
 from harness.suites.scenario import Scenario
 from harness.suites.target import settings_from
 from harness.tape import RecordMode
-from harness.trace import InboundMessage
+from harness.trace import Event, InboundMessage
 
 __all__ = ["SECRET_OPTIONS", "llm_span", "record_scenario"]
 
@@ -113,8 +113,18 @@ async def record_scenario(
             if progress is not None:
                 progress(record)
 
+        streamed: list[Event] = []
+
+        def keep_event(event: Event) -> None:
+            # Written as it happens: a recording killed mid-run keeps its events so far.
+            streamed.append(event)
+            writer.append("events", event)
+
         recording = Recording(
-            mode=RecordMode.RECORD, on_llm_record=keep_llm, on_tool_record=keep_tool
+            mode=RecordMode.RECORD,
+            on_llm_record=keep_llm,
+            on_tool_record=keep_tool,
+            on_event=keep_event,
         )
         media: dict[str, str] = {}
 
@@ -134,8 +144,12 @@ async def record_scenario(
             scenario, recording=recording, before_close=collect_media
         )
         if result.conversation is not None:
-            for event in result.conversation.events:
-                writer.append("events", event)
+            final = list(result.conversation.events)
+            if final[: len(streamed)] == streamed:
+                for event in final[len(streamed) :]:  # what the run added after the channel
+                    writer.append("events", event)
+            else:
+                writer.replace_log("events", final)
             writer.write_conversation(result.conversation)
         if media:
             _write_media_index(writer, media)

@@ -166,6 +166,18 @@ def test_records_are_on_disk_as_soon_as_appended(tmp_path: Path) -> None:
     writer.close()
 
 
+def test_a_log_replaced_at_once_keeps_taking_appends(tmp_path: Path) -> None:
+    with FixtureWriter(tmp_path / "fx", make_meta(), secrets=["a-token-long-enough-1"]) as writer:
+        writer.append("tools", {"n": 1})
+        writer.append("tools", {"n": 2})
+        writer.replace_log("tools", [{"n": 3, "t": "a-token-long-enough-1"}])
+        writer.append("tools", {"n": 4})
+        with pytest.raises(ConfigError, match="unknown log"):
+            writer.replace_log("nope", [])  # type: ignore[arg-type]  # the error is the point
+    lines = [line.value for line in read_jsonl(tmp_path / "fx" / "tools.jsonl")]
+    assert lines == [{"n": 3, "t": REDACTED}, {"n": 4}]
+
+
 def test_fsync_forces_every_line_to_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     synced: list[int] = []
     real_fsync = os.fsync

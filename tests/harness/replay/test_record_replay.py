@@ -126,6 +126,29 @@ async def test_events_log_the_channel_on_the_virtual_clock(happy: Path) -> None:
     assert fixture.events == fixture.conversation.events
 
 
+async def test_events_are_on_disk_as_they_happen_so_a_killed_recording_keeps_them(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "cut"
+    on_disk_at_first_model_call: list[list[dict[str, Any]]] = []
+
+    def look(record: LLMRecord | ToolRecord) -> None:
+        if not on_disk_at_first_model_call:
+            on_disk_at_first_model_call.append(_lines(out / "events.jsonl"))
+
+    scenario = load_scenario(SCENARIOS / "happy_confirm_button.yaml")
+    result = await record_scenario(Runner(RunOptions()), scenario, out, progress=look)
+    [seen] = on_disk_at_first_model_call
+    # The user's first message was in the file before the model had answered it.
+    assert [e["text"] for e in seen if e["kind"] == "inbound"] == [
+        "Hi! Do you have a table on Friday at 8pm?"
+    ]
+    fixture = load_fixture(out)
+    assert fixture.conversation is not None
+    assert result.conversation is not None
+    assert fixture.events == fixture.conversation.events == result.conversation.events
+
+
 async def test_llm_log_holds_each_exchange_with_its_tokens_and_model(happy: Path) -> None:
     fixture = load_fixture(happy)
     records = fixture.records("llm", LLMRecord)
