@@ -19,7 +19,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from string import Template
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -46,6 +46,8 @@ from harness.trace import ToolCall
 __all__ = ["APOLOGY_TEXT", "UNSUPPORTED_TEXT", "AgentTurn", "BookingAgent", "Reply"]
 
 _log = logging.getLogger(__name__)
+# How many background failures the agent keeps for its caller (the latest ones).
+_KEPT_ERRORS: Final = 100
 
 #: The answer to a message the agent can't read (image, audio, location, sticker...).
 UNSUPPORTED_TEXT = (
@@ -140,7 +142,8 @@ class BookingAgent:
             max_rounds=settings.max_tool_rounds,
         )
         self._locks: dict[str, asyncio.Lock] = {}
-        #: Exceptions that ended background tasks, oldest first (a replay divergence, say).
+        #: Exceptions that ended background tasks, oldest first (a replay divergence, say);
+        #: the latest hundred.
         self.errors: list[BaseException] = []
         self._work: set[asyncio.Task[Any]] = set()
         self._timers: set[asyncio.Task[Any]] = set()
@@ -299,6 +302,7 @@ class BookingAgent:
         error = task.exception()
         if error is not None:
             self.errors.append(error)
+            del self.errors[:-_KEPT_ERRORS]  # the latest ones: a long-lived agent must not grow
             _log.error("background task failed", exc_info=error)
 
     @property

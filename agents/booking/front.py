@@ -83,8 +83,14 @@ class WhatsAppFront:
             if not await self.store.set_if_absent(f"seen:{message.wamid}", "1", ttl=ttl):
                 _log.info("dropped a redelivery of %s", message.wamid)
                 return
-        await self._cancel_followup(message.user)
-        number = await self.bursts.add(message)
+        try:
+            await self._cancel_followup(message.user)
+            number = await self.bursts.add(message)
+        except BaseException:
+            if message.wamid and not self._on(Regression.NO_DEDUPE):
+                # Not taken in: a redelivery must get another chance.
+                await self.store.delete(f"seen:{message.wamid}")
+            raise
         self.agent.spawn(self._flush(message.user, number))
 
     async def on_status(self, status: StatusEvent) -> None:

@@ -20,9 +20,10 @@ import hashlib
 import hmac
 import json
 import logging
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Final
 
 import httpx
 from starlette.applications import Starlette
@@ -45,6 +46,8 @@ from harness.tool_recorder import ToolRecorder
 __all__ = ["MissingSignature", "build_llm", "create_app", "sign", "verify_signature"]
 
 _log = logging.getLogger(__name__)
+# Meta's webhooks are about six levels deep; far deeper is not a webhook.
+_MAX_DEPTH: Final = 32
 
 
 class MissingSignature(SignatureError):
@@ -68,6 +71,46 @@ def verify_signature(app_secret: str, body: bytes, header: str | None) -> None:
         raise SignatureError("X-Hub-Signature-256 must start with 'sha256='")
     if not hmac.compare_digest(sign(app_secret, body).encode(), header.strip().encode()):
         raise SignatureError("X-Hub-Signature-256 does not match the body")
+
+
+class _HideVerifyToken(logging.Filter):
+    """Masks the verify token in the request lines a server logs (uvicorn's access log)."""
+
+    _TOKEN = re.compile(r"(hub\.verify_token=)[^&\s\"]*")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                self._TOKEN.sub(r"\1[REDACTED]", arg) if isinstance(arg, str) else arg
+                for arg in record.args
+            )
+        return True
+
+
+def hide_verify_token(logger: logging.Logger) -> None:
+    """Keep the handshake's verify token out of ``logger``'s lines (once per logger)."""
+    if not any(isinstance(f, _HideVerifyToken) for f in logger.filters):
+        logger.addFilter(_HideVerifyToken())
+
+
+def readable(value: Any, depth: int = 0) -> Any:
+    """``value`` (parsed JSON) with lone surrogates made U+FFFD, so it can be stored and sent.
+
+    JSON may escape half of a UTF-16 pair (``"\\udfff"``); such a string can't
+    be encoded as UTF-8, and would fail the message only after it was marked
+    as seen. Webhooks are a few levels deep: past ``_MAX_DEPTH`` is refused.
+    """
+    if depth > _MAX_DEPTH:
+        raise ValueError(f"nested more than {_MAX_DEPTH} levels deep")
+    if isinstance(value, str):
+        if any("\ud800" <= c <= "\udfff" for c in value):
+            return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return value
+    if isinstance(value, list):
+        return [readable(item, depth + 1) for item in value]
+    if isinstance(value, dict):
+        return {readable(k, depth + 1): readable(v, depth + 1) for k, v in value.items()}
+    return value
 
 
 def build_llm(settings: BookingSettings) -> LLMClient:
@@ -134,6 +177,8 @@ def create_app(
         retry_base=settings.retry_base_seconds,
     )
     front = WhatsAppFront(agent, graph, settings=settings, store=agent_store, clock=clock)
+    # The handshake's GET carries the verify token in its query: uvicorn would log it.
+    hide_verify_token(logging.getLogger("uvicorn.access"))
     secret = settings.app_secret.get_secret_value()
     verify_token = settings.verify_token.get_secret_value()
 
@@ -156,9 +201,11 @@ def create_app(
         except SignatureError as exc:
             return PlainTextResponse(str(exc), status_code=403)
         try:
-            payload: Any = json.loads(body)
-        except ValueError:
-            return PlainTextResponse("the body is not JSON", status_code=400)
+            payload: Any = readable(json.loads(body))
+        except RecursionError:
+            return PlainTextResponse("the body is nested too deeply", status_code=400)
+        except ValueError as exc:
+            return PlainTextResponse(f"the body is not readable JSON: {exc}", status_code=400)
         if not isinstance(payload, dict):
             return PlainTextResponse("the body is not a JSON object", status_code=400)
         agent.spawn(front.handle_payload(payload))

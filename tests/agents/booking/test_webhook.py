@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -10,7 +11,9 @@ import pytest
 
 from agents.booking import UNSUPPORTED_TEXT, StateStore, sign, verify_signature
 from agents.booking.webhook import MissingSignature
-from harness.exceptions import SignatureError
+from harness.clock import VirtualClock
+from harness.exceptions import SignatureError, StoreUnavailable
+from harness.store import MemoryStore
 from tests.agents.booking.support import (
     SECRET,
     USER,
@@ -246,4 +249,88 @@ async def test_a_failure_in_background_work_is_kept_for_the_caller() -> None:
     await h.run()
     [error] = h.agent.errors
     assert "a bug in the model client" in str(error)
+    await h.aclose(expect_errors=True)
+
+
+@pytest.mark.parametrize("depth", [40, 1_000, 100_000])
+async def test_a_signed_body_nested_absurdly_deep_is_400_not_a_crash(
+    h: Harness, depth: int
+) -> None:
+    body = b'{"a":' * depth + b"1" + b"}" * depth
+    response = await h.client.post(
+        "/webhook", content=body, headers={"X-Hub-Signature-256": sign(SECRET, body)}
+    )
+    assert response.status_code == 400
+    assert "nested" in response.text
+
+
+async def test_a_message_holding_half_a_surrogate_pair_is_answered_once(h: Harness) -> None:
+    # JSON can escape a lone surrogate; Python can't encode it as UTF-8 to store it.
+    payload = text_payload("wamid.S", "a table \udfff for two")
+    body = json.dumps(payload).encode()
+    assert b"\\udfff" in body
+    response = await h.client.post(
+        "/webhook", content=body, headers={"X-Hub-Signature-256": sign(SECRET, body)}
+    )
+    assert response.status_code == 200
+    await h.run()
+    assert h.agent.errors == []
+    assert len(h.graph.messages) == 1
+    await h.post(payload)  # Meta's redelivery of it is still dropped
+    await h.run()
+    assert len(h.graph.messages) == 1
+
+
+class _Flaky:
+    """A model client that fails every time: each message leaves one background failure."""
+
+    async def create(self, **kwargs: Any) -> Any:
+        raise RuntimeError("down")
+
+
+async def test_the_agent_keeps_only_its_latest_background_failures() -> None:
+    h = Harness(llm=_Flaky())
+    for n in range(130):
+        await h.post(text_payload(f"wamid.{n}", "hello", user=f"55119{n:08d}"))
+    await h.run()
+    assert len(h.agent.errors) == 100
+    await h.aclose(expect_errors=True)
+
+
+def test_the_verify_token_never_reaches_the_servers_access_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    make_app = Harness  # building the app installs the filter on uvicorn's access log
+    make_app()
+    access = logging.getLogger("uvicorn.access")
+    line = "/webhook?hub.mode=subscribe&hub.verify_token=s3cret-token&hub.challenge=42"
+    with caplog.at_level(logging.INFO, logger="uvicorn.access"):
+        access.info('%s - "%s %s HTTP/%s" %d', "127.0.0.1:5", "GET", line, "1.1", 200)
+    [record] = caplog.records
+    assert "s3cret-token" not in record.getMessage()
+    assert "hub.verify_token=[REDACTED]&hub.challenge=42" in record.getMessage()
+
+
+class _StoreDownOnce(MemoryStore):
+    """A store whose first increment fails, as Redis does when it restarts mid-request."""
+
+    failed = False
+
+    async def incr(self, key: str, amount: int = 1) -> int:
+        if not self.failed:
+            self.failed = True
+            raise StoreUnavailable("Redis restarting")
+        return await super().incr(key, amount)
+
+
+async def test_a_message_the_agent_failed_to_take_in_is_taken_on_redelivery() -> None:
+    clock = VirtualClock()
+    h = Harness(clock=clock, store=_StoreDownOnce(clock=clock))
+    payload = text_payload("wamid.R", "hello")
+    await h.post(payload)
+    await h.run()
+    assert h.graph.messages == []  # lost this time ...
+    await h.post(payload)  # ... so Meta's redelivery is not dropped as seen
+    await h.run()
+    assert len(h.graph.messages) == 1
     await h.aclose(expect_errors=True)
