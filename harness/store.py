@@ -38,7 +38,7 @@ from harness.clock import Clock, SystemClock
 from harness.exceptions import ConfigError, StoreError, StoreUnavailable
 from harness.inflight import busy
 
-__all__ = ["REDIS_SCHEMES", "MemoryStore", "RedisStore", "Store", "open_store"]
+__all__ = ["REDIS_SCHEMES", "MemoryStore", "RedisStore", "Store", "check_store", "open_store"]
 
 #: URL schemes :class:`RedisStore` accepts.
 REDIS_SCHEMES: Final = ("redis", "rediss", "unix")
@@ -484,6 +484,22 @@ class RedisStore(_StoreBase):
 def _px(ttl: float | None) -> int | None:
     ttl = _ttl(ttl)
     return None if ttl is None else max(1, math.ceil(ttl * 1000))
+
+
+async def check_store(url: str | None, *, wait: float = 1.0) -> None:
+    """Make sure the store ``url`` names answers, within about ``wait`` seconds.
+
+    Raises :class:`~harness.exceptions.StoreUnavailable` (one line, naming
+    the URL without its password) when it doesn't, so a run with a wrong
+    URL stops at once instead of failing every scenario after retries.
+    """
+    if url is None or url.strip() == "memory://":
+        return
+    probe = RedisStore.from_url(url, retries=0, connect_timeout=wait, timeout=wait)
+    try:
+        await probe.get("harness:probe")
+    finally:
+        await probe.close()
 
 
 def open_store(url: str | None, *, namespace: str = "", clock: Clock | None = None) -> Store:

@@ -43,7 +43,7 @@ from harness.inflight import running_on
 from harness.plugins import ChannelPlugin, load_channel_plugins
 from harness.recording import Recording
 from harness.results import RunResult, ScenarioResult, ScenarioStatus, Skip, Violation
-from harness.store import Store, open_store
+from harness.store import Store, check_store, open_store
 from harness.suites.expectations import check_expectation
 from harness.suites.fit import ChannelFit
 from harness.suites.invariants import BoundInvariant, bind
@@ -138,6 +138,7 @@ class Runner:
         a ``quiet`` window after its last scenario, so that whatever the agent
         still sends is reported, as late, on the scenario it belongs to.
         """
+        await check_store(self.options.store_url)  # a dead store stops the run at once
         bound = [[bind(ref) for ref in s.invariants] for s in scenarios]
         started_at = datetime.now(UTC)
         started = time.perf_counter()

@@ -17,7 +17,7 @@ import redis.asyncio as aioredis
 
 from harness.clock import SystemClock, VirtualClock
 from harness.exceptions import ConfigError, StoreError, StoreUnavailable
-from harness.store import MemoryStore, RedisStore, Store, open_store
+from harness.store import MemoryStore, RedisStore, Store, check_store, open_store
 
 # Read at import, before the autouse fixture clears the environment.
 _REQUIRE_REDIS = bool(os.environ.get("CI")) or bool(os.environ.get("HARNESS_REQUIRE_REDIS"))
@@ -483,3 +483,14 @@ async def test_processes_sharing_a_redis_see_one_world(redis_url: str, namespace
         await first.close()
         await second.close()
         await _drop_namespace(redis_url, namespace)
+
+
+async def test_check_store_passes_memory_and_reports_a_dead_server_at_once() -> None:
+    await check_store(None)
+    await check_store("memory://")
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailable, match="unavailable"):
+        await check_store(f"redis://127.0.0.1:{_free_port()}/0")
+    assert time.monotonic() - started < 2.0
+    with pytest.raises(ConfigError, match="unsupported"):
+        await check_store("http://127.0.0.1:6379")

@@ -8,8 +8,10 @@ real process.
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -186,3 +188,21 @@ def test_run_exits_2_when_the_tags_select_no_scenario(
         "error: --tag none --tag nope selects none of the 2 scenarios (their tags: booking)\n"
     )
     assert captured.out == ""
+
+
+def test_an_unreachable_store_stops_the_run_at_once_with_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # nothing listens here once closed
+    suite = _suite(tmp_path / "suite", books=BOOKS, never=NEVER)
+    started = time.monotonic()
+    code = _harness("run", str(suite), "--redis", f"redis://:hunter2@127.0.0.1:{port}/0")
+    assert code == EXIT_USAGE
+    assert time.monotonic() - started < 3.0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("error: Redis at redis://")
+    assert f"127.0.0.1:{port}" in err
+    assert "hunter2" not in err
