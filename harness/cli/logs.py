@@ -1,4 +1,4 @@
-"""Log records on the command line: one line each, never a traceback.
+"""Log records and warnings on the command line: one line each, never a traceback.
 
 The agent under test runs inside the command (in-process runs and replays)
 and logs what goes wrong in its own background work, often with the
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import sys
+import warnings
+from typing import TextIO
 
 __all__ = ["OneLineFormatter", "configure_logging"]
 
@@ -42,8 +44,25 @@ class OneLineFormatter(logging.Formatter):
         return f"{record.levelname.lower()}: {record.name}: {message}".replace("\n", " ")
 
 
+def _one_line_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """A warning as ``warning: message``, without the source line Python would quote."""
+    text = str(message).strip().replace("\n", " ")
+    print(f"warning: {text}", file=file if file is not None else sys.stderr)
+
+
 def configure_logging(level: int = logging.WARNING) -> None:
-    """Send log records of ``level`` and above to stderr, one line each (once per process)."""
+    """Send log records of ``level`` and above to stderr, one line each (once per process).
+
+    Warnings (a fixture's torn last line, say) are one line too.
+    """
+    warnings.showwarning = _one_line_warning
     root = logging.getLogger()
     if any(isinstance(h.formatter, OneLineFormatter) for h in root.handlers):
         return

@@ -185,6 +185,12 @@ def _users(fixture: Fixture, actions: Sequence[ReplayAction]) -> list[UserSpec]:
             wa_id=participant.wa_id,
             bsuid=participant.user_id,
         )
+    scenario = None if participants else _scenario(fixture)
+    if scenario is not None:
+        # A scenario's recording cut short: its users are in the scenario it keeps in meta.
+        for user in scenario.users:
+            spec = UserSpec(user.name, user.wa_id, user.bsuid)
+            specs[spec.key] = spec
     for action in actions:
         if action.user not in specs:
             wa_id = action.user if action.user.isdigit() else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -39,3 +40,24 @@ def test_an_agent_failing_in_a_replay_logs_one_line_not_a_traceback(tmp_path: Pa
     lines = [line for line in done.stderr.splitlines() if "background task failed" in line]
     assert lines
     assert lines[0].startswith("error: agents.booking.core: background task failed (Divergence:")
+
+
+def test_a_recording_cut_short_replays_with_its_warning_on_one_line(tmp_path: Path) -> None:
+    cut = tmp_path / "cut"
+    shutil.copytree(FIXTURE, cut)
+    (cut / "conversation.json").unlink()
+    events = (cut / "events.jsonl").read_bytes()
+    (cut / "events.jsonl").write_bytes(events[: events.index(b"\n", 1500) + 40])  # a torn line
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "replay", str(cut)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    assert "Traceback" not in done.stderr + done.stdout
+    assert done.returncode == 0, done.stdout  # the users' names come from the kept scenario
+    assert done.stdout.startswith("SAME")
+    [warning] = done.stderr.splitlines()
+    assert warning.startswith(f"warning: {cut / 'events.jsonl'}:")
+    assert "torn last line dropped" in warning
