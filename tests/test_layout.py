@@ -293,7 +293,7 @@ def test_every_package_is_typed() -> None:
 # Trees whose third-party imports must be declared: the installed package needs
 # [project] dependencies; tests and benchmarks may also use the dev extra.
 RUNTIME_TREES = ("harness", "channels", "agents")
-DEV_TREES = ("tests", "benchmarks")
+DEV_TREES = ("tests", "benchmarks", "reliability")
 FIRST_PARTY = {*PACKAGES, *DEV_TREES}
 
 # Distributions declared although no file imports them, and why.

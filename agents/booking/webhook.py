@@ -87,13 +87,13 @@ class _HideVerifyToken(logging.Filter):
         return True
 
 
-def hide_verify_token(logger: logging.Logger) -> None:
+def _hide_verify_token(logger: logging.Logger) -> None:
     """Keep the handshake's verify token out of ``logger``'s lines (once per logger)."""
     if not any(isinstance(f, _HideVerifyToken) for f in logger.filters):
         logger.addFilter(_HideVerifyToken())
 
 
-def readable(value: Any, depth: int = 0) -> Any:
+def _readable(value: Any, depth: int = 0) -> Any:
     """``value`` (parsed JSON) with lone surrogates made U+FFFD, so it can be stored and sent.
 
     JSON may escape half of a UTF-16 pair (``"\\udfff"``); such a string can't
@@ -107,9 +107,9 @@ def readable(value: Any, depth: int = 0) -> Any:
             return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
         return value
     if isinstance(value, list):
-        return [readable(item, depth + 1) for item in value]
+        return [_readable(item, depth + 1) for item in value]
     if isinstance(value, dict):
-        return {readable(k, depth + 1): readable(v, depth + 1) for k, v in value.items()}
+        return {_readable(k, depth + 1): _readable(v, depth + 1) for k, v in value.items()}
     return value
 
 
@@ -178,7 +178,7 @@ def create_app(
     )
     front = WhatsAppFront(agent, graph, settings=settings, store=agent_store, clock=clock)
     # The handshake's GET carries the verify token in its query: uvicorn would log it.
-    hide_verify_token(logging.getLogger("uvicorn.access"))
+    _hide_verify_token(logging.getLogger("uvicorn.access"))
     secret = settings.app_secret.get_secret_value()
     verify_token = settings.verify_token.get_secret_value()
 
@@ -201,7 +201,7 @@ def create_app(
         except SignatureError as exc:
             return PlainTextResponse(str(exc), status_code=403)
         try:
-            payload: Any = readable(json.loads(body))
+            payload: Any = _readable(json.loads(body))
         except RecursionError:
             return PlainTextResponse("the body is nested too deeply", status_code=400)
         except ValueError as exc:
