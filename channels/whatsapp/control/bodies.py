@@ -14,7 +14,14 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Final, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic.json_schema import models_json_schema
 
 from channels.whatsapp.sends.fields import Maybe, SendJsonSchema
@@ -74,7 +81,14 @@ class NewUser(ControlBody):
 
 
 class Inbound(ControlBody):
-    """``POST /_harness/inbound``: a user's message, as text or as Meta's message object."""
+    """``POST /_harness/inbound``: a user's message, as text or as Meta's message object.
+
+    ``message`` is checked against what Meta sends and completed as Meta
+    would: ``reaction.message_id`` and ``context.id`` may name the agent's
+    messages (``last_reply``, ``reply 2``) instead of giving a wamid, a
+    reaction without one reacts to the agent's last reply, and a button or
+    list reply answers the agent's last buttons or list.
+    """
 
     model_config = ConfigDict(
         json_schema_extra={"anyOf": [{"required": ["text"]}, {"required": ["message"]}]}
@@ -82,7 +96,13 @@ class Inbound(ControlBody):
 
     user: str
     text: Maybe[str] = None
-    message: Maybe[dict[str, Any]] = None
+    message: Maybe[dict[str, Any]] = Field(
+        default=None,
+        description=(
+            "Meta's message object without id, from and timestamp; "
+            "message ids may be written last_reply or reply N."
+        ),
+    )
 
     @model_validator(mode="after")
     def _check_content(self) -> Self:

@@ -5,7 +5,9 @@ any language (or curl) can play the users and read what the agent did:
 
 - ``POST /_harness/users``: register a user (``wa_id``, ``name``, ``user_id``);
 - ``POST /_harness/inbound``: a user sends a message of any type (``text``
-  for short, or Meta's message object in ``message``); answers the wamid;
+  for short, or Meta's message object in ``message``, checked against what
+  Meta sends and completed as Meta would, its message ids written as a wamid
+  or as ``last_reply``/``reply N``); answers the wamid;
 - ``POST /_harness/tap``: a user taps a button or list row of the last
   interactive message (``choice``: its id or title);
 - ``POST /_harness/redeliver``: Meta delivers a message again, byte for byte;
@@ -47,8 +49,9 @@ from channels.whatsapp.control.bodies import (
     Wamid,
     config_error,
 )
+from channels.whatsapp.payloads import PayloadError
 from channels.whatsapp.simulator import WhatsAppSimulator
-from harness.exceptions import ConfigError, HarnessError
+from harness.exceptions import ConfigError, HarnessError, StepError
 from harness.trace import EVENT_ADAPTER
 
 __all__ = ["control_app", "control_routes"]
@@ -121,10 +124,11 @@ def control_routes(sim: WhatsAppSimulator) -> list[Route]:
     async def inbound(request: Request) -> Response:
         body = await _read(request, Inbound)
         user = user_of(body.user)
-        if body.message is not None:
-            wamid = await sim.receive(user, body.message)
-        else:
-            wamid = await sim.receive(user, {"type": "text", "text": {"body": body.text}})
+        message = body.message or {"type": "text", "text": {"body": body.text}}
+        try:
+            wamid = await sim.receive(user, message)
+        except (PayloadError, StepError) as exc:  # the message, not the simulator, is wrong
+            raise ConfigError(str(exc)) from None
         await sim.settle()
         return _answer(Wamid(wamid=wamid))
 

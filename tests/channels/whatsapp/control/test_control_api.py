@@ -269,3 +269,85 @@ async def test_the_document_takes_the_bodies_the_endpoints_take(
 ) -> None:
     document = (await client.get("/openapi.json")).json()
     assert _request_schema(document, path).is_valid(body)
+
+
+# -- a user's message, as Meta sends it ----------------------------------------------
+
+
+async def test_a_reaction_names_the_agents_reply_by_reference(
+    client: httpx.AsyncClient, sim: WhatsAppSimulator
+) -> None:
+    await client.post("/_harness/inbound", json={"user": WA_ID, "text": "hello"})
+    await client.post("/_harness/inbound", json={"user": WA_ID, "text": "again"})
+    first, last = [s.wamid for s in sim.conversation().replies(WA_ID)]
+    bare = {"type": "reaction", "reaction": {"emoji": "👍"}}
+    named = {"type": "reaction", "reaction": {"message_id": "reply 1", "emoji": "❤️"}}
+    for message in (bare, named):
+        answer = await client.post("/_harness/inbound", json={"user": WA_ID, "message": message})
+        assert answer.status_code == 200, answer.text
+    reactions = [m.body["reaction"] for m in sim.conversation().inbound(WA_ID)[-2:]]
+    assert reactions == [
+        {"message_id": last, "emoji": "👍"},
+        {"message_id": first, "emoji": "❤️"},
+    ]
+
+
+async def test_a_list_reply_is_put_in_the_context_of_the_list_it_answers(
+    client: httpx.AsyncClient, sim: WhatsAppSimulator
+) -> None:
+    await client.post("/_harness/inbound", json={"user": WA_ID, "text": "menu"})
+    [buttons] = [s for s in sim.conversation().replies(WA_ID) if s.type == "interactive"]
+    tap = {"type": "button_reply", "button_reply": {"id": "keep", "title": "Keep"}}
+    message = {"type": "interactive", "interactive": tap}
+    answer = await client.post("/_harness/inbound", json={"user": WA_ID, "message": message})
+    assert answer.status_code == 200, answer.text
+    delivered = sim.conversation().inbound(WA_ID)[-1].body
+    assert delivered["context"] == {"from": sim.config.display_phone_number, "id": buttons.wamid}
+
+
+# (message, what the 400 says)
+REFUSED_MESSAGES: list[tuple[dict[str, Any], str]] = [
+    (
+        {"type": "interactive", "interactive": {"type": "list_reply", "list_reply": {"id": "a"}}},
+        "invalid message at interactive.list_reply.title: Field required",
+    ),
+    (
+        {"type": "interactive", "interactive": {"type": "list_reply"}},
+        "invalid message at interactive.list_reply: required: the list_reply object",
+    ),
+    (
+        {
+            "type": "interactive",
+            "interactive": {"type": "list_reply", "list_reply": {"id": "a", "title": "A"}},
+        },
+        "context: the agent has sent user 5511987654321 no buttons or list to answer",
+    ),
+    (
+        {"type": "reaction", "reaction": {"message_id": "last reply", "emoji": "👍"}},
+        "invalid message at reaction.message_id: 'last reply' is not a message reference: "
+        "expected last_reply, reply N (the agent's N-th message, from 1) or a wamid",
+    ),
+    (
+        {"type": "reaction", "reaction": {"emoji": "👍"}},
+        "reaction.message_id: last_reply: the agent has sent this user no message yet",
+    ),
+    (
+        {"type": "text", "text": {"body": "that"}, "context": {"id": "wamid.NOT_HERE"}},
+        "invalid message at context.id: no message wamid.NOT_HERE in the chat with user "
+        "5511987654321",
+    ),
+    (
+        {"type": "image", "image": {"id": "123"}},
+        "invalid message at image.id: no media '123' (upload the file first: "
+        "POST /_harness/media; a user's media lasts 7 days)",
+    ),
+    ({"type": "selfie"}, "invalid message at type: expected a type Meta sends (text, interactive"),
+]
+
+
+@pytest.mark.parametrize(("message", "error"), REFUSED_MESSAGES)
+async def test_a_message_meta_would_never_send_answers_400_saying_what_is_wrong(
+    client: httpx.AsyncClient, message: dict[str, Any], error: str
+) -> None:
+    answer = await client.post("/_harness/inbound", json={"user": WA_ID, "message": message})
+    assert (await refused(answer, 400)).startswith(error)
