@@ -145,6 +145,7 @@ from channels.whatsapp.media import (
     MediaStore,
     StoredMedia,
     is_animated_webp,
+    largest_size,
     media_kind,
     size_limit,
 )
@@ -535,6 +536,7 @@ __all__ = [
     "is_wamid",
     "iter_updates",
     "json_body",
+    "largest_size",
     "list_reply",
     "load_json",
     "location",
