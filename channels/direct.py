@@ -123,10 +123,16 @@ class DirectChannel:
     async def send(
         self, user: str, message: Mapping[str, Any], *, data: bytes | None = None
     ) -> None:
-        """Any other message type reaches the agent with its WhatsApp-shaped body (no file)."""
+        """Any other message type reaches the agent with its WhatsApp-shaped body (no file).
+
+        A text (one that quotes another message, say) keeps its words in ``text`` too.
+        """
         body = {k: v for k, v in message.items() if k != "type"}
         kind = str(message.get("type", "unknown"))
-        await self._burst(self._key(user), [DirectMessage(type=kind, body=body)])
+        content = message.get("text")
+        text = content.get("body") if kind == "text" and isinstance(content, Mapping) else None
+        direct = DirectMessage(type=kind, text=text if isinstance(text, str) else None, body=body)
+        await self._burst(self._key(user), [direct])
 
     async def send_recorded(
         self,

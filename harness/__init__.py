@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from harness.recording import *
     from harness.records import *
     from harness.redaction import *
+    from harness.references import *
     from harness.remote import *
     from harness.replay.diff import *
     from harness.replay.judge import *
@@ -145,6 +146,7 @@ _OWNERS: dict[str, str] = {
     "Judge": "harness.replay.judge",
     "JudgeMode": "harness.replay.judge",
     "JumpListener": "harness.clock",
+    "LAST_REPLY": "harness.references",
     "LLMAPIError": "harness.exceptions",
     "LLMClient": "harness.llm",
     "LLMError": "harness.exceptions",
@@ -153,12 +155,15 @@ _OWNERS: dict[str, str] = {
     "LLMRequest": "harness.llm",
     "LLMResponse": "harness.llm",
     "LOG_FILES": "harness.fixture",
+    "LabelledStep": "harness.suites.steps",
     "LocatedError": "harness.suites.yamlpos",
     "LogName": "harness.fixture",
     "MEDIA_DIR": "harness.fixture",
     "MEDIA_TYPES": "harness.suites.steps",
+    "MESSAGE_ID_FIELDS": "harness.references",
     "META_FILE": "harness.fixture",
     "MemoryStore": "harness.store",
+    "MessageRef": "harness.references",
     "NON_MESSAGE_SEND_TYPES": "harness.trace",
     "NamedSpec": "harness.suites.invariants",
     "OBSERVABLE_KINDS": "harness.trace",
@@ -258,6 +263,7 @@ _OWNERS: dict[str, str] = {
     "action_only_after_confirmation": "harness.suites.builtin_invariants",
     "agent_clock": "harness.channel",
     "agent_key": "harness.remote",
+    "agent_replies": "harness.references",
     "bind": "harness.suites.invariants",
     "brief": "harness.suites.registry",
     "build_agent": "harness.agent_contract",
@@ -305,6 +311,7 @@ _OWNERS: dict[str, str] = {
     "load_verdicts": "harness.replay.judge",
     "loop_errors": "harness.agent_contract",
     "make_span": "harness.fixture",
+    "message_ids": "harness.references",
     "message_text": "harness.divergence",
     "needs_quiet": "harness.suites.expectations",
     "never_reasks": "harness.suites.builtin_invariants",
@@ -333,6 +340,7 @@ _OWNERS: dict[str, str] = {
     "read_jsonl": "harness.fixture",
     "read_yaml": "harness.suites.yamlpos",
     "record_scenario": "harness.replay.record",
+    "refer": "harness.references",
     "redact": "harness.redaction",
     "registered": "harness.suites.invariants",
     "registry": "harness.suites.registry",

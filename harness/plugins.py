@@ -38,6 +38,9 @@ class ChannelPlugin:
     #: (``redeliver``) or one expectation of an ``expect`` step (``expect.status``). The
     #: runner skips those on this channel, and says so in the results.
     unsupported: Mapping[str, str] = field(default_factory=dict)
+    #: Checks a message object a step will send (``send:``) before anything runs, raising
+    #: ``ValueError`` that names the field; None when the channel takes any message.
+    check_message: Callable[[Mapping[str, Any]], None] | None = None
 
 
 def load_channel_plugins(group: str = ENTRY_POINT_GROUP) -> dict[str, ChannelPlugin]:

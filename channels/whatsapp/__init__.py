@@ -18,6 +18,11 @@ from channels.whatsapp.cli import (
     serve_command,
     simulator_options,
 )
+from channels.whatsapp.composing import (
+    CHANNEL_FIELDS,
+    UserMessages,
+    check_message_shape,
+)
 from channels.whatsapp.config import (
     DEFAULT_RETRY_SCHEDULE,
     RETRY_HORIZON,
@@ -140,6 +145,7 @@ from channels.whatsapp.media import (
     MediaStore,
     StoredMedia,
     is_animated_webp,
+    largest_size,
     media_kind,
     size_limit,
 )
@@ -316,6 +322,7 @@ from channels.whatsapp.window import (
 
 __all__ = [
     "BSUID_PATTERN",
+    "CHANNEL_FIELDS",
     "CONTROL_OPENAPI_PATHS",
     "CONTROL_OPENAPI_SCHEMAS",
     "DEFAULT_LIMITS",
@@ -486,6 +493,7 @@ __all__ = [
     "UnsupportedMessageType",
     "Update",
     "UrlTarget",
+    "UserMessages",
     "ValidatedSend",
     "Value",
     "Video",
@@ -504,6 +512,7 @@ __all__ = [
     "build_value",
     "build_webhook",
     "button_reply",
+    "check_message_shape",
     "contact",
     "contact_card",
     "contacts_message",
@@ -527,6 +536,7 @@ __all__ = [
     "is_wamid",
     "iter_updates",
     "json_body",
+    "largest_size",
     "list_reply",
     "load_json",
     "location",

@@ -162,24 +162,23 @@ class WhatsAppChannel:
     async def send(
         self, user: str, message: Mapping[str, Any], *, data: bytes | None = None
     ) -> None:
-        """The user sends any message type; media without bytes gets a small sample."""
+        """The user sends any message type; media without bytes gets a small sample.
+
+        The simulator completes and checks the message as Meta would pass it
+        on (:meth:`~channels.whatsapp.composing.UserMessages.compose`).
+        """
         kind = str(message.get("type", ""))
         media = message.get(kind)
         if kind in MEDIA_SAMPLES and (
             data is not None or not isinstance(media, Mapping) or "id" not in media
         ):
             sample, mime = MEDIA_SAMPLES[kind]
-            data = sample if data is None else data
             extra = dict(media) if isinstance(media, Mapping) else {}
-            await self.sim.send_media(
-                self._user(user),
-                kind,
-                data,
-                mime_type=str(extra.get("mime_type", mime)),
-                caption=extra.get("caption"),
-                filename=extra.get("filename"),
+            extra.setdefault("mime_type", mime)
+            extra["id"] = self.sim.media.add(
+                sample if data is None else data, str(extra["mime_type"])
             )
-            return
+            message = {**message, kind: extra}
         await self.sim.receive(self._user(user), message)
 
     async def send_recorded(

@@ -37,6 +37,7 @@ __all__ = [
     "MediaStore",
     "StoredMedia",
     "is_animated_webp",
+    "largest_size",
     "media_kind",
     "size_limit",
 ]
@@ -93,6 +94,11 @@ def is_animated_webp(data: bytes) -> bool:
         and len(data) > 20
         and bool(data[20] & 0x02)
     )
+
+
+def largest_size(kind: str) -> int:
+    """The largest file Meta takes for ``kind`` whatever its content (stickers: animated)."""
+    return _STICKER_ANIMATED if kind == "sticker" else _LIMITS[kind]
 
 
 def size_limit(kind: str, data: bytes = b"") -> int:

@@ -13,8 +13,6 @@ happens to the agent's sends is Meta's rules (:mod:`channels.whatsapp.outbound`)
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import itertools
 import random
 from collections.abc import Callable, Mapping, Sequence
@@ -25,6 +23,7 @@ import httpx
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 
+from channels.whatsapp.composing import UserMessages
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.delivery import (
     AsgiTarget,
@@ -65,7 +64,7 @@ from harness.trace import (
 __all__ = ["WhatsAppSimulator"]
 
 
-class WhatsAppSimulator(OutboundRules, Timekeeping):
+class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
     """Meta's side of the conversation: webhooks to the agent, the Graph API for its replies."""
 
     def __init__(
@@ -223,11 +222,15 @@ class WhatsAppSimulator(OutboundRules, Timekeeping):
 
         ``message`` is Meta's message object without ``id``, ``from`` and
         ``timestamp`` (the simulator fills them in), e.g.
-        ``{"type": "location", "location": {"latitude": 1.0, "longitude": 2.0}}``.
-        Messages given the same ``burst`` were typed as one burst (each message
-        is a burst of its own otherwise).
+        ``{"type": "location", "location": {"latitude": 1.0, "longitude": 2.0}}``;
+        it is completed and checked as Meta would pass it on (references such
+        as ``last_reply``, a tap's ``context``, media details: see
+        :meth:`~channels.whatsapp.composing.UserMessages.compose`). Messages
+        given the same ``burst`` were typed as one burst (each message is a
+        burst of its own otherwise).
         """
         who = user if isinstance(user, SimUser) else self.user(user)
+        content = self.compose(who, message)
         await self._ensure_handshake()
         now = self.clock.now()
         wamid = new_wamid(self._rng, who.wa_id or "")
@@ -237,7 +240,7 @@ class WhatsAppSimulator(OutboundRules, Timekeeping):
         item["from_user_id"] = who.user_id
         item["id"] = wamid
         item["timestamp"] = str(int((timestamp or now).timestamp()))
-        item.update({k: v for k, v in message.items() if k not in {"id", "from", "timestamp"}})
+        item.update(content)
         contacts = [contact(who.wa_id, who.name or None, user_id=who.user_id)]
         return await self._deliver_item(who, item, contacts, (), burst)
 
@@ -379,18 +382,11 @@ class WhatsAppSimulator(OutboundRules, Timekeeping):
         filename: str | None = None,
     ) -> str:
         """A user sends an image, audio, video, document or sticker; the agent can download it."""
-        media_id = self.media.add(data, mime_type)
-        obj: dict[str, Any] = {
-            "mime_type": mime_type,
-            "sha256": base64.b64encode(hashlib.sha256(data).digest()).decode(),
-            "id": media_id,
-        }
+        obj: dict[str, Any] = {"id": self.media.add(data, mime_type)}
         if caption is not None:
             obj["caption"] = caption
         if filename is not None:
             obj["filename"] = filename
-        if kind == "audio":
-            obj["voice"] = mime_type.startswith("audio/ogg")
         return await self.receive(user, {"type": kind, kind: obj})
 
     async def redeliver(

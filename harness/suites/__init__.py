@@ -48,6 +48,15 @@ from harness.suites.invariants import (
     resolve,
     unobserved,
 )
+from harness.suites.messages import (
+    LABEL_PATTERN,
+    SEND_SCHEMA,
+    Label,
+    MessageLabels,
+    Reference,
+    check_send,
+    references,
+)
 from harness.suites.realtime import distinct_user, expect_in_time, with_late
 from harness.suites.registry import (
     DurationParam,
@@ -70,6 +79,7 @@ from harness.suites.scenario import (
     scenario_json_schema,
 )
 from harness.suites.selection import select_by_tags
+from harness.suites.sending import check_step_messages, send_step, step_message
 from harness.suites.steps import (
     ACTIONS,
     DEFAULT_GAP,
@@ -81,6 +91,7 @@ from harness.suites.steps import (
     Duration,
     Expectation,
     ExpectStep,
+    LabelledStep,
     RedeliverStep,
     SayStep,
     ScenarioPart,
@@ -116,9 +127,11 @@ __all__ = [
     "DEFAULT_TARGET",
     "DEFAULT_USER",
     "EVENTUAL",
+    "LABEL_PATTERN",
     "MEDIA_TYPES",
     "ONLY_SUFFIX",
     "REPLY_TYPES",
+    "SEND_SCHEMA",
     "STATUSES",
     "STEP_TAGS",
     "STEP_TYPES",
@@ -134,9 +147,13 @@ __all__ = [
     "InvariantFunction",
     "InvariantRef",
     "InvariantSpec",
+    "Label",
+    "LabelledStep",
     "LocatedError",
+    "MessageLabels",
     "NamedSpec",
     "RedeliverStep",
+    "Reference",
     "Regex",
     "RunOptions",
     "Runner",
@@ -160,6 +177,8 @@ __all__ = [
     "check",
     "check_dates",
     "check_expectation",
+    "check_send",
+    "check_step_messages",
     "constraint_honored",
     "describe",
     "distinct_user",
@@ -184,6 +203,7 @@ __all__ = [
     "parse_scenario",
     "parse_spec",
     "read_yaml",
+    "references",
     "registered",
     "registry",
     "render_event",
@@ -193,10 +213,12 @@ __all__ = [
     "scenario_error",
     "scenario_json_schema",
     "select_by_tags",
+    "send_step",
     "sends_valid",
     "settings_from",
     "started_on",
     "step_action",
+    "step_message",
     "unobserved",
     "with_dates",
     "with_late",

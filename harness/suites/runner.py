@@ -47,10 +47,13 @@ from harness.store import Store, check_store, open_store
 from harness.suites.expectations import check_expectation
 from harness.suites.fit import ChannelFit
 from harness.suites.invariants import BoundInvariant, bind
+from harness.suites.messages import MessageLabels
 from harness.suites.realtime import distinct_user, expect_in_time, with_late
 from harness.suites.scenario import Scenario
+from harness.suites.sending import check_step_messages, send_step
 from harness.suites.steps import (
     ExpectStep,
+    LabelledStep,
     RedeliverStep,
     SayStep,
     SendStep,
@@ -140,6 +143,8 @@ class Runner:
         """
         await check_store(self.options.store_url)  # a dead store stops the run at once
         bound = [[bind(ref) for ref in s.invariants] for s in scenarios]
+        if self.plugin.check_message is not None:
+            check_step_messages(scenarios, self.plugin.check_message)
         started_at = datetime.now(UTC)
         started = time.perf_counter()
         workers = max(1, min(self.options.concurrency, len(scenarios)))
@@ -410,14 +415,19 @@ class Runner:
         names = {u.key: u.name for u in users}
         by_name = {u.name: u for u in users}
         since = 0
+        before = 0
         step_at = session.now()
         real = session.real_time
         acted = False
+        labels = MessageLabels()
         # Dates in expectations (${friday}) count from the day the conversation starts.
         start = session.now().astimezone(UTC).date()
         for written in scenario.steps:
             step = fit.step(written)
             if step is None:  # this channel can't play it: noted in the result
+                if isinstance(written, ExpectStep) and written.label is not None:
+                    user = by_name[written.user].key if written.user else users[0].key
+                    labels.expect_step(written.label, session.conversation(), user, since)
                 progress.turns_after.append(len(session.conversation().turns))
                 continue
             # Each step acts as its own `as:` user, else as the first user.
@@ -430,13 +440,14 @@ class Runner:
                     await session.quiet(self.options.quiet, self.options.expect_timeout)
                 acted = True
                 since = len(session.conversation().events)
+                before = len(session.conversation().inbound(acting.key))
                 step_at = session.now()
-            if isinstance(step, SayStep):
+            if isinstance(step, SendStep) or (isinstance(step, SayStep) and step.reply_to):
+                await send_step(scenario, step, session, acting, labels)
+            elif isinstance(step, SayStep):
                 await session.say(acting.name, list(step.say), gap=step.gap.total_seconds())
             elif isinstance(step, TapStep):
                 await session.tap(acting.name, step.tap)
-            elif isinstance(step, SendStep):
-                await session.send(acting.name, _message(step))
             elif isinstance(step, RedeliverStep):
                 await session.redeliver(acting.name, step.which)
             elif isinstance(step, WaitStep):
@@ -469,6 +480,12 @@ class Runner:
                 )
             if not isinstance(step, ExpectStep | WaitStep):
                 await session.settle()
+            if isinstance(step, LabelledStep) and step.label is not None:
+                trace = session.conversation()
+                if isinstance(step, ExpectStep):
+                    labels.expect_step(step.label, trace, acting.key, since)
+                else:
+                    labels.user_step(step.label, trace, acting.key, before)
             progress.turns_after.append(len(session.conversation().turns))
         if real:
             # The scenario ends when its agent has gone quiet; what comes later is late.
@@ -507,15 +524,6 @@ def _finished(
         return
     results[index] = done.result()
     report(done.result())
-
-
-def _message(step: SendStep) -> dict[str, Any]:
-    if isinstance(step.send, str):
-        content: dict[str, Any] = {}
-        if step.caption is not None:
-            content["caption"] = step.caption
-        return {"type": step.send, step.send: content}
-    return dict(step.send)
 
 
 def _faults_of(scenario: Scenario) -> dict[str, Any]:

@@ -58,6 +58,7 @@ the format with (``harness schema``).
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -79,6 +80,8 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue, SkipJsonSchema
 from pydantic_core import CoreSchema
 
+from harness.references import MessageRef
+from harness.suites.messages import references
 from harness.suites.steps import (
     STEP_TAGS,
     STEP_TYPES,
@@ -337,6 +340,7 @@ class Scenario(ScenarioPart):
     def _consistent(self) -> Scenario:
         _check_users(self.users)
         _check_steps(self.steps, self.users)
+        _check_labels(self.steps)
         return self
 
     def user(self, name: str | None = None) -> User:
@@ -426,6 +430,42 @@ def _check_steps(steps: Sequence[BaseStep], users: Sequence[User]) -> None:
                 problem = f"only {count} message{'s' if count > 1 else ''}" if count else "nothing"
                 message = f"user '{who}' has sent {problem} before this step"
                 raise LocatedError(message, ("steps", index, "redeliver"))
+
+
+def _check_labels(steps: Sequence[BaseStep]) -> None:
+    """Each label is set once, and a step names only labels set on earlier steps."""
+    labels: dict[str, int] = {}
+    for index, step in enumerate(steps):
+        for loc, name in _named_labels(step):
+            if name not in labels:
+                close = difflib.get_close_matches(name, list(labels), n=1)
+                hint = f" (did you mean '{close[0]}'?)" if close else ""
+                known = ", ".join(labels) or "none"
+                message = (
+                    f"no earlier step is labelled '{name}'{hint}; labels so far: {known}; "
+                    "or name the agent's reply: last_reply, reply N"
+                )
+                raise LocatedError(message, ("steps", index, *loc))
+        label = getattr(step, "label", None)
+        if label is None:
+            continue
+        if label in labels:
+            message = f"duplicate label '{label}' (steps[{labels[label]}] has it too)"
+            raise LocatedError(message, ("steps", index, "label"))
+        labels[label] = index
+
+
+def _named_labels(step: BaseStep) -> list[tuple[YamlPath, str]]:
+    """Where a step names a label, and which."""
+    found: list[tuple[YamlPath, str]] = []
+    if isinstance(step, SendStep) and isinstance(step.send, dict):
+        for field, name in references(step.send):
+            found.append((("send", *field.split(".")), name))
+    if isinstance(step, SayStep | SendStep) and step.reply_to is not None:
+        label = MessageRef.parse(step.reply_to).label
+        if label is not None:
+            found.append((("reply_to",), label))
+    return found
 
 
 # -- loading -----------------------------------------------------------------------

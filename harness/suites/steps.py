@@ -4,19 +4,23 @@ Each step is a mapping with one action key and that action's modifiers (see
 :mod:`harness.suites.scenario` for the whole file format):
 
 - ``say: hi`` or ``say: [a, burst, of three]`` with ``gap`` (default 1s);
+  ``reply_to: last_reply`` quotes a message;
 - ``tap: confirm``: a button or list row of the agent's last interactive
   message, by id or title;
 - ``send: image`` (a media type, optional ``caption``) or
   ``send: {type: location, location: {...}}`` (any Meta message object; the
   channel sets ``id``, ``from``, ``from_user_id`` and ``timestamp``, and
-  checks the content);
+  checks the content), with ``reply_to``; a message id in it
+  (``reaction.message_id``, ``context.id``) is written as a reference;
 - ``wait: 25h`` or ``advance: 25h``: virtual time passes;
 - ``redeliver: last`` (or ``true``, or the user's Nth message): Meta delivers
   it again with identical bytes;
 - ``expect: {...}`` with ``within``: what the agent did since the last user
   step.
 
-``as: Ana`` names the acting user on every step but a wait. The models are
+``as: Ana`` names the acting user on every step but a wait; ``label: offer``
+names a say, tap, send or expect step's message for later references
+(``last_reply``, ``reply 2`` or a label: :mod:`harness.suites.messages`). The models are
 frozen and refuse unknown fields, so a typo is an error that names it;
 :data:`Step` picks the model by the action key, so a step with no action or
 two of them fails with one clear message rather than one per model.
@@ -43,11 +47,12 @@ from pydantic import (
     WithJsonSchema,
     model_validator,
 )
-from pydantic.json_schema import JsonSchemaValue, SkipJsonSchema
+from pydantic.json_schema import SkipJsonSchema
 
 from harness.durations import format_duration, parse_duration
 from harness.exceptions import ConfigError
 from harness.suites.dates import check_dates, resolve_dates
+from harness.suites.messages import MEDIA_TYPES, SEND_SCHEMA, Label, Reference, check_send
 from harness.suites.yamlpos import LocatedError, describe
 
 __all__ = [
@@ -61,6 +66,7 @@ __all__ = [
     "Duration",
     "ExpectStep",
     "Expectation",
+    "LabelledStep",
     "RedeliverStep",
     "SayStep",
     "ScenarioPart",
@@ -75,19 +81,12 @@ __all__ = [
 
 #: The keys that make a mapping a step, in the order error messages list them.
 ACTIONS: Final = ("say", "tap", "send", "wait", "advance", "redeliver", "expect")
-#: Media types that ``send: image`` may name; the channel generates their bytes.
-MEDIA_TYPES: Final = ("audio", "document", "image", "sticker", "video")
 #: Message statuses an ``expect: {status: ...}`` may ask for.
 STATUSES: Final = ("sent", "delivered", "read", "failed")
 #: Time between the messages of a burst unless ``gap`` says otherwise.
 DEFAULT_GAP: Final = timedelta(seconds=1)
 
 _CAPTIONED: Final = ("document", "image", "video")
-_CHANNEL_FIELDS: Final = ("id", "from", "from_user_id", "timestamp")
-# Message types whose content lives under a key named after the type.
-_TYPED_CONTENT: Final = frozenset(
-    {"text", "location", "contacts", "reaction", "interactive", "button", "order", *MEDIA_TYPES}
-)
 _DURATION_TEXT: Final = r"^[+]?(0|([0-9]+(\.[0-9]*)?|\.[0-9]+)(ms|[dhms]))+$"
 
 
@@ -225,7 +224,18 @@ class UserStep(BaseStep):
         return data
 
 
-class SayStep(UserStep):
+class LabelledStep(UserStep):
+    """A step whose message a later step may name by its ``label``."""
+
+    label: Label | None = Field(default=None, description="A name for this step's message.")
+
+    def _with_user(self, data: dict[str, JsonValue]) -> dict[str, JsonValue]:
+        if self.label is not None:
+            data["label"] = self.label
+        return super()._with_user(data)
+
+
+class SayStep(LabelledStep):
     """The user types one message, or a burst of several ``gap`` apart."""
 
     action: ClassVar[str] = "say"
@@ -235,6 +245,13 @@ class SayStep(UserStep):
         description="Time between burst messages.",
         json_schema_extra={"default": format_duration(DEFAULT_GAP)},
     )
+    reply_to: Reference | None = Field(default=None, description="The message this one quotes.")
+
+    @model_validator(mode="after")
+    def _quotes_one(self) -> SayStep:
+        if self.reply_to is not None and self.burst:
+            raise LocatedError("a quote goes with one message, not a burst", ("reply_to",))
+        return self
 
     @property
     def burst(self) -> bool:
@@ -246,10 +263,12 @@ class SayStep(UserStep):
         data: dict[str, JsonValue] = {"say": self.say[0] if len(self.say) == 1 else list(self.say)}
         if self.gap != DEFAULT_GAP:
             data["gap"] = format_duration(self.gap)
+        if self.reply_to is not None:
+            data["reply_to"] = self.reply_to
         return self._with_user(data)
 
 
-class TapStep(UserStep):
+class TapStep(LabelledStep):
     """The user taps a button or list row of the agent's last interactive message."""
 
     action: ClassVar[str] = "tap"
@@ -260,57 +279,15 @@ class TapStep(UserStep):
         return self._with_user({"tap": self.tap})
 
 
-def _message(value: object) -> object:
-    if isinstance(value, str):
-        if value not in MEDIA_TYPES:
-            raise ValueError(
-                f"'{value}' is not a media type ({', '.join(MEDIA_TYPES)}); other messages "
-                "are written as an object, e.g. {type: location, location: {...}}"
-            )
-        return value
-    if not isinstance(value, dict):
-        raise ValueError(
-            f"expected a media type or a message object with a type, got {describe(value)}"
-        )
-    if "type" not in value:
-        raise ValueError("a message object needs a type, e.g. {type: location, location: {...}}")
-    kind = value["type"]
-    if not isinstance(kind, str) or not kind:
-        raise LocatedError(
-            f"expected a message type such as location, got {describe(kind)}", ("type",)
-        )
-    for key in _CHANNEL_FIELDS:
-        if key in value:
-            raise LocatedError("set by the channel: leave it out", (key,))
-    if kind in _TYPED_CONTENT and kind not in value:
-        raise LocatedError(f"a '{kind}' message carries its content under '{kind}'", ())
-    return value
-
-
-_SEND_SCHEMA: Final[JsonSchemaValue] = {
-    "anyOf": [
-        {"enum": list(MEDIA_TYPES)},
-        {
-            "type": "object",
-            "required": ["type"],
-            "properties": {
-                "type": {"type": "string", "minLength": 1},
-                **dict.fromkeys(_CHANNEL_FIELDS, False),
-            },
-        },
-    ],
-    "description": "A media type (image, ...) or a Meta message object without id/from/timestamp.",
-}
-
-
-class SendStep(UserStep):
+class SendStep(LabelledStep):
     """The user sends any inbound message: a media shorthand or a Meta message object."""
 
     action: ClassVar[str] = "send"
     send: Annotated[
-        str | dict[str, JsonValue], BeforeValidator(_message), WithJsonSchema(_SEND_SCHEMA)
+        str | dict[str, JsonValue], BeforeValidator(check_send), WithJsonSchema(SEND_SCHEMA)
     ]
     caption: str | None = Field(default=None, description="Caption of an image, video or document.")
+    reply_to: Reference | None = Field(default=None, description="The message this one quotes.")
 
     @model_validator(mode="after")
     def _caption_fits(self) -> SendStep:
@@ -319,7 +296,25 @@ class SendStep(UserStep):
             raise LocatedError(
                 f"a caption goes with send: image, video or document, not {where}", ("caption",)
             )
+        if self.reply_to is not None and self.message_type == "reaction":
+            message = "a reaction names its message in reaction.message_id"
+            raise LocatedError(message, ("reply_to",))
+        if self.reply_to is not None and isinstance(self.send, dict) and "context" in self.send:
+            raise LocatedError("give reply_to or the message's context, not both", ("reply_to",))
         return self
+
+    def message(self) -> dict[str, JsonValue]:
+        """The message object to send: the shorthand written out, ``reply_to`` as its context."""
+        if isinstance(self.send, str):
+            content: dict[str, JsonValue] = {}
+            if self.caption is not None:
+                content["caption"] = self.caption
+            message: dict[str, JsonValue] = {"type": self.send, self.send: content}
+        else:
+            message = dict(self.send)
+        if self.reply_to is not None:
+            message["context"] = {"id": self.reply_to}
+        return message
 
     @property
     def message_type(self) -> str:
@@ -331,6 +326,8 @@ class SendStep(UserStep):
         data: dict[str, JsonValue] = {"send": self.send}
         if self.caption is not None:
             data["caption"] = self.caption
+        if self.reply_to is not None:
+            data["reply_to"] = self.reply_to
         return self._with_user(data)
 
 
@@ -484,8 +481,8 @@ class Expectation(ScenarioPart):
         return data
 
 
-class ExpectStep(UserStep):
-    """Check what the agent did since the last user step."""
+class ExpectStep(LabelledStep):
+    """Check what the agent did since the last user step; its label names the last reply."""
 
     action: ClassVar[str] = "expect"
     expect: Expectation

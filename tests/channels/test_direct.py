@@ -207,6 +207,17 @@ async def test_send_passes_the_type_and_the_body() -> None:
     assert channel.conversation().replies()[0].text == "Thanks for the location."
 
 
+async def test_a_text_sent_as_an_object_keeps_its_words_and_what_it_quotes() -> None:
+    channel, agent = await _channel()
+    await channel.say("Ana", ["hi"])
+    [reply] = channel.conversation().replies()
+    quote = {"type": "text", "text": {"body": "that one"}, "context": {"id": reply.wamid}}
+    await channel.send("Ana", quote)
+    message = agent.bursts[-1][1][0]
+    assert (message.type, message.text) == ("text", "that one")
+    assert message.body["context"] == {"id": reply.wamid}
+
+
 async def test_redeliver_does_nothing() -> None:
     channel, agent = await _channel()
     await channel.say("Ana", ["hi"])

@@ -23,6 +23,7 @@ from channels.whatsapp.control.bodies import (
     Redeliver,
     RegisteredUser,
     Tap,
+    UploadedMedia,
     Wamid,
     config_error,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "Redeliver",
     "RegisteredUser",
     "Tap",
+    "UploadedMedia",
     "Wamid",
     "config_error",
     "control_app",

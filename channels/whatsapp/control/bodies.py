@@ -14,9 +14,17 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Final, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic.json_schema import models_json_schema
 
+from channels.whatsapp.media import MEDIA_KINDS
 from channels.whatsapp.sends.fields import Maybe, SendJsonSchema
 from harness.durations import parse_duration
 from harness.exceptions import ConfigError
@@ -37,6 +45,7 @@ __all__ = [
     "Redeliver",
     "RegisteredUser",
     "Tap",
+    "UploadedMedia",
     "Wamid",
     "config_error",
 ]
@@ -74,7 +83,15 @@ class NewUser(ControlBody):
 
 
 class Inbound(ControlBody):
-    """``POST /_harness/inbound``: a user's message, as text or as Meta's message object."""
+    """``POST /_harness/inbound``: a user's message, as text or as Meta's message object.
+
+    ``message`` is checked against what Meta sends and completed as Meta
+    would: ``reaction.message_id`` and ``context.id`` may name the agent's
+    messages (``last_reply``, ``reply 2``) instead of giving a wamid, a
+    reaction without one reacts to the agent's last reply, a button or list
+    reply answers the agent's last buttons or list, and a media message names
+    a file uploaded with ``POST /_harness/media`` by its ``id``.
+    """
 
     model_config = ConfigDict(
         json_schema_extra={"anyOf": [{"required": ["text"]}, {"required": ["message"]}]}
@@ -82,7 +99,13 @@ class Inbound(ControlBody):
 
     user: str
     text: Maybe[str] = None
-    message: Maybe[dict[str, Any]] = None
+    message: Maybe[dict[str, Any]] = Field(
+        default=None,
+        description=(
+            "Meta's message object without id, from and timestamp; "
+            "message ids may be written last_reply or reply N."
+        ),
+    )
 
     @model_validator(mode="after")
     def _check_content(self) -> Self:
@@ -136,6 +159,15 @@ class Wamid(BaseModel):
     wamid: str
 
 
+class UploadedMedia(BaseModel):
+    """A file a user can send: its ``id`` goes in an image, audio, video, document or sticker."""
+
+    id: str
+    mime_type: str
+    sha256: str = Field(description="The file's SHA-256 in base64, as webhooks carry it.")
+    file_size: int
+
+
 class Now(BaseModel):
     """The simulator's virtual time, in ISO 8601."""
 
@@ -187,6 +219,8 @@ class ControlEndpoint:
     answer: type[BaseModel] | None
     body: type[ControlBody] | None = None
     status: int = 200
+    #: The content types taken as a raw body (a file's bytes) instead of a JSON ``body``.
+    raw: tuple[str, ...] = ()
 
 
 CONTROL_ENDPOINTS: Final = (
@@ -214,6 +248,14 @@ CONTROL_ENDPOINTS: Final = (
         Wamid,
         Redeliver,
     ),
+    ControlEndpoint(
+        "/_harness/media",
+        "POST",
+        "Upload a file a user sends (the raw bytes, with their Content-Type)",
+        UploadedMedia,
+        status=201,
+        raw=tuple(sorted(mime for kind in MEDIA_KINDS.values() for mime in kind)),
+    ),
     ControlEndpoint("/_harness/advance", "POST", "Move virtual time forward", Now, Advance),
     ControlEndpoint("/_harness/clock", "GET", "The simulator's current virtual time", Now),
     ControlEndpoint("/_harness/outbox", "GET", "Every send the agent made, as sent", Outbox),
@@ -232,6 +274,13 @@ _SINCE = {
     "required": False,
     "description": "Only the events from this index on.",
     "schema": {"type": "integer", "minimum": 0},
+}
+_FILENAME = {
+    "name": "filename",
+    "in": "query",
+    "required": False,
+    "description": "The file's name, which a document message carries.",
+    "schema": {"type": "string"},
 }
 
 
@@ -261,6 +310,14 @@ def _operation(endpoint: ControlEndpoint) -> dict[str, Any]:
             "content": {"application/json": {"schema": schema}},
         }
         operation["responses"]["409"] = _json("Not possible now", _ERROR)
+    if endpoint.raw:
+        binary = {"schema": {"type": "string", "format": "binary"}}
+        operation["requestBody"] = {
+            "required": True,
+            "content": dict.fromkeys(endpoint.raw, binary),
+        }
+        operation["parameters"] = [_FILENAME]
+        operation["responses"]["413"] = _json("Over WhatsApp's size limit for the type", _ERROR)
     if endpoint.path == "/_harness/events":
         operation["parameters"] = [_SINCE]
     return {endpoint.method.lower(): operation}

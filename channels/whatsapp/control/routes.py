@@ -5,7 +5,13 @@ any language (or curl) can play the users and read what the agent did:
 
 - ``POST /_harness/users``: register a user (``wa_id``, ``name``, ``user_id``);
 - ``POST /_harness/inbound``: a user sends a message of any type (``text``
-  for short, or Meta's message object in ``message``); answers the wamid;
+  for short, or Meta's message object in ``message``, checked against what
+  Meta sends and completed as Meta would, its message ids written as a wamid
+  or as ``last_reply``/``reply N``); answers the wamid;
+- ``POST /_harness/media``: upload the file a user sends (the raw bytes, with
+  their ``Content-Type``; ``?filename=`` for a document); answers its ``id``
+  for an image, audio, video, document or sticker message. A file over
+  WhatsApp's limit for its type answers 413, before more of it is read;
 - ``POST /_harness/tap``: a user taps a button or list row of the last
   interactive message (``choice``: its id or title);
 - ``POST /_harness/redeliver``: Meta delivers a message again, byte for byte;
@@ -44,11 +50,14 @@ from channels.whatsapp.control.bodies import (
     Redeliver,
     RegisteredUser,
     Tap,
+    UploadedMedia,
     Wamid,
     config_error,
 )
+from channels.whatsapp.media import MEDIA_KINDS, largest_size, media_kind, size_limit
+from channels.whatsapp.payloads import PayloadError
 from channels.whatsapp.simulator import WhatsAppSimulator
-from harness.exceptions import ConfigError, HarnessError
+from harness.exceptions import ConfigError, HarnessError, StepError
 from harness.trace import EVENT_ADAPTER
 
 __all__ = ["control_app", "control_routes"]
@@ -78,6 +87,46 @@ async def _read(request: Request, model: type[_Body]) -> _Body:
         return model.model_validate(data)
     except ValidationError as exc:
         raise config_error(exc) from None
+
+
+async def _upload(request: Request, sim: WhatsAppSimulator) -> Response:
+    """Store the raw body as a user's file, refusing it once it outgrows its type's limit."""
+    content_type = request.headers.get("content-type", "")
+    kind = media_kind(content_type)
+    if kind is None:
+        known = ", ".join(sorted(mime for kinds in MEDIA_KINDS.values() for mime in kinds))
+        shown = repr(content_type) if content_type else "missing"
+        raise ConfigError(f"header 'Content-Type' is {shown}; a user's file is one of: {known}")
+    limit = largest_size(kind)
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return _too_large(kind, limit)
+    data = bytearray()
+    async for chunk in request.stream():
+        data += chunk
+        if len(data) > limit:
+            return _too_large(kind, limit)
+    if not data:
+        raise ConfigError("the body is empty: send the file's bytes")
+    exact = size_limit(kind, bytes(data))
+    if len(data) > exact:
+        return _too_large(kind, exact, "a static sticker")
+    filename = request.query_params.get("filename") or None
+    media_id = sim.media.add(bytes(data), content_type, filename=filename)
+    stored = sim.media.get(media_id)
+    assert stored is not None  # just added
+    answer = UploadedMedia(
+        id=media_id,
+        mime_type=stored.mime_type,
+        sha256=stored.sha256_base64,
+        file_size=stored.file_size,
+    )
+    return _answer(answer, 201)
+
+
+def _too_large(kind: str, limit: int, what: str = "") -> JSONResponse:
+    message = f"the file is over WhatsApp's limit of {limit} bytes for {what or kind + ' media'}"
+    return _error(413, message)
 
 
 def control_app(sim: WhatsAppSimulator) -> ASGIApp:
@@ -121,12 +170,16 @@ def control_routes(sim: WhatsAppSimulator) -> list[Route]:
     async def inbound(request: Request) -> Response:
         body = await _read(request, Inbound)
         user = user_of(body.user)
-        if body.message is not None:
-            wamid = await sim.receive(user, body.message)
-        else:
-            wamid = await sim.receive(user, {"type": "text", "text": {"body": body.text}})
+        message = body.message or {"type": "text", "text": {"body": body.text}}
+        try:
+            wamid = await sim.receive(user, message)
+        except (PayloadError, StepError) as exc:  # the message, not the simulator, is wrong
+            raise ConfigError(str(exc)) from None
         await sim.settle()
         return _answer(Wamid(wamid=wamid))
+
+    async def media(request: Request) -> Response:
+        return await _upload(request, sim)
 
     async def tap(request: Request) -> Response:
         body = await _read(request, Tap)
@@ -174,6 +227,7 @@ def control_routes(sim: WhatsAppSimulator) -> list[Route]:
         "/_harness/inbound": inbound,
         "/_harness/tap": tap,
         "/_harness/redeliver": redeliver,
+        "/_harness/media": media,
         "/_harness/advance": advance,
         "/_harness/clock": clock,
         "/_harness/outbox": outbox,

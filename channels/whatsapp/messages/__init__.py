@@ -12,7 +12,9 @@ wa_id, or ``None`` for a username-only user known by BSUID alone
 (``from_user_id``); ``timestamp`` is anything ``format_timestamp`` takes.
 
 One module per kind of message, each with its models and builders; the union
-and :func:`parse_message` are in :mod:`~channels.whatsapp.messages.inbound`.
+and :func:`parse_message` are in :mod:`~channels.whatsapp.messages.inbound`,
+and :func:`check_inbound` (what Meta would send, strictly) in
+:mod:`~channels.whatsapp.messages.checks`.
 """
 
 from __future__ import annotations
@@ -20,6 +22,12 @@ from __future__ import annotations
 from channels.whatsapp.messages.base import (
     Context,
     MessageBase,
+)
+from channels.whatsapp.messages.checks import (
+    INBOUND_TYPES,
+    REPLY_TYPES,
+    check_inbound,
+    refusal,
 )
 from channels.whatsapp.messages.contacts import (
     ContactAddress,
@@ -91,6 +99,8 @@ from channels.whatsapp.messages.unreadable import (
 )
 
 __all__ = [
+    "INBOUND_TYPES",
+    "REPLY_TYPES",
     "Audio",
     "AudioMessage",
     "Button",
@@ -132,6 +142,7 @@ __all__ = [
     "VideoMessage",
     "audio",
     "button_reply",
+    "check_inbound",
     "contact_card",
     "contacts_message",
     "document",
@@ -140,6 +151,7 @@ __all__ = [
     "location",
     "parse_message",
     "reaction",
+    "refusal",
     "sticker",
     "template_button",
     "text_message",

@@ -24,7 +24,9 @@ from harness.channel import AgentEnvironment, ChannelSetup, UserSpec
 from harness.exceptions import ConfigError
 from harness.store import MemoryStore
 from harness.suites.expectations import reply_text
-from harness.trace import ClockJump, InboundMessage
+from harness.suites.runner import Runner, RunOptions
+from harness.suites.scenario import parse_scenario
+from harness.trace import ClockJump, InboundMessage, OutboundSend
 
 ANA = UserSpec(name="Ana", wa_id="15550001111", bsuid="BR.1234567890")
 BEN = UserSpec(name="Ben", wa_id="15550002222")
@@ -176,6 +178,27 @@ async def test_other_messages_are_sent_as_given(channel: WhatsAppChannel) -> Non
         location,
     )
     assert channel.conversation().replies()[-1].user == "15550002222"
+
+
+async def test_the_documented_reaction_step_reacts_to_the_agents_last_reply() -> None:
+    """``send: {type: reaction, reaction: {emoji: "👍"}}``, as scenarios/README.md shows it."""
+    text = """\
+steps:
+  - say: a table on friday at 8pm for 2
+  - send: {type: reaction, reaction: {emoji: "👍"}}
+  - say: about that
+    reply_to: reply 1
+"""
+    result = await Runner(RunOptions()).run_scenario(parse_scenario(text))
+    assert result.status == "passed", (result.error, result.violations)
+    assert result.conversation is not None
+    events = result.conversation.events
+    _, thumbs, quote = result.conversation.inbound()
+    before = events[: events.index(thumbs)]
+    replies = [e.wamid for e in before if isinstance(e, OutboundSend) and e.is_message and e.ok]
+    assert thumbs.body["reaction"] == {"message_id": replies[-1], "emoji": "👍"}
+    assert quote.body["context"] == {"from": "15550001111", "id": replies[0]}
+    assert quote.text == "about that"
 
 
 async def test_redeliver_sends_a_message_again(channel: WhatsAppChannel) -> None:

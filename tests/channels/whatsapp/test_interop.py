@@ -2,7 +2,8 @@
 
 The same unmodified bot runs in-process and over real loopback HTTP, and
 against ``harness serve`` started as a separate process and driven through
-its control API, as the README shows with curl.
+its control API, as the README shows with curl (a file uploaded and sent,
+a reaction too).
 """
 
 from __future__ import annotations
@@ -170,6 +171,28 @@ async def test_harness_serve_driven_through_its_control_api() -> None:
             outbox = (await client.get(f"{graph}/_harness/outbox")).json()["messages"]
             texts = [m["text"]["body"] for m in outbox if m.get("type") == "text"]
             assert texts == ["echo: hello"]
+            # a photo, uploaded as a user's file, is downloaded by the bot as it was sent
+            photo = b"\xff\xd8\xff\xe0 a photo"
+            uploaded = await client.post(
+                f"{graph}/_harness/media", content=photo, headers={"Content-Type": "image/jpeg"}
+            )
+            assert uploaded.status_code == 201, uploaded.text
+            image = {"type": "image", "image": {"id": uploaded.json()["id"]}}
+            sent = await client.post(
+                f"{graph}/_harness/inbound", json={"user": WA_ID, "message": image}
+            )
+            assert sent.status_code == 200, sent.text
+            assert echo.downloads == [photo]
+            # a thumbs up under the bot's last reply names it
+            [*_, last] = [
+                body["messages"][0]["id"] for _, body in echo.send_results if "messages" in body
+            ]
+            thumbs = {"type": "reaction", "reaction": {"emoji": "👍"}}
+            sent = await client.post(
+                f"{graph}/_harness/inbound", json={"user": WA_ID, "message": thumbs}
+            )
+            assert sent.status_code == 200, sent.text
+            assert echo.messages[-1]["reaction"] == {"message_id": last, "emoji": "👍"}
             before = (await client.get(f"{graph}/_harness/clock")).json()["now"]
             moved = await client.post(f"{graph}/_harness/advance", json={"duration": "25h"})
             assert moved.json()["now"] > before

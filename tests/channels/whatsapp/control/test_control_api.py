@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import jsonschema_rs
 import pytest
+from starlette.types import Message, Scope
 
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.control import control_app
@@ -214,6 +217,7 @@ async def test_the_document_describes_the_control_endpoints(client: httpx.AsyncC
         "/_harness/inbound",
         "/_harness/tap",
         "/_harness/redeliver",
+        "/_harness/media",
         "/_harness/advance",
         "/_harness/clock",
         "/_harness/outbox",
@@ -269,3 +273,247 @@ async def test_the_document_takes_the_bodies_the_endpoints_take(
 ) -> None:
     document = (await client.get("/openapi.json")).json()
     assert _request_schema(document, path).is_valid(body)
+
+
+# -- a user's message, as Meta sends it ----------------------------------------------
+
+
+async def test_a_reaction_names_the_agents_reply_by_reference(
+    client: httpx.AsyncClient, sim: WhatsAppSimulator
+) -> None:
+    await client.post("/_harness/inbound", json={"user": WA_ID, "text": "hello"})
+    await client.post("/_harness/inbound", json={"user": WA_ID, "text": "again"})
+    first, last = [s.wamid for s in sim.conversation().replies(WA_ID)]
+    bare = {"type": "reaction", "reaction": {"emoji": "👍"}}
+    named = {"type": "reaction", "reaction": {"message_id": "reply 1", "emoji": "❤️"}}
+    for message in (bare, named):
+        answer = await client.post("/_harness/inbound", json={"user": WA_ID, "message": message})
+        assert answer.status_code == 200, answer.text
+    reactions = [m.body["reaction"] for m in sim.conversation().inbound(WA_ID)[-2:]]
+    assert reactions == [
+        {"message_id": last, "emoji": "👍"},
+        {"message_id": first, "emoji": "❤️"},
+    ]
+
+
+async def test_a_list_reply_is_put_in_the_context_of_the_list_it_answers(
+    client: httpx.AsyncClient, sim: WhatsAppSimulator
+) -> None:
+    await client.post("/_harness/inbound", json={"user": WA_ID, "text": "menu"})
+    [buttons] = [s for s in sim.conversation().replies(WA_ID) if s.type == "interactive"]
+    tap = {"type": "button_reply", "button_reply": {"id": "keep", "title": "Keep"}}
+    message = {"type": "interactive", "interactive": tap}
+    answer = await client.post("/_harness/inbound", json={"user": WA_ID, "message": message})
+    assert answer.status_code == 200, answer.text
+    delivered = sim.conversation().inbound(WA_ID)[-1].body
+    assert delivered["context"] == {"from": sim.config.display_phone_number, "id": buttons.wamid}
+
+
+# (message, what the 400 says)
+REFUSED_MESSAGES: list[tuple[dict[str, Any], str]] = [
+    (
+        {"type": "interactive", "interactive": {"type": "list_reply", "list_reply": {"id": "a"}}},
+        "invalid message at interactive.list_reply.title: Field required",
+    ),
+    (
+        {"type": "interactive", "interactive": {"type": "list_reply"}},
+        "invalid message at interactive.list_reply: required: the list_reply object",
+    ),
+    (
+        {
+            "type": "interactive",
+            "interactive": {"type": "list_reply", "list_reply": {"id": "a", "title": "A"}},
+        },
+        "context: the agent has sent user 5511987654321 no buttons or list to answer",
+    ),
+    (
+        {"type": "reaction", "reaction": {"message_id": "last reply", "emoji": "👍"}},
+        "invalid message at reaction.message_id: 'last reply' is not a message reference: "
+        "expected last_reply, reply N (the agent's N-th message, from 1) or a wamid",
+    ),
+    (
+        {"type": "reaction", "reaction": {"emoji": "👍"}},
+        "reaction.message_id: last_reply: the agent has sent this user no message yet",
+    ),
+    (
+        {"type": "text", "text": {"body": "that"}, "context": {"id": "wamid.NOT_HERE"}},
+        "invalid message at context.id: no message wamid.NOT_HERE in the chat with user "
+        "5511987654321",
+    ),
+    (
+        {"type": "image", "image": {"id": "123"}},
+        "invalid message at image.id: no media '123' (upload the file first: "
+        "POST /_harness/media; a user's media lasts 7 days)",
+    ),
+    ({"type": "selfie"}, "invalid message at type: expected a type Meta sends (text, interactive"),
+]
+
+
+@pytest.mark.parametrize(("message", "error"), REFUSED_MESSAGES)
+async def test_a_message_meta_would_never_send_answers_400_saying_what_is_wrong(
+    client: httpx.AsyncClient, message: dict[str, Any], error: str
+) -> None:
+    answer = await client.post("/_harness/inbound", json={"user": WA_ID, "message": message})
+    assert (await refused(answer, 400)).startswith(error)
+
+
+# -- media a user sends ------------------------------------------------------------
+
+
+JPEG = b"\xff\xd8\xff\xe0\x00\x10JFIF a photo of the menu"
+
+
+async def test_an_uploaded_file_reaches_the_agent_byte_for_byte(
+    client: httpx.AsyncClient, sim: WhatsAppSimulator
+) -> None:
+    uploaded = await client.post(
+        "/_harness/media", content=JPEG, headers={"Content-Type": "image/jpeg"}
+    )
+    assert uploaded.status_code == 201, uploaded.text
+    media = uploaded.json()
+    digest = base64.b64encode(hashlib.sha256(JPEG).digest()).decode()
+    assert media == {
+        "id": media["id"],
+        "mime_type": "image/jpeg",
+        "sha256": digest,
+        "file_size": len(JPEG),
+    }
+    message = {"type": "image", "image": {"id": media["id"], "caption": "the menu"}}
+    answer = await client.post("/_harness/inbound", json={"user": WA_ID, "message": message})
+    assert answer.status_code == 200, answer.text
+    image = sim.conversation().inbound(WA_ID)[-1].body["image"]
+    assert image == {
+        "id": media["id"],
+        "mime_type": "image/jpeg",
+        "sha256": digest,
+        "caption": "the menu",
+    }
+    # the agent asked GET /{version}/{media-id}, then fetched the URL it was given
+    assert sim.conversation().replies(WA_ID)[-1].text == f"got {len(JPEG)} bytes"
+
+
+async def test_a_voice_note_and_a_named_document_keep_what_meta_reports(
+    client: httpx.AsyncClient, sim: WhatsAppSimulator
+) -> None:
+    voice = await client.post(
+        "/_harness/media", content=b"OggS voice", headers={"Content-Type": "audio/ogg; codecs=opus"}
+    )
+    pdf = await client.post(
+        "/_harness/media?filename=menu.pdf",
+        content=b"%PDF-1.7 menu",
+        headers={"Content-Type": "application/pdf"},
+    )
+    for kind, upload in (("audio", voice), ("document", pdf)):
+        message = {"type": kind, kind: {"id": upload.json()["id"]}}
+        answer = await client.post("/_harness/inbound", json={"user": WA_ID, "message": message})
+        assert answer.status_code == 200, answer.text
+    bodies: list[dict[str, Any]] = [m.body for m in sim.conversation().inbound(WA_ID)[-2:]]
+    audio, document = bodies
+    assert (audio["audio"]["mime_type"], audio["audio"]["voice"]) == (
+        "audio/ogg; codecs=opus",
+        True,
+    )
+    assert document["document"]["filename"] == "menu.pdf"
+
+
+@pytest.mark.parametrize(
+    ("content_type", "size", "limit"),
+    [
+        ("image/png", 5 * 1024 * 1024 + 1, "5242880 bytes for image media"),
+        ("audio/mpeg", 16 * 1024 * 1024 + 1, "16777216 bytes for audio media"),
+        ("video/mp4", 16 * 1024 * 1024 + 1, "16777216 bytes for video media"),
+        ("image/webp", 100 * 1024 + 1, "102400 bytes for a static sticker"),
+    ],
+)
+async def test_a_file_over_whatsapps_limit_for_its_type_answers_413(
+    client: httpx.AsyncClient, content_type: str, size: int, limit: str
+) -> None:
+    answer = await client.post(
+        "/_harness/media", content=b"\0" * size, headers={"Content-Type": content_type}
+    )
+    assert await refused(answer, 413) == f"the file is over WhatsApp's limit of {limit}"
+    fits = await client.post(
+        "/_harness/media", content=b"\0" * (size - 1), headers={"Content-Type": content_type}
+    )
+    assert fits.status_code == 201, fits.text
+
+
+async def test_an_oversized_body_is_refused_before_it_is_read_whole(
+    client: httpx.AsyncClient,
+) -> None:
+    pulled = 0
+
+    async def endless() -> AsyncIterator[bytes]:
+        nonlocal pulled
+        for _ in range(1000):  # a gigabyte, were it all read
+            pulled += 1
+            yield b"\0" * (1024 * 1024)
+
+    answer = await client.post(
+        "/_harness/media", content=endless(), headers={"Content-Type": "image/jpeg"}
+    )
+    assert await refused(answer, 413) == (
+        "the file is over WhatsApp's limit of 5242880 bytes for image media"
+    )
+    assert pulled <= 7
+
+
+async def test_a_declared_length_over_the_limit_is_refused_before_any_byte_is_read() -> None:
+    sim = _simulator(with_agent=False)
+    app = control_app(sim)
+    read: list[bytes] = []
+
+    async def receive() -> Message:
+        read.append(b"chunk")
+        return {"type": "http.request", "body": b"\0" * 1024, "more_body": True}
+
+    sent: list[Message] = []
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    scope: Scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/_harness/media",
+        "raw_path": b"/_harness/media",
+        "query_string": b"",
+        "headers": [(b"content-type", b"video/mp4"), (b"content-length", b"999999999")],
+        "http_version": "1.1",
+        "scheme": "http",
+        "server": ("sim", 80),
+        "client": ("test", 1),
+        "root_path": "",
+    }
+    await app(scope, receive, send)
+    assert sent[0]["status"] == 413
+    assert read == []
+    await sim.aclose()
+
+
+@pytest.mark.parametrize(
+    ("headers", "body", "message"),
+    [
+        (
+            {"Content-Type": "image/gif"},
+            b"GIF89a",
+            "header 'Content-Type' is 'image/gif'; a user's",
+        ),
+        ({}, b"bytes", "header 'Content-Type' is missing; a user's file is one of: application/"),
+        ({"Content-Type": "image/jpeg"}, b"", "the body is empty: send the file's bytes"),
+    ],
+)
+async def test_an_upload_without_a_known_type_or_bytes_answers_400(
+    client: httpx.AsyncClient, headers: dict[str, str], body: bytes, message: str
+) -> None:
+    answer = await client.post("/_harness/media", content=body, headers=headers)
+    assert (await refused(answer, 400)).startswith(message)
+
+
+async def test_the_document_describes_the_upload_and_its_limits(client: httpx.AsyncClient) -> None:
+    operation = (await client.get("/openapi.json")).json()["paths"]["/_harness/media"]["post"]
+    content = operation["requestBody"]["content"]
+    assert {"image/jpeg", "audio/ogg", "application/pdf", "image/webp", "video/mp4"} <= set(content)
+    assert content["image/jpeg"]["schema"] == {"type": "string", "format": "binary"}
+    assert set(operation["responses"]) == {"201", "400", "413"}
+    assert [p["name"] for p in operation["parameters"]] == ["filename"]
