@@ -40,7 +40,7 @@ from channels.whatsapp.faults import FaultDice, FaultProfile, split_fragments
 from channels.whatsapp.graph import create_graph_app
 from channels.whatsapp.ids import new_bsuid, new_wamid
 from channels.whatsapp.limits import PairRateLimiter, ThroughputLimiter
-from channels.whatsapp.media import MediaStore
+from channels.whatsapp.media import MediaStore, is_animated_webp
 from channels.whatsapp.messages import (
     Context,
     button_reply,
@@ -63,6 +63,18 @@ from harness.trace import (
 )
 
 __all__ = ["WhatsAppSimulator"]
+
+# The file name a document gets when the scenario names none, by MIME type.
+_DOCUMENT_EXTENSIONS = {
+    "application/pdf": ".pdf",
+    "text/plain": ".txt",
+    "application/msword": ".doc",
+    "application/vnd.ms-excel": ".xls",
+    "application/vnd.ms-powerpoint": ".ppt",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": ".docx",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": ".xlsx",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation": ".pptx",
+}
 
 
 class WhatsAppSimulator(OutboundRules, Timekeeping):
@@ -238,7 +250,12 @@ class WhatsAppSimulator(OutboundRules, Timekeeping):
         item["id"] = wamid
         item["timestamp"] = str(int((timestamp or now).timestamp()))
         item.update({k: v for k, v in message.items() if k not in {"id", "from", "timestamp"}})
-        contacts = [contact(who.wa_id, who.name or None, user_id=who.user_id)]
+        # Meta sends a system message (a changed number...) without value.contacts.
+        contacts = (
+            []
+            if item.get("type") == "system"
+            else [contact(who.wa_id, who.name or None, user_id=who.user_id)]
+        )
         return await self._deliver_item(who, item, contacts, (), burst)
 
     async def receive_recorded(
@@ -378,7 +395,12 @@ class WhatsAppSimulator(OutboundRules, Timekeeping):
         caption: str | None = None,
         filename: str | None = None,
     ) -> str:
-        """A user sends an image, audio, video, document or sticker; the agent can download it."""
+        """A user sends an image, audio, video, document or sticker; the agent can download it.
+
+        As in Meta's webhooks, a document always has a ``filename`` (``document``
+        with the MIME type's extension when none is given), a sticker says
+        whether it is ``animated`` and audio whether it is a ``voice`` note.
+        """
         media_id = self.media.add(data, mime_type)
         obj: dict[str, Any] = {
             "mime_type": mime_type,
@@ -387,10 +409,15 @@ class WhatsAppSimulator(OutboundRules, Timekeeping):
         }
         if caption is not None:
             obj["caption"] = caption
+        if kind == "document" and filename is None:
+            base = mime_type.split(";", 1)[0].strip().lower()
+            filename = "document" + _DOCUMENT_EXTENSIONS.get(base, "")
         if filename is not None:
             obj["filename"] = filename
         if kind == "audio":
             obj["voice"] = mime_type.startswith("audio/ogg")
+        if kind == "sticker":
+            obj["animated"] = is_animated_webp(data)
         return await self.receive(user, {"type": kind, kind: obj})
 
     async def redeliver(
