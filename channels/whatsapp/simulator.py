@@ -168,6 +168,7 @@ class WhatsAppSimulator(OutboundRules, Timekeeping):
             openapi_paths=openapi_paths,
             openapi_schemas=openapi_schemas,
             on_refuse=self._on_refuse,
+            payments=self.config.payments,
         )
 
     @property
