@@ -506,7 +506,7 @@ async def test_bot_that_hard_codes_metas_host_reaches_the_simulator() -> None:
     bot_config.graph_url = "https://graph.facebook.com"
     echo = EchoBot(bot_config, client)
     sim.connect(echo.app())
-    sim.add_user(WA_ID)
+    sim.add_user(WA_ID, "Ana")
     await sim.say(WA_ID, "hi")
     await sim.settle()
     assert [r.text for r in sim.conversation().replies()] == ["echo: hi"]
