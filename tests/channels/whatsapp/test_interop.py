@@ -15,7 +15,7 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 import httpx
 import pytest
@@ -25,7 +25,11 @@ from channels.whatsapp.control import control_app
 from channels.whatsapp.server import BackgroundServer
 from channels.whatsapp.simulator import WhatsAppSimulator
 from harness.clock import VirtualClock
-from tests.channels.whatsapp.conformance.traffic import WEBHOOK_KINDS, recorded_traffic
+from tests.channels.whatsapp.conformance.traffic import (
+    NOT_YET_AS_META,
+    WEBHOOK_KINDS,
+    recorded_traffic,
+)
 from tests.channels.whatsapp.echo_bot import BotConfig, EchoBot, Read, read_webhook
 
 WA_ID = "5511987654321"
@@ -196,14 +200,6 @@ async def test_harness_serve_driven_through_its_control_api() -> None:
 
 
 # -- the bot reads every kind of webhook strictly ------------------------------------
-
-# Webhooks the simulator does not send as Meta does yet, in another change's area.
-NOT_YET_AS_META: Final = {
-    "status_failed_131026": (
-        "a failed status for a number no user has comes without value.contacts, which"
-        " Meta sends (with the user's ids) and bot frameworks read"
-    ),
-}
 
 
 def _kind(kind: str) -> Any:

@@ -40,6 +40,7 @@ from harness.clock import VirtualClock
 __all__ = [
     "ANSWER_KINDS",
     "MESSAGE_KINDS",
+    "NOT_YET_AS_META",
     "STATUS_KINDS",
     "WEBHOOK_KINDS",
     "Answer",
@@ -88,6 +89,19 @@ STATUS_KINDS: Final = (
     "status_failed_131026",
 )
 WEBHOOK_KINDS: Final = (*MESSAGE_KINDS, *STATUS_KINDS)
+
+NOT_YET_AS_META: Final = {
+    "status_failed_131026": (
+        "a failed status for a number no user has comes without value.contacts, which Meta"
+        " sends (with the user's ids) and bot frameworks read"
+    ),
+}
+"""Webhooks the simulator does not send as Meta does yet, and how they differ.
+
+Meta's schema takes them (it says nothing of a status's contacts), but clients
+that read what Meta sends break on them; the tests of those clients expect
+them to fail until the simulator changes.
+"""
 
 _SCHEMA: Final = "/components/schemas/"
 _OK_JSON: Final = "responses/200/content/application~1json/schema"
