@@ -67,10 +67,9 @@ def _repoint(at: str, spec: str, ours: str) -> Correction:
     return Correction(f"{_SCHEMAS}{at}/$ref", _ref(spec), _ref(ours))
 
 
-# The webhook's message schemas were given the names of the send schemas that
-# already existed; the file kept the send ones under the plain names, renamed
-# the webhook ones (TextMessage_2, AudioMessage_1...), and left the webhook's
-# references pointing at the plain, send, names.
+# The file holds two schemas for several message types: the send one under the
+# plain name (TextMessage) and the webhook one under a suffixed name
+# (TextMessage_2); the webhook's references name the plain, send, ones.
 _INCOMING: Final = (
     ("TextMessage", "TextMessage_2"),
     ("ReactionMessage", "ReactionMessage_1"),
