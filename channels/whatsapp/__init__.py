@@ -307,6 +307,7 @@ from channels.whatsapp.transport import (
 from channels.whatsapp.validation import (
     DEFAULT_LIMITS,
     MESSAGE_TYPES,
+    PAYMENT_TYPES,
     SendAction,
     SendLimits,
     SendValidator,
@@ -338,6 +339,7 @@ __all__ = [
     "MESSAGE_MODELS",
     "MESSAGE_TYPES",
     "META_GRAPH_URL",
+    "PAYMENT_TYPES",
     "PRESETS",
     "RETRY_HORIZON",
     "SEND_REQUEST",

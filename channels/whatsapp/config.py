@@ -103,6 +103,10 @@ class SimulatorConfig(_Settings):
     rate_limits: bool = True
     #: Messages per second the number may send before 130429.
     throughput_mps: float = 80.0
+    #: Whether the business has a payment configuration. Meta's default business
+    #: has none and is refused ``order_details`` and ``order_status`` messages
+    #: (code 10, permission denied).
+    payments: bool = False
     #: Graph API version the simulator itself names in URLs it hands out.
     api_version: str = "v25.0"
 

@@ -389,6 +389,7 @@ def create_graph_app(
     openapi_paths: Mapping[str, Mapping[str, Any]] | None = None,
     openapi_schemas: Mapping[str, Mapping[str, Any]] | None = None,
     on_refuse: RefusalHandler | None = None,
+    payments: bool = False,
 ) -> Starlette:
     """Build the fake Graph API.
 
@@ -401,6 +402,8 @@ def create_graph_app(
     ``rng`` draws the ``fbtrace_id`` of error bodies (seeded with 0 if unset).
     ``on_refuse`` hears of every send refused once its token and number were
     known good (bad body, Meta's limits, the handler's own refusals).
+    ``payments`` says whether the business may send ``order_details`` and
+    ``order_status`` messages (see :class:`SendValidator`).
     """
     tokens = (
         dict(access_tokens)
@@ -413,7 +416,9 @@ def create_graph_app(
         on_send=on_send,
         media=media,
         clock=clock,
-        validator=SendValidator(templates=templates, media_exists=media.exists, limits=limits),
+        validator=SendValidator(
+            templates=templates, media_exists=media.exists, limits=limits, payments=payments
+        ),
         rng=random.Random(0) if rng is None else rng,
         openapi=build_openapi(
             extra_paths=openapi_paths,

@@ -14,6 +14,7 @@ static or 500 KiB animated. An oversized file answers 131053 (media upload
 error); a MIME type Meta does not take answers 100, like any bad parameter.
 ``sha256`` in the metadata is lowercase hex, as Meta's media endpoint shows
 it; webhooks carry the same digest in base64 (:attr:`StoredMedia.sha256_base64`).
+The endpoint writes ``file_size`` as a string of digits, as Meta does.
 """
 
 from __future__ import annotations
@@ -236,13 +237,16 @@ class MediaStore:
         return self._media.pop(media_id, None) is not None
 
     def describe(self, media: StoredMedia) -> dict[str, Any]:
-        """The media endpoint's answer for ``media``, with a fresh download URL."""
+        """The media endpoint's answer for ``media``, with a fresh download URL.
+
+        ``file_size`` is a string of digits, as Meta's media endpoint writes it.
+        """
         return {
             "messaging_product": "whatsapp",
             "url": self.issue_url(media.id),
             "mime_type": media.mime_type,
             "sha256": media.sha256,
-            "file_size": media.file_size,
+            "file_size": str(media.file_size),
             "id": media.id,
         }
 

@@ -103,7 +103,7 @@ def _response_schemas() -> dict[str, Any]:
             url={"type": "string"},
             mime_type={"type": "string"},
             sha256={"type": "string", "pattern": "^[0-9a-f]{64}$"},
-            file_size={"type": "integer", "minimum": 0},
+            file_size={"type": "string", "pattern": "^[0-9]+$"},
             id={"type": "string"},
         ),
         "GraphError": _object(["error"], error=error),
@@ -120,6 +120,17 @@ def _path_param(name: str, description: str, pattern: str | None = None) -> dict
         "required": True,
         "description": description,
         "schema": schema,
+    }
+
+
+def _owner(description: str) -> dict[str, Any]:
+    """The media endpoint's optional ``phone_number_id`` query parameter."""
+    return {
+        "name": "phone_number_id",
+        "in": "query",
+        "required": False,
+        "description": description,
+        "schema": {"type": "string"},
     }
 
 
@@ -175,13 +186,7 @@ def _paths() -> dict[str, Any]:
                 "parameters": [
                     _VERSION,
                     media_id,
-                    {
-                        "name": "phone_number_id",
-                        "in": "query",
-                        "required": False,
-                        "description": "Only answer if the media was uploaded on this number.",
-                        "schema": {"type": "string"},
-                    },
+                    _owner("Only answer if the media was uploaded on this number."),
                 ],
                 "responses": {
                     "200": json_body(_ref("MediaInfo"), "The media's metadata."),
@@ -191,7 +196,11 @@ def _paths() -> dict[str, Any]:
             "delete": {
                 "operationId": "deleteMedia",
                 "summary": "Delete uploaded media.",
-                "parameters": [_VERSION, media_id],
+                "parameters": [
+                    _VERSION,
+                    media_id,
+                    _owner("Only delete the media if it was uploaded on this number."),
+                ],
                 "responses": {
                     "200": json_body(_ref("Success"), "Deleted."),
                     **_errors("400", "401", "500"),

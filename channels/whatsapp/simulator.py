@@ -63,6 +63,18 @@ from harness.trace import (
 
 __all__ = ["WhatsAppSimulator"]
 
+# The file name a document gets when the scenario names none, by MIME type.
+_DOCUMENT_EXTENSIONS = {
+    "application/pdf": ".pdf",
+    "text/plain": ".txt",
+    "application/msword": ".doc",
+    "application/vnd.ms-excel": ".xls",
+    "application/vnd.ms-powerpoint": ".ppt",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": ".docx",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": ".xlsx",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation": ".pptx",
+}
+
 
 class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
     """Meta's side of the conversation: webhooks to the agent, the Graph API for its replies."""
@@ -155,6 +167,7 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
             openapi_paths=openapi_paths,
             openapi_schemas=openapi_schemas,
             on_refuse=self._on_refuse,
+            payments=self.config.payments,
         )
 
     @property
@@ -241,7 +254,12 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
         item["id"] = wamid
         item["timestamp"] = str(int((timestamp or now).timestamp()))
         item.update(content)
-        contacts = [contact(who.wa_id, who.name or None, user_id=who.user_id)]
+        # Meta sends a system message (a changed number...) without value.contacts.
+        contacts = (
+            []
+            if item.get("type") == "system"
+            else [contact(who.wa_id, who.name or None, user_id=who.user_id)]
+        )
         return await self._deliver_item(who, item, contacts, (), burst)
 
     async def receive_recorded(
@@ -381,10 +399,18 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
         caption: str | None = None,
         filename: str | None = None,
     ) -> str:
-        """A user sends an image, audio, video, document or sticker; the agent can download it."""
+        """A user sends an image, audio, video, document or sticker; the agent can download it.
+
+        As in Meta's webhooks, a document always has a ``filename`` (``document``
+        with the MIME type's extension when none is given); the MIME type, the
+        digest, ``voice`` and ``animated`` are filled in from the stored file.
+        """
         obj: dict[str, Any] = {"id": self.media.add(data, mime_type)}
         if caption is not None:
             obj["caption"] = caption
+        if kind == "document" and filename is None:
+            base = mime_type.split(";", 1)[0].strip().lower()
+            filename = "document" + _DOCUMENT_EXTENSIONS.get(base, "")
         if filename is not None:
             obj["filename"] = filename
         return await self.receive(user, {"type": kind, kind: obj})

@@ -20,8 +20,14 @@ from typing import Any, Literal, cast
 
 from pydantic import ValidationError
 
-from channels.whatsapp.errors import TemplateNotFound, TemplateParamMismatch
+from channels.whatsapp.errors import (
+    GraphAPIError,
+    PermissionDenied,
+    TemplateNotFound,
+    TemplateParamMismatch,
+)
 from channels.whatsapp.sends.common import SendAction, normalize_wa_id
+from channels.whatsapp.sends.interactive import InteractiveSend
 from channels.whatsapp.sends.limits import DEFAULT_LIMITS, SendContext, SendLimits
 from channels.whatsapp.sends.problems import graph_error_for, request_error
 from channels.whatsapp.sends.request import MESSAGE_TYPES, SEND_REQUEST
@@ -30,6 +36,7 @@ from channels.whatsapp.sends.template import TemplateSend
 __all__ = [
     "DEFAULT_LIMITS",
     "MESSAGE_TYPES",
+    "PAYMENT_TYPES",
     "SendAction",
     "SendLimits",
     "SendValidator",
@@ -39,6 +46,10 @@ __all__ = [
     "normalize_wa_id",
     "parse_json_body",
 ]
+
+
+PAYMENT_TYPES = frozenset({"order_details", "order_status"})
+"""The interactive types only a business with a payment configuration may send."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +129,10 @@ class TemplateRegistry:
         """The template ``name`` in ``language``, or ``None``."""
         return self._specs.get((name, language))
 
+    def has(self, name: str) -> bool:
+        """Tell whether a template called ``name`` exists in any language."""
+        return any(known == name for known, _ in self._specs)
+
     def __iter__(self) -> Iterator[TemplateSpec]:
         return iter(list(self._specs.values()))
 
@@ -166,7 +181,14 @@ class SendValidator:
 
     ``templates`` decides which templates exist (the default registry when
     ``None``); ``media_exists`` tells whether a media id may be sent (any id
-    passes when ``None``); ``limits`` are Meta's unless given.
+    passes when ``None``); ``limits`` are Meta's unless given. ``payments``
+    says whether the business has a payment configuration: without one, as
+    for a business Meta has not set up for payments, ``order_details`` and
+    ``order_status`` messages answer 10 (permission denied, 403).
+
+    Meta looks the template up before it reads the language code, so a
+    template name the business lacks answers 132001 even when the language
+    code is missing or malformed.
     """
 
     def __init__(
@@ -175,10 +197,12 @@ class SendValidator:
         templates: TemplateRegistry | None = None,
         media_exists: Callable[[str], bool] | None = None,
         limits: SendLimits = DEFAULT_LIMITS,
+        payments: bool = False,
     ) -> None:
         self.limits = limits
         self.templates = TemplateRegistry.default() if templates is None else templates
         self.media_exists = media_exists
+        self.payments = payments
 
     def validate(self, phone_number_id: str, body: object) -> ValidatedSend:
         """Validate one decoded body sent to ``phone_number_id``'s messages endpoint."""
@@ -186,10 +210,30 @@ class SendValidator:
         try:
             send = SEND_REQUEST.validate_python(body, context=context)
         except ValidationError as exc:
-            raise graph_error_for(exc) from None
+            error = graph_error_for(exc)
+            raise self._unknown_template(body, error) or error from None
         if isinstance(send, TemplateSend):
             template = send.template
             self.templates.check(template.name, template.language.code, send.parameter_counts())
+        if (
+            isinstance(send, InteractiveSend)
+            and send.interactive.type in PAYMENT_TYPES
+            and not self.payments
+        ):
+            raise PermissionDenied(
+                details=f"interactive.type: {send.interactive.type} messages need a payment"
+                " configuration, and this business has none"
+            )
         # The model took the body, so it is a JSON object.
         body = cast(Mapping[str, Any], body)
         return ValidatedSend(phone_number_id, send.action, body, **send.summary())
+
+    def _unknown_template(self, body: object, error: GraphAPIError) -> TemplateNotFound | None:
+        """132001 for a template the business lacks, when ``error`` is about its language code."""
+        if not error.details.startswith("template.language"):
+            return None
+        template = body.get("template") if isinstance(body, Mapping) else None
+        name = template.get("name") if isinstance(template, Mapping) else None
+        if not isinstance(name, str) or not name or self.templates.has(name):
+            return None
+        return TemplateNotFound(details=f"template.name: template {name!r} does not exist")

@@ -12,6 +12,12 @@ works in a background task; marks each message read, then replies:
 ``menu`` gets reply buttons, ``template`` gets a template, a tapped button
 gets its title back, media is downloaded through the Graph API and its size
 echoed, anything else is echoed.
+
+It reads webhooks the way bot frameworks do: every field Meta always sends is
+read by subscript (``value["contacts"][0]["user_id"]``), so a webhook that
+lacks one raises, as it would in such a framework; only fields Meta documents
+as optional are read with ``get``. A webhook it can't read is answered 200,
+as frameworks do, and the error is kept in ``errors`` for the tests to see.
 """
 
 from __future__ import annotations
@@ -29,7 +35,116 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-__all__ = ["BotConfig", "EchoBot"]
+__all__ = ["BotConfig", "EchoBot", "Inbound", "Outcome", "Read", "read_webhook"]
+
+_MEDIA = {"image", "audio", "video", "document", "sticker"}
+# What Meta always sends on each kind of media besides id, mime_type and sha256.
+_MEDIA_FLAG = {"audio": "voice", "document": "filename", "sticker": "animated"}
+
+
+@dataclass(frozen=True)
+class Inbound:
+    """A user's message as the bot read it: the item, who sent it, and the fields it used."""
+
+    message: dict[str, Any]
+    user_id: str
+    wa_id: str | None
+    """``None`` for a username-only user, known by BSUID alone."""
+    fields: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A status of one of the bot's messages as the bot read it: the item and the fields it used."""
+
+    status: dict[str, Any]
+    fields: dict[str, Any]
+
+
+@dataclass
+class Read:
+    """What one webhook told the bot: messages and statuses."""
+
+    messages: list[Inbound] = field(default_factory=list)
+    statuses: list[Outcome] = field(default_factory=list)
+
+
+def read_webhook(payload: dict[str, Any], phone_number_id: str) -> Read:
+    """Read a webhook body as bot frameworks do: a missing required key raises.
+
+    Changes for another phone number are skipped: the bot answers for its own.
+    """
+    read = Read()
+    for entry in payload["entry"]:
+        for change in entry["changes"]:
+            value = change["value"]
+            if change["field"] != "messages":
+                continue
+            if value["metadata"]["phone_number_id"] != phone_number_id:
+                continue
+            for message in value.get("messages", []):
+                read.messages.append(_read_message(value, message))
+            for status in value.get("statuses", []):
+                read.statuses.append(_read_status(value, status))
+    return read
+
+
+def _read_message(value: dict[str, Any], message: dict[str, Any]) -> Inbound:
+    kind = message["type"]
+    fields: dict[str, Any] = {"id": message["id"], "timestamp": int(message["timestamp"])}
+    if kind == "system":  # no contacts: the system object says who changed what
+        fields.update(system=message["system"]["type"], body=message["system"]["body"])
+        return Inbound(message, message["from_user_id"], message["from"], fields)
+    contact = value["contacts"][0]
+    user_id: str = contact["user_id"]
+    wa_id: str | None = contact.get("wa_id")
+    fields["name"] = contact["profile"]["name"]
+    if wa_id is not None and message["from"] != wa_id:
+        raise ValueError(f"a message from {message['from']} under the contact of {wa_id}")
+    if "errors" in value:  # Meta could not read the message: it may lack its object
+        fields["error"] = value["errors"][0]["code"]
+    elif kind == "text":
+        fields["body"] = message["text"]["body"]
+    elif kind == "interactive":
+        reply = message["interactive"][message["interactive"]["type"]]
+        fields.update(reply_id=reply["id"], title=reply["title"], to=message["context"]["id"])
+    elif kind == "button":
+        button = message["button"]
+        fields.update(payload=button["payload"], title=button["text"], to=message["context"]["id"])
+    elif kind in _MEDIA:
+        media = message[kind]
+        fields.update(media_id=media["id"], mime_type=media["mime_type"], sha256=media["sha256"])
+        if kind in _MEDIA_FLAG:
+            fields[_MEDIA_FLAG[kind]] = media[_MEDIA_FLAG[kind]]
+    elif kind == "location":
+        place = message["location"]
+        fields.update(latitude=float(place["latitude"]), longitude=float(place["longitude"]))
+    elif kind == "contacts":
+        fields["cards"] = [card["name"]["formatted_name"] for card in message["contacts"]]
+    elif kind == "reaction":
+        fields.update(to=message["reaction"]["message_id"], emoji=message["reaction"].get("emoji"))
+    elif kind == "unsupported":
+        fields["error"] = message["errors"][0]["code"]
+    elif kind == "order":
+        items = message["order"]["product_items"]
+        fields["items"] = [(item["product_retailer_id"], item["quantity"]) for item in items]
+    return Inbound(message, user_id, wa_id, fields)
+
+
+def _read_status(value: dict[str, Any], status: dict[str, Any]) -> Outcome:
+    fields = {"id": status["id"], "status": status["status"], "at": int(status["timestamp"])}
+    user_id = value["contacts"][0]["user_id"]
+    if status["recipient_user_id"] != user_id:
+        raise ValueError(
+            f"a status of {status['recipient_user_id']} under the contact of {user_id}"
+        )
+    if status["status"] == "failed":
+        error = status["errors"][0]
+        fields.update(code=error["code"], title=error["title"])
+        fields["details"] = error["error_data"]["details"]
+    if "pricing" in status:
+        fields["category"] = status["pricing"]["category"]
+    return Outcome(status, fields)
 
 
 @dataclass
@@ -59,6 +174,8 @@ class EchoBot:
     send_results: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     downloads: list[bytes] = field(default_factory=list)
     seen_bodies: set[str] = field(default_factory=set)
+    #: Why each webhook the bot could not read failed, as "ExceptionName: message".
+    errors: list[str] = field(default_factory=list)
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
     posts: int = 0
 
@@ -94,28 +211,29 @@ class EchoBot:
         if digest in self.seen_bodies:
             return PlainTextResponse("ok")
         self.seen_bodies.add(digest)
-        task = asyncio.get_running_loop().create_task(self._handle(json.loads(body)))
+        try:
+            read = read_webhook(json.loads(body), self.config.phone_number_id)
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            self.errors.append(f"{type(exc).__name__}: {exc}")
+            return PlainTextResponse("ok")
+        task = asyncio.get_running_loop().create_task(self._handle(read))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
         return PlainTextResponse("ok")
 
-    async def _handle(self, payload: dict[str, Any]) -> None:
-        for entry in payload.get("entry", []):
-            for change in entry.get("changes", []):
-                value = change.get("value", {})
-                if value.get("metadata", {}).get("phone_number_id") != self.config.phone_number_id:
-                    continue
-                self.statuses.extend(value.get("statuses", []))
-                for message in value.get("messages", []):
-                    self.messages.append(message)
-                    await self._answer(message)
+    async def _handle(self, read: Read) -> None:
+        self.statuses.extend(outcome.status for outcome in read.statuses)
+        for inbound in read.messages:
+            self.messages.append(inbound.message)
+            if inbound.message["type"] != "system":
+                to = {"to": inbound.wa_id} if inbound.wa_id else {"recipient": inbound.user_id}
+                await self._answer(inbound.message, to)
 
-    async def _answer(self, message: dict[str, Any]) -> None:
+    async def _answer(self, message: dict[str, Any], to: dict[str, str]) -> None:
         await self.send(
             {"messaging_product": "whatsapp", "status": "read", "message_id": message["id"]}
         )
-        to = message.get("from")
-        kind = message.get("type")
+        kind = message["type"]
         if kind == "text":
             text = message["text"]["body"]
             if text == "menu":
@@ -124,19 +242,17 @@ class EchoBot:
                 await self.send(
                     {
                         "messaging_product": "whatsapp",
-                        "to": to,
+                        **to,
                         "type": "template",
                         "template": {"name": "hello_world", "language": {"code": "en_US"}},
                     }
                 )
             else:
                 await self.send(_text(to, f"echo: {text}"))
-        elif kind == "interactive":
-            reply = message["interactive"].get("button_reply") or message["interactive"].get(
-                "list_reply"
-            )
+        elif kind == "interactive" and "interactive" in message:
+            reply = message["interactive"][message["interactive"]["type"]]
             await self.send(_text(to, f"you chose {reply['title']}"))
-        elif kind in {"image", "audio", "video", "document", "sticker"}:
+        elif kind in _MEDIA:
             data = await self.download(message[kind]["id"])
             await self.send(_text(to, f"got {len(data)} bytes"))
         else:
@@ -172,20 +288,20 @@ class EchoBot:
             await asyncio.gather(*list(self.tasks))
 
 
-def _text(to: str | None, body: str) -> dict[str, Any]:
+def _text(to: dict[str, str], body: str) -> dict[str, Any]:
     return {
         "messaging_product": "whatsapp",
         "recipient_type": "individual",
-        "to": to,
+        **to,
         "type": "text",
         "text": {"preview_url": False, "body": body},
     }
 
 
-def _buttons(to: str | None) -> dict[str, Any]:
+def _buttons(to: dict[str, str]) -> dict[str, Any]:
     return {
         "messaging_product": "whatsapp",
-        "to": to,
+        **to,
         "type": "interactive",
         "interactive": {
             "type": "button",

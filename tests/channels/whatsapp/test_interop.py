@@ -10,20 +10,28 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import json
 import os
 import socket
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from channels.whatsapp.config import SimulatorConfig
+from channels.whatsapp.control import control_app
 from channels.whatsapp.server import BackgroundServer
 from channels.whatsapp.simulator import WhatsAppSimulator
 from harness.clock import VirtualClock
-from tests.channels.whatsapp.echo_bot import BotConfig, EchoBot
+from tests.channels.whatsapp.conformance.traffic import (
+    NOT_YET_AS_META,
+    WEBHOOK_KINDS,
+    recorded_traffic,
+)
+from tests.channels.whatsapp.echo_bot import BotConfig, EchoBot, Read, read_webhook
 
 WA_ID = "5511987654321"
 BOT_FILE = Path(__file__).with_name("echo_bot.py")
@@ -74,6 +82,7 @@ async def _conversation(sim: WhatsAppSimulator, echo: EchoBot) -> None:
     assert len(statuses) == 3 * len(replies)
     assert len(echo.statuses) == len(statuses)
     assert all(code == 200 for code, _ in echo.send_results)
+    assert echo.errors == []  # the bot read every webhook, every required field there
 
 
 async def test_in_process() -> None:
@@ -163,6 +172,10 @@ async def test_harness_serve_driven_through_its_control_api() -> None:
                     pytest.fail((await process.communicate())[1].decode())
                 assert time.monotonic() < deadline, "harness serve did not start in 20 s"
                 await asyncio.sleep(0.1)
+            # Named, so its webhooks carry the profile Meta always sends (see below).
+            user = {"wa_id": WA_ID, "name": "Ana"}
+            registered = await client.post(f"{graph}/_harness/users", json=user)
+            assert registered.status_code == 201, registered.text
             answer = await client.post(
                 f"{graph}/_harness/inbound", json={"user": WA_ID, "text": "hello"}
             )
@@ -207,3 +220,56 @@ async def test_harness_serve_driven_through_its_control_api() -> None:
             process.terminate()
             await asyncio.wait_for(process.communicate(), timeout=10)
     await client.aclose()
+
+
+# -- the bot reads every kind of webhook strictly ------------------------------------
+
+
+def _kind(kind: str) -> Any:
+    reason = NOT_YET_AS_META.get(kind)
+    marks = [] if reason is None else [pytest.mark.xfail(strict=True, reason=reason)]
+    return pytest.param(kind, marks=marks, id=kind)
+
+
+@pytest.mark.parametrize("kind", [_kind(kind) for kind in WEBHOOK_KINDS])
+def test_the_bot_reads_every_kind_of_webhook_the_simulator_sends(kind: str) -> None:
+    traffic = recorded_traffic()
+    payload = json.loads(traffic.webhooks[kind].body)
+    read = read_webhook(payload, traffic.config.phone_number_id)
+    assert len(read.messages) + len(read.statuses) == 1
+    assert read_webhook(payload, "another-number") == Read()
+
+
+def test_the_bot_refuses_a_webhook_that_lacks_a_required_field() -> None:
+    traffic = recorded_traffic()
+    payload = json.loads(traffic.webhooks["text"].body)
+    del payload["entry"][0]["changes"][0]["value"]["contacts"][0]["user_id"]
+    with pytest.raises(KeyError, match="user_id"):
+        read_webhook(payload, traffic.config.phone_number_id)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "a number that writes in unannounced is added without a name, and its webhooks"
+        " carry no contacts[0].profile, which Meta always sends"
+    ),
+)
+async def test_a_number_that_writes_in_unannounced_is_read_by_the_bot() -> None:
+    config = SimulatorConfig()
+    sim = WhatsAppSimulator(config, clock=VirtualClock())
+    bot = BotConfig(
+        config.app_secret,
+        config.verify_token,
+        config.access_token,
+        config.phone_number_id,
+        graph_url=config.public_url,
+    )
+    echo = EchoBot(bot, sim.graph_client())
+    sim.connect(echo.app())
+    transport = httpx.ASGITransport(app=control_app(sim))
+    async with httpx.AsyncClient(transport=transport, base_url=config.public_url) as control:
+        answer = await control.post("/_harness/inbound", json={"user": WA_ID, "text": "hello"})
+    await sim.aclose()
+    assert answer.status_code == 200, answer.text
+    assert echo.errors == []

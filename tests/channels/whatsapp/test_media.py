@@ -208,7 +208,7 @@ async def test_upload_metadata_download(client: httpx.AsyncClient, clock: Virtua
         "messaging_product": "whatsapp",
         "mime_type": "image/png",
         "sha256": hashlib.sha256(PNG).hexdigest(),
-        "file_size": len(PNG),
+        "file_size": str(len(PNG)),  # a string of digits, as Meta writes it
         "id": media_id,
     }
     assert url.startswith("http://graph.local/_media/")

@@ -52,6 +52,27 @@ def test_every_endpoint_is_described() -> None:
     assert {"bearer", "access_token"} <= set(document["components"]["securitySchemes"])
 
 
+@pytest.mark.parametrize("method", ["get", "delete"])
+def test_the_media_endpoint_takes_the_owner_number_as_metas_does(method: str) -> None:
+    operation = build_openapi()["paths"]["/{version}/{media_id}"][method]
+    [owner] = [p for p in operation["parameters"] if p["name"] == "phone_number_id"]
+    assert (owner["in"], owner["required"], owner["schema"]) == ("query", False, {"type": "string"})
+
+
+def test_media_metadata_gives_the_file_size_as_a_string_of_digits() -> None:
+    validator = schema_validator(build_openapi(), "MediaInfo")
+    info = {
+        "messaging_product": "whatsapp",
+        "url": "http://graph.local/_media/x",
+        "mime_type": "image/jpeg",
+        "sha256": "0" * 64,
+        "file_size": "303833",
+        "id": "2621233374848975",
+    }
+    assert validator.is_valid(info)
+    assert not validator.is_valid({**info, "file_size": 303833})
+
+
 @pytest.mark.parametrize(
     ("version", "valid"),
     [

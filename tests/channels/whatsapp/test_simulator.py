@@ -405,6 +405,38 @@ async def test_any_inbound_type_can_be_injected(pair: tuple[WhatsAppSimulator, E
     assert sim.conversation().replies()[-1].text == "can't handle location"
 
 
+async def test_a_system_message_comes_without_contacts(
+    pair: tuple[WhatsAppSimulator, EchoBot],
+) -> None:
+    sim, echo = pair
+    change = {"body": "User Ana changed numbers", "wa_id": "5511912345678"}
+    await sim.receive(
+        WA_ID, {"type": "system", "system": {**change, "type": "user_changed_number"}}
+    )
+    await sim.say(WA_ID, "hi")
+    await sim.settle()
+    values = [json.loads(body)["entry"][0]["changes"][0]["value"] for body in echo.raw_bodies]
+    system, text = [value for value in values if "messages" in value]
+    assert "contacts" not in system
+    assert system["messages"][0]["from"] == WA_ID
+    assert text["contacts"][0]["wa_id"] == WA_ID
+
+
+async def test_user_media_carries_what_meta_always_sends(
+    pair: tuple[WhatsAppSimulator, EchoBot],
+) -> None:
+    sim, echo = pair
+    animated = b"RIFF\x00\x00\x00\x00WEBPVP8X\x00\x00\x00\x00\x02 frames"
+    await sim.send_media(WA_ID, "document", b"%PDF-1.4 tiny", mime_type="application/pdf")
+    await sim.send_media(WA_ID, "document", b"notes", mime_type="text/plain", filename="a.txt")
+    await sim.send_media(WA_ID, "sticker", b"RIFF\x00\x00\x00\x00WEBPVP8 x", mime_type="image/webp")
+    await sim.send_media(WA_ID, "sticker", animated, mime_type="image/webp")
+    await sim.settle()
+    pdf, notes, still, moving = (message[message["type"]] for message in echo.messages)
+    assert (pdf["filename"], notes["filename"]) == ("document.pdf", "a.txt")
+    assert (still["animated"], moving["animated"]) == (False, True)
+
+
 async def test_an_unknown_recipient_fails_with_131026(
     pair: tuple[WhatsAppSimulator, EchoBot],
 ) -> None:
@@ -474,7 +506,7 @@ async def test_bot_that_hard_codes_metas_host_reaches_the_simulator() -> None:
     bot_config.graph_url = "https://graph.facebook.com"
     echo = EchoBot(bot_config, client)
     sim.connect(echo.app())
-    sim.add_user(WA_ID)
+    sim.add_user(WA_ID, "Ana")
     await sim.say(WA_ID, "hi")
     await sim.settle()
     assert [r.text for r in sim.conversation().replies()] == ["echo: hi"]

@@ -58,6 +58,9 @@ _TEMPLATE = load_send("template")
 _READ = load_send("mark_read")
 _TYPING = load_send("typing")
 _PARAMETER = "template.components[0].parameters[0]"
+_CTA = load_send("interactive_cta_url")
+# Rules outside the models: the template registry's, and the business's payment set-up.
+_BEYOND_MODELS = (10, 132000, 132001)
 
 BAD: dict[str, Bad] = {
     # the request as a whole (100)
@@ -234,10 +237,37 @@ BAD: dict[str, Bad] = {
         status=404,
         schema_refuses=False,
     ),
+    "an unknown template with a language code of 17 characters": Bad(
+        set_path(set_path(_TEMPLATE, "template.name", "nope"), "template.language.code", "x" * 17),
+        132001,
+        "template.name",
+        status=404,
+    ),
+    "an unknown template without a language": Bad(
+        drop_path(set_path(_TEMPLATE, "template.name", "nope"), "template.language"),
+        132001,
+        "template.name",
+        status=404,
+    ),
     "a template given too few parameters": Bad(
         set_path(_TEMPLATE, "template.components[0].parameters", []),
         132000,
         "template.components",
+        schema_refuses=False,
+    ),
+    # payments: the default business has no payment configuration
+    "an order_details message": Bad(
+        set_path(_CTA, "interactive.type", "order_details"),
+        10,
+        "interactive.type",
+        status=403,
+        schema_refuses=False,
+    ),
+    "an order_status message": Bad(
+        set_path(_CTA, "interactive.type", "order_status"),
+        10,
+        "interactive.type",
+        status=403,
         schema_refuses=False,
     ),
     # reactions, locations, contacts
@@ -293,10 +323,10 @@ def test_the_checks_answer_each_bad_body_with_its_code(bad: Bad) -> None:
 
 @pytest.mark.parametrize(
     "bad",
-    [pytest.param(bad, id=name) for name, bad in BAD.items() if bad.code not in (132000, 132001)],
+    [pytest.param(bad, id=name) for name, bad in BAD.items() if bad.code not in _BEYOND_MODELS],
 )
 def test_the_models_alone_refuse_each_bad_body_with_its_code(bad: Bad) -> None:
-    """Every rule but the template registry's is the models' own."""
+    """Every rule but the template registry's and the payment set-up's is the models' own."""
     context = SendContext(media_exists=lambda media_id: False)
     with pytest.raises(ValidationError) as info:
         SEND_REQUEST.validate_python(bad.body, context=context)
@@ -318,4 +348,19 @@ def test_the_served_schema_refuses_every_badly_shaped_body(bad: Bad) -> None:
 
 
 def test_the_table_covers_every_code() -> None:
-    assert {bad.code for bad in BAD.values()} == {100, 131008, 131009, 131051, 132000, 132001}
+    codes = {bad.code for bad in BAD.values()}
+    assert codes == {10, 100, 131008, 131009, 131051, 132000, 132001}
+
+
+@pytest.mark.parametrize("kind", ["order_details", "order_status"])
+def test_a_business_with_payments_may_send_order_messages(kind: str) -> None:
+    body = set_path(_CTA, "interactive.type", kind)
+    send = SendValidator(payments=True).validate("100200300400500", body)
+    assert send.interactive_type == kind
+
+
+def test_a_known_template_with_a_malformed_language_code_is_still_a_bad_parameter() -> None:
+    body = set_path(_TEMPLATE, "template.language.code", "x" * 17)
+    with pytest.raises(GraphAPIError) as info:
+        SendValidator().validate("100200300400500", body)
+    assert (info.value.code, info.value.details.split(":")[0]) == (131009, "template.language.code")

@@ -19,6 +19,7 @@ import yaml
 from pydantic import ValidationError
 
 from channels.whatsapp.sends import SEND_REQUEST, graph_error_for
+from tests.channels.whatsapp.conformance.defects import DEFECTS
 from tests.channels.whatsapp.sends.served import served_request_schema
 from tests.channels.whatsapp.test_validation import load_send, send_names
 
@@ -32,20 +33,13 @@ _FILLED: Final = {
 }
 
 # Examples Meta documents that the simulator refuses on purpose: the error it
-# answers (code and path) and why.
+# answers (code and path) and why. They are listed with the file's other
+# defects, in one place.
 REFUSED: Final = {
-    "Send Reply to List Message": (
-        131008,
-        "text",
-        "it has no type, which Meta's reference reads as a text message, and no text object;"
-        " the same list with its type (Send List Message) is taken",
-    ),
-    "Send Sample Issue Resolution Template": (
-        131009,
-        "template.components[1].parameters[0].text",
-        "its quick-reply parameters give text as booleans, which Meta's own schema"
-        " (TextParameter.text is a string) refuses too",
-    ),
+    name: (*entry.refused_as, entry.wrong)
+    for entry in DEFECTS
+    if entry.refused_as is not None
+    for name in entry.examples
 }
 
 
