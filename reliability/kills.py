@@ -53,7 +53,7 @@ from harness.clock import SystemClock, VirtualClock  # noqa: E402
 from harness.exceptions import HarnessError  # noqa: E402
 from harness.fixture import Fixture, load_fixture  # noqa: E402
 from harness.store import MemoryStore  # noqa: E402
-from harness.trace import DeliveryAttempt, Event, InboundMessage  # noqa: E402
+from harness.trace import Conversation, DeliveryAttempt, Event, InboundMessage  # noqa: E402
 
 SCENARIO = ROOT / "scenarios" / "booking" / "happy_confirm_button.yaml"
 USER = "5511987654321"
@@ -204,10 +204,25 @@ async def _chat(sim: WhatsAppSimulator) -> None:
     await sim.settle()
 
 
-async def _proxy_trial(workdir: Path, n: int, after: float) -> Trial:
-    out = workdir / f"proxy-{n}"
+async def proxy_chat(
+    out: Path,
+    *,
+    kill_after: float | None = None,
+    app_secret: str | None = None,
+    verify_token: str | None = None,
+    access_token: str | None = None,
+) -> tuple[bytes, Conversation]:
+    """A chat recorded by ``harness proxy`` into ``out``; its output and Meta's view of the chat.
+
+    With ``kill_after``, the proxy is killed with SIGKILL that many seconds
+    into the chat. The simulator's conversation is kept on ``proxy_chat.sim``
+    for the caller to compare.
+    """
     graph_port, proxy_port = _free_port(), _free_port()
-    config = SimulatorConfig(public_url=f"http://127.0.0.1:{graph_port}")
+    secrets = {"app_secret": app_secret, "verify_token": verify_token, "access_token": access_token}
+    config = SimulatorConfig(public_url=f"http://127.0.0.1:{graph_port}").model_copy(
+        update={k: v for k, v in secrets.items() if v is not None}
+    )
     sim = WhatsAppSimulator(config, clock=VirtualClock(datetime.now(UTC).replace(microsecond=0)))
     proxy_url = f"http://127.0.0.1:{proxy_port}"
     async with (
@@ -219,8 +234,8 @@ async def _proxy_trial(workdir: Path, n: int, after: float) -> Trial:
             *("--listen", f"127.0.0.1:{proxy_port}", "--agent-url", f"{agent.url}/webhook"),
             *("--upstream-graph", graph.url, "--out", str(out)),
             cwd=ROOT,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
             env={
                 **os.environ,
                 "WHATSAPP_APP_SECRET": config.app_secret,
@@ -232,9 +247,13 @@ async def _proxy_trial(workdir: Path, n: int, after: float) -> Trial:
             sim.connect(f"{proxy_url}/webhook")
             sim.add_user(USER, "Ana")
             chat = asyncio.create_task(_chat(sim))
-            await asyncio.sleep(after)
-            process.send_signal(signal.SIGKILL)
-            await process.wait()
+            if kill_after is None:
+                await chat
+                process.send_signal(signal.SIGINT)
+            else:
+                await asyncio.sleep(kill_after)
+                process.send_signal(signal.SIGKILL)
+            printed, _ = await process.communicate()
             try:
                 await asyncio.wait_for(chat, 30)
             except Exception:  # Meta's side gives up on a dead webhook: not what is checked
@@ -244,19 +263,23 @@ async def _proxy_trial(workdir: Path, n: int, after: float) -> Trial:
                 process.kill()
                 await process.wait()
             await sim.aclose()
+    return printed, sim.conversation()
+
+
+async def _proxy_trial(workdir: Path, n: int, after: float) -> Trial:
+    out = workdir / f"proxy-{n}"
+    _, seen = await proxy_chat(out, kill_after=after)
     try:
         fixture = _load(out)
     except HarnessError as exc:
         return Trial("proxy", after, False, 0, 0, f"does not load: {exc}")
     if fixture is None:
         return Trial("proxy", after, False, 0, 0, "no fixture at all")
-    acknowledged = [d for d in sim.conversation().deliveries() if d.status_code == 200]
+    acknowledged = [d for d in seen.deliveries() if d.status_code == 200]
     delivered = [e for e in fixture.events if isinstance(e, DeliveryAttempt)]
     recorded = {e.wamid for e in fixture.events if isinstance(e, InboundMessage)}
     acked_messages = {
-        m.wamid
-        for m in sim.conversation().inbound()
-        if any(d.delivery == m.delivery for d in acknowledged)
+        m.wamid for m in seen.inbound() if any(d.delivery == m.delivery for d in acknowledged)
     }
     lost = max(0, len(acknowledged) - len(delivered))
     problem = ""
@@ -306,11 +329,10 @@ def summary(results: list[Trial]) -> list[str]:
         mine = [t for t in results if t.command == command]
         loaded = sum(t.loaded for t in mine)
         bad = [t for t in mine if not t.ok]
-        killed = len(mine) - sum(t.finished for t in mine)
         rows.append(
-            f"| SIGKILL of `harness {command}` at a random instant | {len(mine)} "
-            f"({killed} mid-run) | {loaded} of {len(mine)} fixtures load; {len(bad)} lost "
-            f"more than the event in flight |"
+            f"| SIGKILL of `harness {command}` at a random instant | {len(mine)} | "
+            f"{loaded} of {len(mine)} fixtures load; {len(bad)} lost more than the event "
+            f"in flight |"
         )
     return rows
 
