@@ -249,6 +249,7 @@ def test_public_names_are_exported_and_documented(package: str) -> None:
 
 # modules whose names are reached through their module, not re-exported by the package
 NOT_RE_EXPORTED = {
+    "harness.cli.cache",
     "harness.cli.main",
     "harness.cli.logs",
     "harness.__main__",

@@ -48,6 +48,7 @@ from harness.suites.invariants import (
     resolve,
     unobserved,
 )
+from harness.suites.keywords import KeywordExpression
 from harness.suites.realtime import distinct_user, expect_in_time, with_late
 from harness.suites.registry import (
     DurationParam,
@@ -69,7 +70,7 @@ from harness.suites.scenario import (
     parse_scenario,
     scenario_json_schema,
 )
-from harness.suites.selection import select_by_tags
+from harness.suites.selection import scenario_keywords, select_by_keyword, select_by_tags
 from harness.suites.steps import (
     ACTIONS,
     DEFAULT_GAP,
@@ -134,6 +135,7 @@ __all__ = [
     "InvariantFunction",
     "InvariantRef",
     "InvariantSpec",
+    "KeywordExpression",
     "LocatedError",
     "NamedSpec",
     "RedeliverStep",
@@ -192,6 +194,8 @@ __all__ = [
     "resolve_dates",
     "scenario_error",
     "scenario_json_schema",
+    "scenario_keywords",
+    "select_by_keyword",
     "select_by_tags",
     "sends_valid",
     "settings_from",
