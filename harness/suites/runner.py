@@ -105,8 +105,13 @@ class Runner:
     """Runs scenarios through one channel against one agent."""
 
     def __init__(
-        self, options: RunOptions, *, plugins: Mapping[str, ChannelPlugin] | None = None
+        self,
+        options: RunOptions,
+        *,
+        plugins: Mapping[str, ChannelPlugin] | None = None,
+        factory: AgentFactory | None = None,
     ) -> None:
+        """``factory`` builds the agent instead of the one ``options.target`` names."""
         if options.concurrency < 1:
             raise ConfigError(f"--concurrency must be at least 1, not {options.concurrency}")
         if options.target and options.target_url:
@@ -118,14 +123,17 @@ class Runner:
             raise ConfigError(f"--channel {options.channel!r}: unknown channel ({known})")
         self.plugin = found[options.channel]
         self._channels = frozenset(found)
-        # Installed plugins can be found again by a worker process; plugins handed in can't.
-        self._own_plugins = plugins is None
-        self.factory: AgentFactory | None = None
-        if options.target_url is None:
+        # Installed plugins and a named target can be found again by a worker process;
+        # plugins or a factory handed in can't.
+        self._own_plugins = plugins is None and factory is None
+        self.factory: AgentFactory | None = factory
+        if options.target_url is None and factory is None:
             self.factory = load_target(
                 options.target or DEFAULT_TARGET, search=options.import_paths
             )
         self.target = options.target_url or options.target or DEFAULT_TARGET
+        if factory is not None and options.target_url is None:
+            self.target = options.target or _describe(factory)
 
     async def run(
         self,
@@ -518,6 +526,13 @@ def _finished(
         return
     results[index] = done.result()
     report(done.result())
+
+
+def _describe(factory: AgentFactory) -> str:
+    """A factory handed in, named as a target would be (``module:qualname``)."""
+    module = getattr(factory, "__module__", None)
+    name = getattr(factory, "__qualname__", type(factory).__name__)
+    return f"{module}:{name}" if module else str(name)
 
 
 def _message(step: SendStep) -> dict[str, Any]:
