@@ -67,8 +67,8 @@ class ScenarioItem(pytest.Function):
     def __init__(self, *, scenario: Scenario, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.scenario = scenario
-        for tag in scenario.tags:
-            self.keywords[tag] = True
+        # -k matches the scenario's tags as well as its file and name.
+        self.extra_keyword_matches.update(scenario.tags)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]  # pytest's own is typed for its traceback styles
         """A scenario's report instead of a traceback; anything else as pytest shows it."""
