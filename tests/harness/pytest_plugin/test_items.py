@@ -1,4 +1,4 @@
-"""Scenario files as pytest items: collected when asked for, named, run, and reported as scenarios."""
+"""Scenario files as pytest items: collected when asked for, named, run, reported as scenarios."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ def test_an_agent_that_cannot_be_built_is_an_error_line(pytester: pytest.Pyteste
     bundled(pytester, "happy_confirm_button")
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*--target 'nowhere_at_all:factory': can't import nowhere_at_all*"])
+    result.stdout.fnmatch_lines(["*'nowhere_at_all:factory': can't import nowhere_at_all*"])
 
 
 def test_a_scenario_for_another_channel_is_skipped_with_its_reason(
