@@ -44,3 +44,11 @@ def bundled(pytester: pytest.Pytester, *stems: str, folder: str = "scenarios") -
                 copy.parent.mkdir(parents=True, exist_ok=True)
                 copy.write_bytes(file.read_bytes())
     return target
+
+
+@pytest.fixture
+def echo_bot() -> str:
+    """The echo bot of the README's "Test your own bot", as written there."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = readme.index("# mybot.py\n")
+    return readme[start : readme.index("```", start)]
