@@ -78,6 +78,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """Register the marker; add the scenario folders to what is collected."""
     config.addinivalue_line("markers", _MARKER)
+    for mode, where in (
+        (config.getoption("harness_record_mode"), "--harness-record-mode"),
+        (config.getini("harness_record_mode"), "harness_record_mode in the pytest ini"),
+    ):
+        if isinstance(mode, str) and mode.strip():
+            from harness.exceptions import ConfigError
+            from harness.pytest_plugin.modes import RecordingMode
+
+            try:
+                RecordingMode.parse(mode, where=where)
+            except ConfigError as exc:
+                raise pytest.UsageError(str(exc)) from None
+            break
     invoked = config.invocation_params.dir
     from_options = [invoked / p for p in config.getoption("harness_scenarios") or []]
     from_ini = [Path(p) for p in config.getini("harness_scenarios") or []]
