@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from harness.channel import AgentFactory
+from harness.exceptions import HarnessError
 from harness.fixture import LOG_FILES, META_FILE, load_fixture
 from harness.pytest_plugin.cassette import missing_recording
 from harness.pytest_plugin.loop import LoopThread
@@ -54,8 +55,11 @@ class ScenarioFile(pytest.File):
     """A scenario file: it holds one scenario, so one item."""
 
     def collect(self) -> Iterator[ScenarioItem]:
-        """The file's scenario, as one item named after it."""
-        scenario = load_scenario(self.path)
+        """The file's scenario, as one item named after it; a bad file is one line."""
+        try:
+            scenario = load_scenario(self.path)
+        except HarnessError as exc:
+            raise self.CollectError(str(exc)) from None
         yield ScenarioItem.from_parent(
             self, name=scenario.name, callobj=play_scenario, scenario=scenario
         )
@@ -100,7 +104,6 @@ def play_scenario(
     runner = Runner(
         RunOptions(
             channel=settings.channel,
-            target=settings.target if whatsapp_app is None else None,
             target_url=settings.target_url if whatsapp_app is None else None,
             import_paths=settings.import_paths,
             channel_options=channel_options,

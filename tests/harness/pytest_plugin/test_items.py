@@ -99,3 +99,15 @@ def test_a_scenario_for_another_channel_is_skipped_with_its_reason(
     result = pytester.runpytest("-p", "no:cacheprovider", "-rs")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["SKIPPED *whatsapp*"])
+
+
+def test_a_malformed_scenario_file_is_a_one_line_collection_error(
+    pytester: pytest.Pytester,
+) -> None:
+    write_ini(pytester, harness_target=TARGET, harness_scenarios="scenarios")
+    (pytester.path / "scenarios").mkdir()
+    (pytester.path / "scenarios" / "broken.yaml").write_text("steps:\n  - sya: hi\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*scenarios/broken.yaml:2: steps[[]0[]]*sya*"])
+    assert "Traceback" not in result.stdout.str()
