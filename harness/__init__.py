@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from harness.llm_recorder import *
     from harness.options import *
     from harness.plugins import *
+    from harness.project import *
     from harness.prompts import *
     from harness.recording import *
     from harness.records import *
@@ -165,16 +166,19 @@ _OWNERS: dict[str, str] = {
     "MemoryStore": "harness.store",
     "MessageRef": "harness.references",
     "NON_MESSAGE_SEND_TYPES": "harness.trace",
+    "NO_TARGET": "harness.project",
     "NamedSpec": "harness.suites.invariants",
     "OBSERVABLE_KINDS": "harness.trace",
     "ObservableClock": "harness.clock",
     "OffsetClock": "harness.clock",
     "OnMiss": "harness.tape",
     "OutboundSend": "harness.trace",
+    "PROJECT_FILE": "harness.project",
     "Participant": "harness.trace",
     "Parts": "harness.divergence",
     "Policy": "harness.replay.playback",
     "MIN_SUBSTRING": "harness.redaction",
+    "ProjectSettings": "harness.project",
     "REDACTED": "harness.redaction",
     "REDIS_SCHEMES": "harness.store",
     "REPLY_TYPES": "harness.suites.builtin_invariants",
@@ -292,6 +296,7 @@ _OWNERS: dict[str, str] = {
     "explain_agent_error": "harness.agent_contract",
     "fetch_records": "harness.recording",
     "field_name": "harness.suites.yamlpos",
+    "find_project": "harness.project",
     "format_duration": "harness.durations",
     "gate_outcome": "harness.replay.judge",
     "hold": "harness.clock",
@@ -350,6 +355,7 @@ _OWNERS: dict[str, str] = {
     "reply_text": "harness.suites.expectations",
     "request_body": "harness.llm",
     "resolve": "harness.suites.invariants",
+    "resolve_target": "harness.project",
     "running_on": "harness.inflight",
     "save_verdicts": "harness.replay.judge",
     "scenario_error": "harness.suites.yamlpos",

@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 ScenarioStatus = Literal["passed", "failed", "error", "skipped"]
-ViolationKind = Literal["invariant", "expectation"]
+ViolationKind = Literal["invariant", "expectation", "divergence"]
 
 
 class _Model(BaseModel):
@@ -36,10 +36,11 @@ class Violation(_Model):
     """A property of the conversation that did not hold, and where.
 
     ``rule`` is the invariant's registered name (or ``expect`` for a failed
-    expectation); ``turn`` is the index of the turn it happened in (0-based,
-    ``None`` for the conversation as a whole); ``messages`` are the lines of
-    the conversation that show it, ready to print; ``events`` are indexes
-    into the conversation's event log, for reports that highlight them.
+    expectation, ``replay`` for a replay that diverged from its recording);
+    ``turn`` is the index of the turn it happened in (0-based, ``None`` for
+    the conversation as a whole); ``messages`` are the lines of the
+    conversation that show it, ready to print; ``events`` are indexes into
+    the conversation's event log, for reports that highlight them.
     """
 
     kind: ViolationKind = "invariant"

@@ -26,7 +26,7 @@ FORBIDDEN = {
 
 # Inside harness: the core is the package's top-level modules; each feature is a
 # subpackage that may use the core and the features ranked below it, never those above.
-FEATURES = {"suites": 1, "replay": 2, "report": 3, "cli": 4}
+FEATURES = {"suites": 1, "replay": 2, "report": 3, "pytest_plugin": 4, "cli": 5}
 # The package's own facade and entry point gather everything.
 FACADES = {"harness", "harness.__main__"}
 
@@ -249,10 +249,12 @@ def test_public_names_are_exported_and_documented(package: str) -> None:
 
 # modules whose names are reached through their module, not re-exported by the package
 NOT_RE_EXPORTED = {
+    "harness.cli.cache",
     "harness.cli.main",
     "harness.cli.logs",
     "harness.__main__",
     "harness.cli.run",
+    "harness.pytest_plugin.plugin",
     "harness.cli.schema",
     "harness.cli.judging",
     "harness.cli.record",
@@ -291,15 +293,18 @@ def test_every_package_is_typed() -> None:
 # -- dependencies: declared where imported, imported where declared ------------------------
 
 # Trees whose third-party imports must be declared: the installed package needs
-# [project] dependencies; tests and benchmarks may also use the dev extra.
+# [project] dependencies; tests and benchmarks may also use the dev extra. The pytest
+# plugin runs inside pytest: it may also use the `pytest` extra.
 RUNTIME_TREES = ("harness", "channels", "agents")
 DEV_TREES = ("tests", "benchmarks", "reliability")
+PLUGIN_TREE = ROOT / "harness" / "pytest_plugin"
 FIRST_PARTY = {*PACKAGES, *DEV_TREES}
 
 # Distributions declared although no file imports them, and why.
 NOT_IMPORTED = {
     "python-multipart": "starlette imports it to read multipart bodies (the media upload)",
     "pytest-asyncio": "a pytest plugin, loaded through its entry point",
+    "pytest-xdist": "a pytest plugin: -n spreads the tests over processes",
     "mypy": "a command: the type check",
     "ruff": "a command: lint and format",
 }
@@ -316,12 +321,12 @@ def _normalized(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _declared() -> tuple[set[str], set[str]]:
-    """The [project] dependencies and the dev extra, as normalized distribution names."""
+def _declared(extra: str = "dev") -> tuple[set[str], set[str]]:
+    """The [project] dependencies and an extra (dev), as normalized distribution names."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     runtime = {_distribution(req) for req in project["dependencies"]}
-    dev = {_distribution(req) for req in project["optional-dependencies"]["dev"]}
-    return runtime, dev
+    extras = {_distribution(req) for req in project["optional-dependencies"][extra]}
+    return runtime, extras
 
 
 def _third_party_imports(files: Collection[Path]) -> dict[str, set[str]]:
@@ -370,11 +375,22 @@ def _dependency_problems(
 
 def test_the_package_imports_what_it_declares_and_declares_what_it_imports() -> None:
     runtime, _dev = _declared()
+    files = [p for p in _tree_files(RUNTIME_TREES) if not p.is_relative_to(PLUGIN_TREE)]
     problems = _dependency_problems(
-        _third_party_imports(_tree_files(RUNTIME_TREES)),
+        _third_party_imports(files),
         runtime,
         importlib.metadata.packages_distributions(),
         must_be_imported=runtime,
+    )
+    assert problems == []
+
+
+def test_the_pytest_plugin_imports_only_the_package_and_the_pytest_extra() -> None:
+    runtime, plugin = _declared("pytest")
+    problems = _dependency_problems(
+        _third_party_imports(sorted(PLUGIN_TREE.rglob("*.py"))),
+        runtime | plugin,
+        importlib.metadata.packages_distributions(),
     )
     assert problems == []
 

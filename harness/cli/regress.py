@@ -6,6 +6,8 @@ Exit 3 when any replay diverged, 1 when any failed; with the judge options,
 
 from __future__ import annotations
 
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import click
@@ -14,8 +16,10 @@ from rich.table import Table
 
 from harness.cli.judging import judge_exit, judge_options
 from harness.cli.replaying import REPLAY_EXIT, fixture_dirs, print_result, replay_all
+from harness.cli.run import write_reports
 from harness.options import parse_settings
 from harness.prompts import parse_prompt_overrides
+from harness.replay.outcome import replay_run
 from harness.replay.playback import Policy
 from harness.suites.runner import Runner, RunOptions
 
@@ -35,6 +39,12 @@ __all__ = ["regress_command"]
 @click.option(
     "--policy", type=click.Choice(["pinned", "live"]), default="pinned", show_default=True
 )
+@click.option(
+    "--report-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write report.json, junit.xml and report.html here, as harness run does (for CI).",
+)
 @judge_options
 @click.pass_context
 def regress_command(
@@ -42,6 +52,7 @@ def regress_command(
     fixtures: tuple[Path, ...],
     candidate: tuple[str, ...],
     policy: Policy,
+    report_dir: Path | None,
     judge: bool,
     judge_gate: float | None,
 ) -> None:
@@ -60,9 +71,12 @@ def regress_command(
     runner = Runner(
         RunOptions(target=target, agent_settings=parse_settings(tuple(settings), "--candidate"))
     )
+    started_at = datetime.now(UTC)
+    started = time.perf_counter()
     results = replay_all(
         paths, runner, policy=policy, skew=None, prompts=parse_prompt_overrides(prompts)
     )
+    elapsed = time.perf_counter() - started
     console = Console()
     for result in results:
         if result.status != "same":
@@ -79,5 +93,9 @@ def regress_command(
     worst = max((REPLAY_EXIT[r.status] for r in results), default=0)
     same = sum(1 for r in results if r.status == "same")
     console.print(f"{len(results)} fixtures: {same} same, {len(results) - same} not", markup=False)
+    if report_dir is not None:
+        run = replay_run(results, target=runner.target, started_at=started_at, duration_s=elapsed)
+        for written in write_reports(run, report_dir):
+            click.echo(f"wrote {written}")
     judged = judge_exit(paths, results, judge, judge_gate)
     ctx.exit(worst or judged)

@@ -16,12 +16,14 @@ from rich.console import Console
 
 from harness.cli.judging import judge_exit, judge_options
 from harness.cli.replaying import REPLAY_EXIT, fixture_dirs, print_result, replay_all
+from harness.cli.run import write_reports
 from harness.exceptions import ConfigError
 from harness.fixture import Fixture, load_fixture
 from harness.options import parse_settings
 from harness.prompts import parse_prompt_overrides
 from harness.recording import publish_records
 from harness.records import LLMRecord, ToolRecord
+from harness.replay.outcome import replay_run
 from harness.replay.playback import Policy
 from harness.skew import parse_skew
 from harness.store import open_store
@@ -78,6 +80,12 @@ __all__ = ["replay_command"]
     default=None,
     help="The id the replicas know the recording by (default: the folder's name).",
 )
+@click.option(
+    "--report-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write report.json, junit.xml and report.html here, as harness run does.",
+)
 @judge_options
 @click.pass_context
 def replay_command(
@@ -93,6 +101,7 @@ def replay_command(
     graph_port: int,
     redis_url: str | None,
     fixture_id: str | None,
+    report_dir: Path | None,
     judge: bool,
     judge_gate: float | None,
 ) -> None:
@@ -128,6 +137,9 @@ def replay_command(
         notice=lambda line: click.echo(f"note: {line}", err=True),
     )
     print_result(results[0], Console())
+    if report_dir is not None:
+        for written in write_reports(replay_run(results, target=runner.target), report_dir):
+            click.echo(f"wrote {written}")
     code = REPLAY_EXIT[results[0].status]
     judged = judge_exit([path], results, judge, judge_gate)
     ctx.exit(code or judged)

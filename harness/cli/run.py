@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from harness.cli.cache import LastFailed
 from harness.cli.project import find_project, resolve_target
 from harness.durations import parse_duration
 from harness.exceptions import ConfigError
@@ -21,8 +22,8 @@ from harness.options import parse_settings
 from harness.report import SuiteProgress, print_summary, write_html, write_json, write_junit
 from harness.results import RunResult
 from harness.suites.runner import Runner, RunOptions
-from harness.suites.scenario import load_scenarios
-from harness.suites.selection import select_by_tags
+from harness.suites.scenario import Scenario, load_scenarios
+from harness.suites.selection import select_by_keyword, select_by_tags
 
 __all__ = ["DEFAULT_SUITE", "parse_settings", "run_command", "write_reports"]
 
@@ -87,6 +88,30 @@ def _seconds(text: str, option: str) -> float:
     metavar="TAG",
     help="Leave out the scenarios with this tag (repeatable).",
 )
+@click.option(
+    "-k",
+    "keyword",
+    default=None,
+    metavar="EXPR",
+    help="Run only the scenarios whose name, file or tags match, as pytest -k: "
+    "'booking and not cancel'.",
+)
+@click.option(
+    "--lf",
+    "--last-failed",
+    "last_failed",
+    is_flag=True,
+    help="Run only the scenarios that failed last time (all of them if none did).",
+)
+@click.option("-x", "--fail-fast", is_flag=True, help="Start no scenario after one has failed.")
+@click.option(
+    "--list",
+    "list_only",
+    is_flag=True,
+    help="List the scenarios the selection picks, without running them.",
+)
+@click.option("-v", "verbose", is_flag=True, help="A line for each scenario as it finishes.")
+@click.option("-q", "terse", is_flag=True, help="No progress and no table: failures and totals.")
 @click.option(
     "--seed",
     default=0,
@@ -157,6 +182,12 @@ def run_command(
     concurrency: int | None,
     tags: tuple[str, ...],
     skip_tags: tuple[str, ...],
+    keyword: str | None,
+    last_failed: bool,
+    fail_fast: bool,
+    list_only: bool,
+    verbose: bool,
+    terse: bool,
     seed: int,
     redis_url: str | None,
     report_dir: Path | None,
@@ -183,6 +214,14 @@ def run_command(
     if not scenarios:
         raise ConfigError(f"no scenario files in {', '.join(map(str, suite))}")
     scenarios = select_by_tags(scenarios, tags, skip_tags)
+    if keyword is not None:
+        scenarios = select_by_keyword(scenarios, keyword)
+    cache = LastFailed(project.root or Path.cwd())
+    if last_failed:
+        scenarios = cache.select(scenarios)
+    if list_only:
+        _list(scenarios, cache)
+        return
     target, target_url, source = resolve_target(target, target_url, project)
     channel = channel or project.channel or "whatsapp"
     channel_options: dict[str, object] = {
@@ -212,6 +251,7 @@ def run_command(
         agent_settings=parse_settings(agent_settings, "--agent-setting"),
         channel_options=channel_options,
         import_paths=(str(project.root),) if project.root is not None else (),
+        fail_fast=fail_fast,
     )
     runner = Runner(options)
     noun = "scenario" if len(scenarios) == 1 else "scenarios"
@@ -219,10 +259,25 @@ def run_command(
         f"{len(scenarios)} {noun} against {runner.target} (from {source}), "
         f"through the {channel} channel"
     )
-    with SuiteProgress(len(scenarios)) as progress:
-        run = asyncio.run(runner.run(scenarios, on_result=progress.advance))
-    print_summary(run)
+    if terse:
+        run = asyncio.run(runner.run(scenarios))
+    else:
+        with SuiteProgress(len(scenarios), enabled=False if verbose else None) as progress:
+            run = asyncio.run(runner.run(scenarios, on_result=progress.advance))
+    print_summary(run, table=not terse)
+    cache.update(run.scenarios)
+    if len(run.scenarios) < len(scenarios):
+        left = len(scenarios) - len(run.scenarios)
+        click.echo(f"stopped after the first failure (-x): {left} not run")
     if report_dir is not None:
         for path in write_reports(run, report_dir):
             click.echo(f"wrote {path}")
     ctx.exit(0 if run.ok else 1)
+
+
+def _list(scenarios: list[Scenario], cache: LastFailed) -> None:
+    """Print the scenarios a run would play, one ``path::name`` a line, then how many."""
+    for scenario in scenarios:
+        click.echo(cache.of(scenario))
+    noun = "scenario" if len(scenarios) == 1 else "scenarios"
+    click.echo(f"{len(scenarios)} {noun} selected")

@@ -38,6 +38,7 @@ from harness.replay.judge import (
     render_transcript,
     save_verdicts,
 )
+from harness.replay.outcome import replay_run, replay_scenario_result
 from harness.replay.playback import (
     Policy,
     ReplayAction,
@@ -94,6 +95,8 @@ __all__ = [
     "renamed_ids",
     "render_transcript",
     "replay_fixture",
+    "replay_run",
+    "replay_scenario_result",
     "save_verdicts",
     "settings_differences",
 ]

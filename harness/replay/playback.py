@@ -91,6 +91,8 @@ class ReplayResult(BaseModel):
 
     fixture: str
     status: ReplayStatus
+    #: The recorded scenario's name (a live chat's fixture names its chat).
+    scenario: str = ""
     divergences: tuple[str, ...] = ()
     changes: tuple[str, ...] = ()
     violations: tuple[Violation, ...] = ()
@@ -445,6 +447,7 @@ async def replay_fixture(
     return ReplayResult(
         fixture=str(fixture.path),
         status=status,
+        scenario=fixture.meta.scenario,
         divergences=divergences,
         changes=changes,
         violations=tuple(violations),

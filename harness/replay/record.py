@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import mimetypes
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -73,10 +73,14 @@ async def record_scenario(
     overwrite: bool = False,
     secrets: tuple[str, ...] = (),
     progress: Callable[[LLMRecord | ToolRecord], None] | None = None,
+    recorded: tuple[Sequence[LLMRecord], Sequence[ToolRecord]] | None = None,
 ) -> ScenarioResult:
     """Run ``scenario`` with recording seams and write everything into the fixture ``out``.
 
     ``progress`` hears of each model exchange and tool call as it is recorded.
+    With ``recorded`` (an earlier recording's model and tool records), those
+    answer the requests they match and only the others reach the agent's
+    model and tools; the fixture keeps the earlier records, then the new ones.
     """
     options = runner.options
     channel_options = {k: v for k, v in options.channel_options.items() if k not in SECRET_OPTIONS}
@@ -120,12 +124,28 @@ async def record_scenario(
             streamed.append(event)
             writer.append("events", event)
 
-        recording = Recording(
-            mode=RecordMode.RECORD,
-            on_llm_record=keep_llm,
-            on_tool_record=keep_tool,
-            on_event=keep_event,
-        )
+        if recorded is None:
+            recording = Recording(
+                mode=RecordMode.RECORD,
+                on_llm_record=keep_llm,
+                on_tool_record=keep_tool,
+                on_event=keep_event,
+            )
+        else:
+            old_llm, old_tools = recorded
+            for old in old_llm:
+                keep_llm(old)
+            for old_tool in old_tools:
+                keep_tool(old_tool)
+            recording = Recording(
+                mode=RecordMode.REPLAY,
+                on_miss="live",
+                llm_records=old_llm,
+                tool_records=old_tools,
+                on_llm_record=keep_llm,
+                on_tool_record=keep_tool,
+                on_event=keep_event,
+            )
         media: dict[str, str] = {}
 
         async def collect_media(session: ChannelSession) -> None:

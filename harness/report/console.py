@@ -231,12 +231,16 @@ def _details(scenario: ScenarioResult, console: Console) -> None:
     console.print()
 
 
-def print_summary(run: RunResult, console: Console | None = None) -> None:
-    """Print the results table, what went wrong in each failing scenario, and the totals."""
+def print_summary(run: RunResult, console: Console | None = None, *, table: bool = True) -> None:
+    """Print the results table, what went wrong in each failing scenario, and the totals.
+
+    ``table=False`` leaves the table out (``harness run -q``).
+    """
     console = console if console is not None else Console()
-    if run.scenarios:
-        console.print(_table(run))
-    console.print()
+    if table:
+        if run.scenarios:
+            console.print(_table(run))
+        console.print()
     for scenario in run.scenarios:
         if scenario.status != "passed" or scenario.skipped:
             _details(scenario, console)

@@ -48,6 +48,7 @@ from harness.suites.invariants import (
     resolve,
     unobserved,
 )
+from harness.suites.keywords import KeywordExpression
 from harness.suites.messages import (
     LABEL_PATTERN,
     SEND_SCHEMA,
@@ -78,7 +79,7 @@ from harness.suites.scenario import (
     parse_scenario,
     scenario_json_schema,
 )
-from harness.suites.selection import select_by_tags
+from harness.suites.selection import scenario_keywords, select_by_keyword, select_by_tags
 from harness.suites.sending import check_step_messages, send_step, step_message
 from harness.suites.steps import (
     ACTIONS,
@@ -147,6 +148,7 @@ __all__ = [
     "InvariantFunction",
     "InvariantRef",
     "InvariantSpec",
+    "KeywordExpression",
     "Label",
     "LabelledStep",
     "LocatedError",
@@ -212,6 +214,8 @@ __all__ = [
     "resolve_dates",
     "scenario_error",
     "scenario_json_schema",
+    "scenario_keywords",
+    "select_by_keyword",
     "select_by_tags",
     "send_step",
     "sends_valid",

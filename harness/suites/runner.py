@@ -91,6 +91,8 @@ class RunOptions:
     import_paths: tuple[str, ...] = ()
     #: When in-process conversations start (default: :data:`harness.clock.DEFAULT_START`).
     start: datetime | None = None
+    #: Start no scenario after one has failed or errored (those already running finish).
+    fail_fast: bool = False
 
 
 @dataclass
@@ -106,8 +108,13 @@ class Runner:
     """Runs scenarios through one channel against one agent."""
 
     def __init__(
-        self, options: RunOptions, *, plugins: Mapping[str, ChannelPlugin] | None = None
+        self,
+        options: RunOptions,
+        *,
+        plugins: Mapping[str, ChannelPlugin] | None = None,
+        factory: AgentFactory | None = None,
     ) -> None:
+        """``factory`` builds the agent instead of the one ``options.target`` names."""
         if options.concurrency < 1:
             raise ConfigError(f"--concurrency must be at least 1, not {options.concurrency}")
         if options.target and options.target_url:
@@ -119,14 +126,17 @@ class Runner:
             raise ConfigError(f"--channel {options.channel!r}: unknown channel ({known})")
         self.plugin = found[options.channel]
         self._channels = frozenset(found)
-        # Installed plugins can be found again by a worker process; plugins handed in can't.
-        self._own_plugins = plugins is None
-        self.factory: AgentFactory | None = None
-        if options.target_url is None:
+        # Installed plugins and a named target can be found again by a worker process;
+        # plugins or a factory handed in can't.
+        self._own_plugins = plugins is None and factory is None
+        self.factory: AgentFactory | None = factory
+        if options.target_url is None and factory is None:
             self.factory = load_target(
                 options.target or DEFAULT_TARGET, search=options.import_paths
             )
         self.target = options.target_url or options.target or DEFAULT_TARGET
+        if factory is not None and options.target_url is None:
+            self.target = options.target or _describe(factory)
 
     async def run(
         self,
@@ -154,19 +164,23 @@ class Runner:
         lock = threading.Lock()
         main_loop = asyncio.get_running_loop()
 
+        stop = threading.Event()
+
         def report(result: ScenarioResult) -> None:
+            if self.options.fail_fast and result.status in ("failed", "error"):
+                stop.set()
             if on_result is not None:
                 on_result(result)
+
+        def next_index() -> int | None:
+            with lock:
+                return None if stop.is_set() else next(pending, None)
 
         async def work(in_main_loop: bool) -> None:
             # Each worker has its own store connection: a Redis client belongs to one loop.
             store = open_store(self.options.store_url)
             try:
-                while True:
-                    with lock:
-                        index = next(pending, None)
-                    if index is None:
-                        return
+                while (index := next_index()) is not None:
                     result = await self.run_scenario(
                         scenarios[index],
                         bound[index],
@@ -174,6 +188,8 @@ class Runner:
                         namespace=f"{run_id}:{index}",
                     )
                     results[index] = result
+                    if self.options.fail_fast and result.status in ("failed", "error"):
+                        stop.set()  # at once: the main loop hears of it later
                     if in_main_loop:
                         report(result)
                     else:
@@ -184,12 +200,16 @@ class Runner:
         processes = min(workers, os.cpu_count() or 1)
         # Starting a worker process costs about a second; it pays off on large suites.
         many = len(scenarios) >= _PROCESS_THRESHOLD
+        # Worker processes are handed every scenario at once: stopping early needs threads.
+        stop_early = self.options.fail_fast
         if self.options.target_url is not None:
             # An agent at a URL lives on real time: its scenarios wait for it rather than
             # compute, so they share this loop and the run's one fake Graph API server.
             async with self._run_context() as shared:
-                await self._run_remote(scenarios, bound, run_id, results, report, shared, workers)
-        elif workers > 1 and processes > 1 and many and self._own_plugins:
+                await self._run_remote(
+                    scenarios, bound, run_id, results, report, shared, workers, next_index
+                )
+        elif workers > 1 and processes > 1 and many and self._own_plugins and not stop_early:
             # In-process scenarios are CPU-bound: worker processes run them side by side.
             loop = asyncio.get_running_loop()
             context = multiprocessing.get_context("spawn")
@@ -238,13 +258,13 @@ class Runner:
         report: Callable[[ScenarioResult], None],
         shared: Any,
         workers: int,
+        next_index: Callable[[], int | None],
     ) -> None:
         """Scenarios against an agent at a URL, ``workers`` at a time, in this event loop."""
-        pending = iter(range(len(scenarios)))
         store = open_store(self.options.store_url)
 
         async def work() -> None:
-            for index in pending:
+            while (index := next_index()) is not None:
                 results[index] = await self.run_scenario(
                     scenarios[index],
                     bound[index],
@@ -524,6 +544,13 @@ def _finished(
         return
     results[index] = done.result()
     report(done.result())
+
+
+def _describe(factory: AgentFactory) -> str:
+    """A factory handed in, named as a target would be (``module:qualname``)."""
+    module = getattr(factory, "__module__", None)
+    name = getattr(factory, "__qualname__", type(factory).__name__)
+    return f"{module}:{name}" if module else str(name)
 
 
 def _faults_of(scenario: Scenario) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Choosing scenarios by tag: any of --tag, none of --skip-tag, and never an empty run."""
+"""Choosing scenarios by tag (any of --tag, none of --skip-tag) and by -k, never an empty run."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from harness.exceptions import ConfigError
 from harness.suites.scenario import Scenario, parse_scenario
-from harness.suites.selection import select_by_tags
+from harness.suites.selection import scenario_keywords, select_by_keyword, select_by_tags
 
 
 def _scenario(name: str, *tags: str) -> Scenario:
@@ -67,3 +67,20 @@ def test_a_selection_of_nothing_is_one_line(
 
 def test_an_empty_suite_stays_empty_without_an_error() -> None:
     assert select_by_tags([], ["booking"], []) == []
+
+
+def test_a_keyword_expression_keeps_the_scenarios_whose_names_or_tags_match() -> None:
+    assert _names(select_by_keyword(SUITE, "booking and not whatsapp")) == ["a"]
+    assert _names(select_by_keyword(SUITE, "c or d")) == ["c", "d"]
+
+
+def test_a_keyword_matches_the_scenario_files_path() -> None:
+    on_disk = parse_scenario("steps:\n  - say: hi\n", path="suite/payments/refund.yaml")
+    assert select_by_keyword([*SUITE, on_disk], "payments") == [on_disk]
+    assert scenario_keywords(on_disk) == ["refund", "suite/payments/refund.yaml"]
+
+
+def test_a_keyword_expression_that_matches_nothing_is_a_usage_error() -> None:
+    with pytest.raises(ConfigError) as caught:
+        select_by_keyword(SUITE, "refund")
+    assert str(caught.value) == "-k 'refund' matches none of the 4 scenarios"

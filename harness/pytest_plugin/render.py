@@ -1,0 +1,44 @@
+"""How a failure reads in pytest's output: the scenario, the turn, the rule, the messages.
+
+Not a traceback: what broke is in the conversation, so the report shows the
+conversation's lines that show it and, for a scenario file, the shortest
+YAML that reproduces it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from harness.results import ScenarioResult, Violation
+
+__all__ = ["render_result", "render_violations"]
+
+
+def render_violations(violations: Iterable[Violation]) -> list[str]:
+    """Each violation's headline (rule, turn, line, what), then the messages involved."""
+    lines: list[str] = []
+    for violation in violations:
+        lines.append(f"✗ {violation.headline()}")
+        lines.extend(f"    {message}" for message in violation.messages)
+    return lines
+
+
+def render_result(result: ScenarioResult, notes: Sequence[str] = ()) -> str:
+    """A scenario that did not pass, as the text pytest prints for its item."""
+    where = f" ({result.path})" if result.path else ""
+    lines = [f"scenario {result.name!r}{where}"]
+    if result.status == "error":
+        lines.append(f"could not be run: {result.error or 'no reason given'}")
+    else:
+        count = len(result.violations)
+        lines.append(f"failed: {count} violation{'' if count == 1 else 's'}")
+    lines.append("")
+    lines.extend(render_violations(result.violations))
+    for skip in result.skipped:
+        lines.append(f"- skipped {skip.headline()}")
+    for note in notes:
+        lines.append(note)
+    if result.reproduce:
+        lines.extend(["", "reproduce with:"])
+        lines.extend(f"  {line}" for line in result.reproduce.rstrip("\n").splitlines())
+    return "\n".join(lines).rstrip("\n")

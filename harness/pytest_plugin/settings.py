@@ -1,0 +1,100 @@
+"""What the plugin tests, from the command line, the pytest ini file and ``[tool.harness]``.
+
+Each setting is taken from the first place that gives it: a ``--harness-*``
+option, then the ini file (``harness_target``, ``harness_target_url``,
+``harness_channel``, ``harness_record_mode``), then the project's
+``[tool.harness]`` table (:mod:`harness.project`), found from pytest's root
+folder. Scenario files are collected only where ``--harness-scenarios`` or
+the ini's ``harness_scenarios`` say: a project that names none pays nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from harness.exceptions import ConfigError
+from harness.project import find_project
+from harness.pytest_plugin.modes import RecordingMode
+
+__all__ = ["NO_AGENT", "PluginSettings", "PytestConfig", "read_settings"]
+
+#: What a test says when nothing names the agent under test.
+NO_AGENT = (
+    "no agent to test: override the whatsapp_app fixture in conftest.py (return a factory: "
+    "lambda env: create_app(env.settings, client=env.http_client)), or set harness_target "
+    '(or harness_target_url) in the pytest ini, or target = "package.module:factory" under '
+    "[tool.harness] in pyproject.toml"
+)
+
+
+class PytestConfig(Protocol):
+    """The part of ``pytest.Config`` the settings are read from."""
+
+    @property
+    def rootpath(self) -> Path:
+        """pytest's root folder."""
+        ...
+
+    def getoption(self, name: str) -> object:
+        """A command-line option's value."""
+        ...
+
+    def getini(self, name: str) -> object:
+        """An ini option's value."""
+        ...
+
+
+@dataclass(frozen=True)
+class PluginSettings:
+    """The agent under test, its channel, and how recordings are used."""
+
+    target: str | None = None
+    target_url: str | None = None
+    channel: str = "whatsapp"
+    record_mode: RecordingMode = RecordingMode.NONE
+    #: Where the fake Graph API listens for an agent at a URL.
+    graph_port: int = 8000
+    #: Where the target's module may be imported from (the project's folder).
+    import_paths: tuple[str, ...] = ()
+    #: Where the agent came from, for messages.
+    source: str = ""
+
+
+def _text(config: PytestConfig, option: str, ini: str) -> tuple[str | None, str]:
+    given = config.getoption(option)
+    if isinstance(given, str) and given.strip():
+        return given.strip(), f"--{option.replace('_', '-')}"
+    value = config.getini(ini)
+    if isinstance(value, str) and value.strip():
+        return value.strip(), f"{ini} in the pytest ini"
+    return None, ""
+
+
+def read_settings(config: PytestConfig) -> PluginSettings:
+    """The settings in force, for the tests and scenario files of this session."""
+    target, source = _text(config, "harness_target", "harness_target")
+    target_url, url_source = _text(config, "harness_target_url", "harness_target_url")
+    channel, _ = _text(config, "harness_channel", "harness_channel")
+    mode, mode_source = _text(config, "harness_record_mode", "harness_record_mode")
+    port, _ = _text(config, "harness_graph_port", "harness_graph_port")
+    project = find_project(config.rootpath)
+    if target and target_url:
+        raise ConfigError(f"{source} and {url_source} both name the agent: keep one")
+    if not target and not target_url:
+        target, target_url = project.target, project.target_url
+        source = str(project.file) if project.file is not None else ""
+    else:
+        source = source or url_source
+    if port is not None and not port.isdigit():
+        raise ConfigError(f"harness_graph_port {port!r}: expected a port number")
+    return PluginSettings(
+        target=target,
+        target_url=target_url,
+        channel=channel or project.channel or "whatsapp",
+        record_mode=RecordingMode.parse(mode, where=mode_source) if mode else RecordingMode.NONE,
+        graph_port=int(port) if port else 8000,
+        import_paths=(str(project.root),) if project.root is not None else (),
+        source=source,
+    )

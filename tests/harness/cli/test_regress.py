@@ -1,0 +1,90 @@
+"""``harness regress`` and ``harness replay`` write the reports ``harness run`` writes, for CI."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from harness.cli.main import EXIT_DIVERGED, EXIT_OK, main
+from harness.report import load_json
+
+ROOT = Path(__file__).resolve().parents[3]
+FIXTURES = ROOT / "scenarios" / "booking" / "fixtures"
+HAPPY = "happy_confirm_button"
+REDELIVERED = "redelivered_confirm_books_once"
+
+
+def _harness(*args: str) -> int:
+    try:
+        code: object = main(list(args))
+    except SystemExit as exc:
+        code = exc.code
+    assert isinstance(code, int)
+    return code
+
+
+@pytest.fixture
+def two(tmp_path: Path) -> Path:
+    """Two of the bundled fixtures, copied into a folder of their own."""
+    folder = tmp_path / "fixtures"
+    for name in (HAPPY, REDELIVERED):
+        shutil.copytree(FIXTURES / name, folder / name)
+    return folder
+
+
+def test_regress_writes_report_json_junit_and_html_for_ci(
+    two: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reports = tmp_path / "reports"
+    code = _harness(
+        "regress", str(two), "--candidate", "BOOKING_REGRESSIONS=no_dedupe",
+        "--report-dir", str(reports),
+    )  # fmt: skip
+    assert code == EXIT_DIVERGED
+    run = load_json(reports / "report.json")
+    statuses = {Path(s.path).name: s.status for s in run.scenarios}
+    assert statuses == {HAPPY: "passed", REDELIVERED: "failed"}
+    failed = next(s for s in run.scenarios if s.status == "failed")
+    assert failed.name == "a redelivered Confirm tap books once"
+    assert failed.violations[0].kind == "divergence"
+    assert failed.violations[0].rule == "replay diverged"
+    assert failed.violations[0].turn is not None
+    summary = json.loads((reports / "report.json").read_text("utf-8"))["summary"]
+    assert summary == {"passed": 1, "failed": 1, "errors": 0, "skipped": 0, "total": 2}
+    suite = ET.parse(reports / "junit.xml").getroot().find("testsuite")
+    assert suite is not None
+    assert (suite.get("tests"), suite.get("failures")) == ("2", "1")
+    cases = {case.get("name"): case for case in suite.iter("testcase")}
+    broken = cases[failed.name].find("failure")
+    assert broken is not None
+    assert (broken.get("message") or "").startswith("replay diverged at turn ")
+    html = (reports / "report.html").read_text("utf-8")
+    assert failed.name in html
+    assert 'data-kind="divergence"' in html
+    assert f"wrote {reports / 'junit.xml'}" in capsys.readouterr().out
+
+
+def test_regress_without_a_candidate_reports_every_fixture_passed(
+    two: Path, tmp_path: Path
+) -> None:
+    reports = tmp_path / "reports"
+    assert _harness("regress", str(two), "--report-dir", str(reports)) == EXIT_OK
+    run = load_json(reports / "report.json")
+    assert [s.status for s in run.scenarios] == ["passed", "passed"]
+    assert run.target == "agents.booking:agent_factory"
+
+
+def test_replay_writes_the_same_reports_for_its_one_fixture(two: Path, tmp_path: Path) -> None:
+    reports = tmp_path / "reports"
+    assert _harness("replay", str(two / HAPPY), "--report-dir", str(reports)) == EXIT_OK
+    run = load_json(reports / "report.json")
+    assert [(s.name, s.status) for s in run.scenarios] == [
+        ("happy booking with the Confirm button", "passed")
+    ]
+    assert run.scenarios[0].conversation is not None
+    assert (reports / "junit.xml").is_file()
+    assert (reports / "report.html").is_file()
