@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import sys
 import warnings
-from typing import TextIO
 
 __all__ = ["OneLineFormatter", "configure_logging"]
 
@@ -49,12 +48,11 @@ def _one_line_warning(
     category: type[Warning],
     filename: str,
     lineno: int,
-    file: TextIO | None = None,
     line: str | None = None,
-) -> None:
+) -> str:
     """A warning as ``warning: message``, without the source line Python would quote."""
     text = str(message).strip().replace("\n", " ")
-    print(f"warning: {text}", file=file if file is not None else sys.stderr)
+    return f"warning: {text}\n"
 
 
 def configure_logging(level: int = logging.WARNING) -> None:
@@ -62,7 +60,8 @@ def configure_logging(level: int = logging.WARNING) -> None:
 
     Warnings (a fixture's torn last line, say) are one line too.
     """
-    warnings.showwarning = _one_line_warning
+    # Only the format: whoever records warnings (pytest.warns ...) still gets them.
+    warnings.formatwarning = _one_line_warning
     root = logging.getLogger()
     if any(isinstance(h.formatter, OneLineFormatter) for h in root.handlers):
         return
