@@ -123,7 +123,7 @@ async def _answering(url: str, within: float = 20) -> None:
 
 
 @asynccontextmanager
-async def _chain(tmp_path: Path, redis_url: str) -> AsyncIterator[Chain]:
+async def _chain(tmp_path: Path, redis_url: str, fixture_id: str) -> AsyncIterator[Chain]:
     graph_port, proxy_port, agent_port = free_port(), free_port(), free_port()
     async with serve_fake_anthropic(ScriptedBehindAServer(busy_first=1), delay=0.3) as (model, _):
         agent = await _start(
@@ -144,7 +144,8 @@ async def _chain(tmp_path: Path, redis_url: str) -> AsyncIterator[Chain]:
                 "BOOKING_DEBOUNCE_SECONDS": "0.2",
                 "HARNESS_RECORD_MODE": "record",
                 "HARNESS_RECORDING_URL": redis_url,
-                "HARNESS_FIXTURE_ID": "chat",  # each chat below names its own on the proxy
+                # Unique to this test: runs sharing the Redis must not collect each other's.
+                "HARNESS_FIXTURE_ID": fixture_id,
             },
             log=tmp_path / "agent.log",
         )
@@ -180,16 +181,18 @@ async def _offline(fixture: Path, skew: str = "") -> Any:
     )
 
 
-async def test_live_chats_replay_offline_as_they_happened(tmp_path: Path, redis_url: str) -> None:
+async def test_live_chats_replay_offline_as_they_happened(
+    tmp_path: Path, redis_url: str, namespace: str
+) -> None:
     user = str(1555_000_0000 + uuid.uuid4().int % 10**6)
     other = str(4915_000_0000 + uuid.uuid4().int % 10**6)
     tap = tmp_path / "tap"
     pause = tmp_path / "pause"
-    async with _chain(tmp_path, redis_url) as chain:
+    async with _chain(tmp_path, redis_url, namespace) as chain:
         # The agent records under the id it was started with; one chat at a time uses it.
         await chain.chat(
             tap,
-            "chat",
+            namespace,
             [
                 (
                     "burst",
@@ -206,7 +209,7 @@ async def test_live_chats_replay_offline_as_they_happened(tmp_path: Path, redis_
         )
         await chain.chat(
             pause,
-            "chat",
+            namespace,
             [
                 ("inbound", {"user": other, "text": "Do you have a table tomorrow at 1pm?"}),
                 ("pause", 3.0),
