@@ -95,7 +95,9 @@ class ChannelSetup:
     ``recording`` is how the agent's seams record or replay; ``start`` is
     when the conversation's virtual clock starts (a fixed instant by default);
     ``agent_offset`` skews the clock an in-process agent sees against the
-    channel's (``agent-offset=-5m``).
+    channel's (``agent-offset=-5m``). ``namespace`` names this scenario of
+    this run: its store keys go under it, and the ids the channel makes up
+    follow from ``seed`` and it, so no two runs share an id.
     """
 
     users: Sequence[UserSpec]

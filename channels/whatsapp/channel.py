@@ -92,6 +92,7 @@ class WhatsAppChannel:
             store=self.store,
             faults=faults,
             seed=setup.seed,
+            run_id=setup.namespace,
             media=router.media if router is not None else None,
             sink=self._saw,
         )

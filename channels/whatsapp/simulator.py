@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import itertools
-import random
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -38,7 +37,7 @@ from channels.whatsapp.envelope import Contact, build_webhook, contact
 from channels.whatsapp.errors import ErrorObject
 from channels.whatsapp.faults import FaultDice, FaultProfile, split_fragments
 from channels.whatsapp.graph import create_graph_app
-from channels.whatsapp.ids import new_bsuid, new_wamid
+from channels.whatsapp.ids import bsuid_for, id_source, new_bsuid, new_wamid
 from channels.whatsapp.limits import PairRateLimiter, ThroughputLimiter
 from channels.whatsapp.media import MediaStore
 from channels.whatsapp.messages import (
@@ -66,7 +65,14 @@ __all__ = ["WhatsAppSimulator"]
 
 
 class WhatsAppSimulator(OutboundRules, Timekeeping):
-    """Meta's side of the conversation: webhooks to the agent, the Graph API for its replies."""
+    """Meta's side of the conversation: webhooks to the agent, the Graph API for its replies.
+
+    Ids (wamids, media ids) are new in every simulator unless ``seed`` is
+    given; then they follow from the seed and ``run_id`` (see
+    :func:`~channels.whatsapp.ids.id_source`), so a run can be played again
+    with the same ids and no two runs share one. Fault dice use ``seed``
+    (0 when none is given) unless ``faults`` carries its own.
+    """
 
     def __init__(
         self,
@@ -75,7 +81,8 @@ class WhatsAppSimulator(OutboundRules, Timekeeping):
         clock: Clock | None = None,
         store: Store | None = None,
         faults: FaultProfile | None = None,
-        seed: int = 0,
+        seed: int | None = None,
+        run_id: str = "",
         templates: TemplateRegistry | None = None,
         sink: Callable[[Event], None] | None = None,
         media: MediaStore | None = None,
@@ -84,16 +91,19 @@ class WhatsAppSimulator(OutboundRules, Timekeeping):
         self.clock: Clock = clock or VirtualClock()
         base_store = store or MemoryStore(clock=self.clock)
         self.store = base_store.with_namespace(f"wa:{self.config.phone_number_id}")
-        self.faults = faults or FaultProfile(seed=seed)
+        self.faults = faults or FaultProfile(seed=0 if seed is None else seed)
         self.dice = FaultDice(self.faults)
-        self._rng = random.Random(f"{seed}:ids")
+        self._rng = id_source(seed, run_id)
+        self._trace_rng = id_source(seed, run_id, "fbtrace")
         self._sink = sink
         #: Every trace event so far, in the order it happened.
         self.events: list[Event] = []
         #: Every accepted send body, in order, as the agent sent it.
         self.outbox: list[dict[str, Any]] = []
         self.windows = SessionWindows(self.store, self.clock, length=self.config.window_seconds)
-        self.media = media or MediaStore(self.clock, public_url=self.config.public_url)
+        self.media = media or MediaStore(
+            self.clock, public_url=self.config.public_url, rng=id_source(seed, run_id, "media")
+        )
         self.pair_limit = PairRateLimiter(self.clock, enabled=self.config.rate_limits)
         self.throughput = ThroughputLimiter(
             self.clock, mps=int(self.config.throughput_mps), enabled=self.config.rate_limits
@@ -152,6 +162,7 @@ class WhatsAppSimulator(OutboundRules, Timekeeping):
             clock=self.clock,
             templates=self.templates,
             public_url=self.config.public_url,
+            rng=self._trace_rng,
             routes=routes,
             openapi_paths=openapi_paths,
             openapi_schemas=openapi_schemas,
@@ -189,8 +200,10 @@ class WhatsAppSimulator(OutboundRules, Timekeeping):
     # -- users ------------------------------------------------------------------
 
     def add_user(self, wa_id: str | None, name: str = "", *, user_id: str | None = None) -> SimUser:
-        """Register a user; a BSUID is made up when none is given."""
-        user = SimUser(wa_id=wa_id, user_id=user_id or new_bsuid(self._rng), name=name)
+        """Register a user; without a BSUID, the one that belongs to the number (``bsuid_for``)."""
+        if user_id is None:
+            user_id = bsuid_for(wa_id, self.config.waba_id) if wa_id else new_bsuid(self._rng)
+        user = SimUser(wa_id=wa_id, user_id=user_id, name=name)
         self._users[user.key] = user
         if user.wa_id is not None:
             self._users[user.wa_id] = user
