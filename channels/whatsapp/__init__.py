@@ -32,6 +32,7 @@ from channels.whatsapp.control import (
     control_routes,
 )
 from channels.whatsapp.delivery import (
+    META_USER_AGENT,
     AsgiTarget,
     Deliverer,
     PendingUpdate,
@@ -334,6 +335,7 @@ __all__ = [
     "MESSAGE_MODELS",
     "MESSAGE_TYPES",
     "META_GRAPH_URL",
+    "META_USER_AGENT",
     "PRESETS",
     "RETRY_HORIZON",
     "SEND_REQUEST",

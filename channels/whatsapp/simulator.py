@@ -13,6 +13,7 @@ happens to the agent's sends is Meta's rules (:mod:`channels.whatsapp.outbound`)
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import itertools
@@ -125,7 +126,9 @@ class WhatsAppSimulator(OutboundRules, Timekeeping):
         self._status_seen: set[tuple[str, str]] = set()
         self._target: WebhookTarget | None = None
         self._deliverer: Deliverer | None = None
-        self._handshaken = False
+        #: Set once the connected webhook has passed the verification handshake.
+        self._verified = asyncio.Event()
+        self._handshake_lock = asyncio.Lock()
         self._last_activity = self.clock.now()
         self._remote = False
 
@@ -143,8 +146,10 @@ class WhatsAppSimulator(OutboundRules, Timekeeping):
                 agent, self.config.webhook_path, timeout=self.config.webhook_timeout
             )
         self._target = target
-        self._deliverer = Deliverer(target, self.config, self.clock, self.dice, self.record)
-        self._handshaken = False
+        self._deliverer = Deliverer(
+            target, self.config, self.clock, self.dice, self.record, verify=self._ensure_handshake
+        )
+        self._verified = asyncio.Event()
 
     def build_graph_app(
         self,
@@ -449,11 +454,21 @@ class WhatsAppSimulator(OutboundRules, Timekeeping):
         return self._deliverer
 
     async def _ensure_handshake(self) -> None:
-        if self._handshaken or not self.config.handshake:
+        """Verify the webhook once, before the first delivery of any kind."""
+        if self._verified.is_set() or not self.config.handshake:
             return
-        deliverer = self._deliverer_or_fail()
-        await handshake(deliverer.target, self.config.verify_token, self._rng)
-        self._handshaken = True
+        async with self._handshake_lock:
+            if self._verified.is_set():
+                return  # another delivery did it while this one waited
+            deliverer = self._deliverer_or_fail()
+            await handshake(
+                deliverer.target,
+                self.config.verify_token,
+                self._rng,
+                clock=self.clock,
+                record=self.record,
+            )
+            self._verified.set()
 
     def _on_inbound_sending(self, update: PendingUpdate, delivery: str) -> None:
         """A user's message goes out to the agent: it enters the trace now (a copy: a duplicate)."""

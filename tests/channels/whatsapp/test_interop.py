@@ -196,7 +196,7 @@ async def test_harness_serve_driven_through_its_control_api() -> None:
         assert "soon" in bad.json()["error"]["message"]
         events = (await client.get(f"{graph}/_harness/events")).json()["events"]
         kinds = {e["kind"] for e in events}
-        assert {"inbound", "send", "delivery", "clock"} <= kinds
+        assert {"verification", "inbound", "send", "delivery", "clock"} <= kinds
         spec = (await client.get(f"{graph}/openapi.json")).json()
         assert "/_harness/inbound" in spec["paths"]
     await client.aclose()

@@ -494,13 +494,13 @@ async def test_trace_events_carry_virtual_times_in_order(
     times = [e.at for e in sim.events]
     assert times == sorted(times)
     kinds = set(_kinds(sim))
-    assert {"inbound", "send", "status", "delivery", "clock"} <= kinds
+    assert {"inbound", "send", "status", "delivery", "clock", "verification"} <= kinds
     jump = next(e for e in sim.events if e.kind == "clock")
     assert jump.reason == "an hour later"
     turns = sim.conversation().turns
     assert [t.texts for t in turns] == [["a"], ["b"]]
     assert all(
         isinstance(e, InboundMessage | OutboundSend | StatusUpdate | DeliveryAttempt)
-        or e.kind == "clock"
+        or e.kind in ("clock", "verification")
         for e in sim.events
     )
