@@ -42,11 +42,15 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class UserSpec:
-    """A scripted user: a display name and a WhatsApp identity (wa_id, BSUID or both)."""
+    """A scripted user: a display name and a WhatsApp identity (wa_id, BSUID or both).
+
+    ``on_whatsapp`` False: a number with no WhatsApp account, which can't be written to.
+    """
 
     name: str
     wa_id: str | None = None
     bsuid: str | None = None
+    on_whatsapp: bool = True
 
     @property
     def key(self) -> str:

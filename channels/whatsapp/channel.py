@@ -112,7 +112,9 @@ class WhatsAppChannel:
         self._app: Any = None
         self._names: dict[str, str] = {}
         for user in setup.users:
-            added = self.sim.add_user(user.wa_id, user.name, user_id=user.bsuid)
+            added = self.sim.add_user(
+                user.wa_id, user.name, user_id=user.bsuid, on_whatsapp=user.on_whatsapp
+            )
             self._names[user.name] = added.key
 
     async def start(self) -> None:

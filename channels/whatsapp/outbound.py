@@ -8,6 +8,12 @@ reaction to an unknown message fails with 131009, and an accepted message
 gets its sent, delivered and read statuses on the clock, with the fault
 profile's late, missing or reordered ones. Refused sends enter the trace
 with Meta's error.
+
+A number the simulator was not told about is a WhatsApp user who never
+wrote (registered on the spot, window closed: a free-form message fails
+with 131047); only a user registered as not on WhatsApp fails with 131026.
+Every status webhook carries the user in ``contacts``: the wa_id, and the
+BSUID unless the number has no WhatsApp account.
 """
 
 from __future__ import annotations
@@ -61,6 +67,17 @@ class OutboundRules:
         """Append an event to the log (the simulator defines it)."""
         raise NotImplementedError
 
+    def add_user(
+        self,
+        wa_id: str | None,
+        name: str = "",
+        *,
+        user_id: str | None = None,
+        on_whatsapp: bool = True,
+    ) -> SimUser:
+        """Register a user (the simulator defines it)."""
+        raise NotImplementedError
+
     def _deliverer_or_fail(self) -> Deliverer:
         raise NotImplementedError
 
@@ -102,24 +119,22 @@ class OutboundRules:
             return await self._on_read(send, now)
         key = send.user or ""
         who = self._users.get(key)
+        if who is None and send.to is not None:
+            who = self.add_user(send.to)  # a WhatsApp user who never wrote: window closed
         self.throughput.check(self.config.phone_number_id)
         if who is not None:
             self.pair_limit.check(who.key)
-        in_window = await self.windows.is_open(who.key) if who is not None else False
+        reachable = who is not None and who.on_whatsapp
+        in_window = await self.windows.is_open(who.key) if reachable and who else False
         template = send.type == "template"
-        if (
-            who is not None
-            and not in_window
-            and not template
-            and self.config.window_error == "sync"
-        ):
+        if reachable and not in_window and not template and self.config.window_error == "sync":
             raise ReEngagementRequired()
         wamid = new_wamid(self._rng, who.wa_id or "" if who else "", outbound=True)
         self._sent[wamid] = SentMessage(wamid=wamid, user=who, send=send, at=now)
         self.outbox.append(dict(send.body))
-        self._record_send(send, who, wamid, None, in_window if who else None)
-        if who is None:
-            self._schedule_failure(wamid, send, key, Undeliverable())
+        self._record_send(send, who, wamid, None, in_window if reachable else None)
+        if who is None or not who.on_whatsapp:
+            self._schedule_failure(wamid, send, who.key if who else key, Undeliverable())
         elif not in_window and not template:
             self._schedule_failure(wamid, send, who.key, ReEngagementRequired())
         elif send.type == "reaction" and send.message_id not in self._inbound:
@@ -207,11 +222,16 @@ class OutboundRules:
             )
         )
 
-    def _status_payload(self, item: Any, who_key: str) -> dict[str, Any]:
+    def _recipient(self, who_key: str) -> tuple[str | None, str | None]:
+        """The user a status is about, as (wa_id, BSUID); no BSUID without a WhatsApp account."""
         who = self._users.get(who_key)
-        contacts = []
-        if who is not None:
-            contacts = [contact(who.wa_id, None, user_id=who.user_id)]
+        if who is None:
+            return None, who_key  # a BSUID the business was never given
+        return who.wa_id, who.user_id if who.on_whatsapp else None
+
+    def _status_payload(self, item: Any, who_key: str) -> dict[str, Any]:
+        wa_id, user_id = self._recipient(who_key)
+        contacts = [contact(wa_id, None, user_id=user_id)]
         return build_webhook(
             waba_id=self.config.waba_id,
             phone_number_id=self.config.phone_number_id,
@@ -240,13 +260,13 @@ class OutboundRules:
     ) -> None:
         delay = self.config.statuses.sent or 0.0
         due = self.clock.now() + timedelta(seconds=delay)
-        who = self._users.get(who_key)
+        wa_id, user_id = self._recipient(who_key)
         item = status(
             wamid,
             "failed",
             due,
-            who.wa_id if who else who_key,
-            recipient_user_id=who.user_id if who else None,
+            wa_id,
+            recipient_user_id=user_id,
             errors=[error.to_error_object()],
             biz_opaque_callback_data=send.biz_opaque_callback_data,
         )

@@ -204,11 +204,29 @@ class WhatsAppSimulator(OutboundRules, Timekeeping):
 
     # -- users ------------------------------------------------------------------
 
-    def add_user(self, wa_id: str | None, name: str = "", *, user_id: str | None = None) -> SimUser:
-        """Register a user; without a BSUID, the one that belongs to the number (``bsuid_for``)."""
+    def add_user(
+        self,
+        wa_id: str | None,
+        name: str = "",
+        *,
+        user_id: str | None = None,
+        on_whatsapp: bool = True,
+    ) -> SimUser:
+        """Register a user.
+
+        Without a BSUID the user gets the one that belongs to the number
+        (:func:`~channels.whatsapp.ids.bsuid_for`); without a name, a profile
+        name made from the number, since Meta always shows one. ``on_whatsapp``
+        False registers a number with no WhatsApp account (sends to it fail
+        with 131026).
+        """
+        if not on_whatsapp and not wa_id:
+            raise ConfigError("a user who is not on WhatsApp needs a wa_id (a phone number)")
         if user_id is None:
             user_id = bsuid_for(wa_id, self.config.waba_id) if wa_id else new_bsuid(self._rng)
-        user = SimUser(wa_id=wa_id, user_id=user_id, name=name)
+        if not name:
+            name = _profile_name(wa_id or user_id)
+        user = SimUser(wa_id=wa_id, user_id=user_id, name=name, on_whatsapp=on_whatsapp)
         self._users[user.key] = user
         if user.wa_id is not None:
             self._users[user.wa_id] = user
@@ -246,6 +264,8 @@ class WhatsAppSimulator(OutboundRules, Timekeeping):
         is a burst of its own otherwise).
         """
         who = user if isinstance(user, SimUser) else self.user(user)
+        if not who.on_whatsapp:
+            raise StepError(f"user {who.key} is not on WhatsApp, so they can't send messages")
         await self._ensure_handshake()
         now = self.clock.now()
         wamid = new_wamid(self._rng, who.wa_id or "")
@@ -492,6 +512,12 @@ class WhatsAppSimulator(OutboundRules, Timekeeping):
                 envelope=_envelope(payload),
             )
         )
+
+
+def _profile_name(key: str) -> str:
+    """The profile name of a user registered without one: ``User`` and the number's last digits."""
+    digits = "".join(c for c in key if c.isdigit())
+    return f"User {digits[-4:] or key}"
 
 
 def _list(value: object) -> list[Any]:

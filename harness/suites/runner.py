@@ -293,7 +293,7 @@ class Runner:
                 faults=_faults_of(scenario),
                 skipped=(not_here,),
             )
-        users = [UserSpec(u.name, u.wa_id, u.bsuid) for u in scenario.users]
+        users = [UserSpec(u.name, u.wa_id, u.bsuid, u.on_whatsapp) for u in scenario.users]
         if self.options.target_url is not None and namespace:
             # One agent serves every scenario of the run, and remembers users across runs:
             # each scenario gets numbers of its own, so none sees another's conversation.

@@ -309,6 +309,13 @@ def test_users_without_a_bsuid_get_their_numbers_own() -> None:
     assert [again.sim.user(u.wa_id or "").user_id for u in users] == bsuids
 
 
+def test_a_scenario_user_can_be_a_number_not_on_whatsapp() -> None:
+    desk = UserSpec(name="Desk", wa_id="15550009999", on_whatsapp=False)
+    channel = WhatsAppChannel(ChannelSetup(users=[ANA, desk], agent_factory=agent_factory))
+    assert channel.sim.user("15550009999").on_whatsapp is False
+    assert channel.sim.user("15550001111").on_whatsapp is True
+
+
 @pytest.mark.parametrize(
     "where",
     [

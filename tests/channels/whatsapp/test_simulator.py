@@ -405,26 +405,6 @@ async def test_any_inbound_type_can_be_injected(pair: tuple[WhatsAppSimulator, E
     assert sim.conversation().replies()[-1].text == "can't handle location"
 
 
-async def test_an_unknown_recipient_fails_with_131026(
-    pair: tuple[WhatsAppSimulator, EchoBot],
-) -> None:
-    sim, echo = pair
-    await sim.say(WA_ID, "hi")
-    await sim.settle()
-    code, _body = await echo.send(
-        {
-            "messaging_product": "whatsapp",
-            "to": "15550009999",
-            "type": "text",
-            "text": {"body": "?"},
-        }
-    )
-    assert code == 200
-    await sim.settle()
-    failed = sim.conversation().statuses("failed")
-    assert [f.errors[0].code for f in failed] == [131026]
-
-
 async def test_pair_rate_limit_answers_131056(pair: tuple[WhatsAppSimulator, EchoBot]) -> None:
     sim, echo = pair
     await sim.say(WA_ID, "hi")
