@@ -31,6 +31,7 @@ __all__ = [
     "is_bsuid",
     "is_wamid",
     "new_bsuid",
+    "new_conversation_id",
     "new_fbtrace_id",
     "new_media_id",
     "new_wamid",
@@ -131,6 +132,11 @@ def new_bsuid(rng: random.Random, country: str = "US") -> str:
     if not re.fullmatch(r"[A-Z]{2}", country):
         raise ValueError(f"country {country!r} is not two capital letters")
     return f"{country}.{rng.randrange(10**19, 10**20)}"
+
+
+def new_conversation_id(rng: random.Random) -> str:
+    """Return a fresh conversation id (32 lowercase hex digits) for a status's ``conversation``."""
+    return "".join(rng.choice("0123456789abcdef") for _ in range(32))
 
 
 def new_fbtrace_id(rng: random.Random) -> str:

@@ -13,12 +13,15 @@ A number the simulator was not told about is a WhatsApp user who never
 wrote (registered on the spot, window closed: a free-form message fails
 with 131047); only a user registered as not on WhatsApp fails with 131026.
 Every status webhook carries the user in ``contacts``: the wa_id, and the
-BSUID unless the number has no WhatsApp account.
+BSUID unless the number has no WhatsApp account. Statuses of a send made
+through Graph API v23.0 or older carry its ``conversation`` (Meta dropped
+the object from v24.0 on, outside free entry points).
 """
 
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
@@ -34,10 +37,11 @@ from channels.whatsapp.errors import (
 )
 from channels.whatsapp.faults import FaultDice, FaultProfile
 from channels.whatsapp.graph import SendOutcome
-from channels.whatsapp.ids import new_wamid
+from channels.whatsapp.ids import new_conversation_id, new_wamid
 from channels.whatsapp.limits import PairRateLimiter, ThroughputLimiter
+from channels.whatsapp.payloads import format_timestamp
 from channels.whatsapp.simuser import SentMessage, SimUser
-from channels.whatsapp.statuses import pricing, status
+from channels.whatsapp.statuses import Conversation, ConversationOrigin, pricing, status
 from channels.whatsapp.validation import ValidatedSend, normalize_wa_id
 from channels.whatsapp.window import SessionWindows
 from harness.clock import Clock
@@ -62,6 +66,8 @@ class OutboundRules:
     _sent: dict[str, SentMessage]
     _inbound: dict[str, tuple[SimUser, dict[str, Any]]]
     _status_seen: set[tuple[str, str]]
+    #: The open conversation of each (user, category): its id and when it expires.
+    _conversations: dict[tuple[str, str], tuple[str, datetime]]
 
     def record(self, event: Event) -> None:
         """Append an event to the log (the simulator defines it)."""
@@ -300,6 +306,7 @@ class OutboundRules:
             marks = ()
         category = "utility" if template else "service"
         priced = {"sent"} | ({"delivered"} if any(n == "delivered" for n, _ in plan) else {"read"})
+        opened = self._conversation(who.key, category) if _has_conversations(send) else None
         for name, delay in plan:
             if self.dice.roll("status-missing", faults.status_missing):
                 continue
@@ -315,9 +322,40 @@ class OutboundRules:
                 who.wa_id,
                 recipient_user_id=who.user_id,
                 pricing=pricing(category) if name in priced else None,
+                conversation=None if opened is None else _conversation_of(opened, category, name),
                 biz_opaque_callback_data=send.biz_opaque_callback_data,
             )
             self._enqueue_status(wamid, who.key, item, due, extra)
+
+    def _conversation(self, who_key: str, category: str) -> tuple[str, datetime]:
+        """The user's open conversation of this category, or a new one, open for 24 hours."""
+        now = self.clock.now()
+        found = self._conversations.get((who_key, category))
+        if found is None or found[1] <= now:
+            found = (new_conversation_id(self._rng), now + timedelta(hours=24))
+            self._conversations[(who_key, category)] = found
+        return found
+
+
+_VERSION = re.compile(r"v(\d+)\.\d+")
+# The last Graph API version whose statuses carry ``conversation`` outside free entry points.
+_LAST_WITH_CONVERSATION = 23
+
+
+def _has_conversations(send: ValidatedSend) -> bool:
+    """Whether the statuses of ``send`` carry ``conversation`` (sent through v23.0 or older)."""
+    found = _VERSION.fullmatch(send.api_version or "")
+    return found is not None and int(found.group(1)) <= _LAST_WITH_CONVERSATION
+
+
+def _conversation_of(opened: tuple[str, datetime], category: str, name: str) -> Conversation:
+    """A status's ``conversation``: ``expiration_timestamp`` rides on ``sent`` only."""
+    conversation_id, expires = opened
+    return Conversation(
+        id=conversation_id,
+        expiration_timestamp=format_timestamp(expires) if name == "sent" else None,
+        origin=ConversationOrigin(type=category),
+    )
 
 
 def _json_safe(body: Mapping[str, Any]) -> dict[str, Any]:

@@ -124,6 +124,7 @@ class WhatsAppSimulator(OutboundRules, Timekeeping):
         self._burst_of: dict[str, str] = {}
         self._burst_ids = itertools.count(1)
         self._status_seen: set[tuple[str, str]] = set()
+        self._conversations: dict[tuple[str, str], tuple[str, datetime]] = {}
         self._target: WebhookTarget | None = None
         self._deliverer: Deliverer | None = None
         #: Set once the connected webhook has passed the verification handshake.

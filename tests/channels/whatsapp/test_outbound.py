@@ -214,3 +214,38 @@ async def test_the_control_api_registers_a_number_not_on_whatsapp(
     await echo.send(_text(NEVER_WROTE))
     await sim.settle()
     assert [_strictly(b)[3] for b in _status_bodies(echo)] == [131026]
+
+
+# -- statuses through older Graph API versions ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("version", "carried"), [("v23.0", True), ("v21.0", True), ("v24.0", False)]
+)
+async def test_statuses_of_a_v23_send_carry_its_conversation(version: str, carried: bool) -> None:
+    sim, echo = await _pair(api_version=version)
+    await sim.say(ANA, "hi")
+    await sim.settle()
+    await sim.say(ANA, "again")
+    await sim.settle()
+    statuses = [
+        json.loads(b)["entry"][0]["changes"][0]["value"]["statuses"][0]
+        for b in _status_bodies(echo)
+    ]
+    await sim.aclose()
+    assert [s["status"] for s in statuses] == ["sent", "delivered", "read"] * 2
+    if not carried:
+        assert all("conversation" not in s for s in statuses)
+        return
+    documented = _load("status_sent_conversation")["entry"][0]["changes"][0]["value"]
+    sent = statuses[0]
+    assert _shape(sent["conversation"]) == _shape(documented["statuses"][0]["conversation"])
+    assert int(sent["conversation"]["expiration_timestamp"]) == int(sent["timestamp"]) - 1 + 86400
+    assert sent["conversation"]["origin"] == {"type": "service"}
+    # one conversation for the day, its expiry told on "sent" only
+    assert {s["conversation"]["id"] for s in statuses} == {sent["conversation"]["id"]}
+    assert ["expiration_timestamp" in s["conversation"] for s in statuses] == [
+        True,
+        False,
+        False,
+    ] * 2
