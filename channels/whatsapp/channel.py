@@ -227,6 +227,7 @@ class WhatsAppChannel:
         """Run until the agent is quiet (at a URL: until what was sent has reached it)."""
         if self._remote is not None:
             await self._remote.delivered(self.config.webhook_timeout * 2)
+            self.sim.raise_undelivered()
             return
         await self.sim.settle()
 

@@ -54,11 +54,11 @@ class Timekeeping:
         clock = self.clock
         if self.paced:
             await self._quiesce(max(real_quiet, 0.05))
-            self._raise_undelivered()
+            self.raise_undelivered()
             return
         while True:
             await self._quiesce(real_quiet)
-            self._raise_undelivered()
+            self.raise_undelivered()
             if not isinstance(clock, VirtualClock):
                 return
             nxt = clock.next_event()
@@ -119,8 +119,8 @@ class Timekeeping:
         else:
             await clock.sleep(seconds)
 
-    def _raise_undelivered(self) -> None:
-        """Raise why updates were dropped unsent (a failed handshake), if they were."""
+    def raise_undelivered(self) -> None:
+        """Raise why updates were dropped unsent since last asked (a failed handshake), if any."""
         failure = self._deliverer.take_failure() if self._deliverer is not None else None
         if failure is not None:
             raise failure

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+import socket
 from collections.abc import Callable
 from typing import Any
 
+import httpx
 import pytest
 
+from channels.whatsapp.channel import WhatsAppChannel
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.delivery import META_USER_AGENT
+from channels.whatsapp.server import BackgroundServer
 from channels.whatsapp.simulator import WhatsAppSimulator
+from harness.channel import ChannelSetup, UserSpec
 from harness.clock import VirtualClock
 from harness.exceptions import HandshakeError
 from harness.redaction import REDACTED
@@ -25,6 +31,12 @@ TEMPLATE = {
 }
 
 Seen = list[tuple[str, dict[str, str], str]]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def _spied(app: Any, seen: Seen) -> Callable[..., Any]:
@@ -127,3 +139,40 @@ async def test_webhooks_carry_metas_user_agent() -> None:
     assert {headers["user-agent"] for _, headers, _ in seen} == {META_USER_AGENT}
     assert META_USER_AGENT == "facebookexternalua"
     await sim.aclose()
+
+
+async def _settle_for(channel: WhatsAppChannel, seconds: float) -> None:
+    """Settle again and again for a while: against a URL, statuses come on real time."""
+    for _ in range(int(seconds / 0.05)):
+        await channel.settle()
+        await asyncio.sleep(0.05)
+
+
+@pytest.mark.network
+async def test_an_agent_at_a_url_that_fails_the_handshake_stops_its_scenario() -> None:
+    config = SimulatorConfig()
+    graph_port = _free_port()
+    graph = f"http://127.0.0.1:{graph_port}"
+    client = httpx.AsyncClient(timeout=10)
+    bot = BotConfig(
+        config.app_secret, "not-the-one", config.access_token, config.phone_number_id, graph
+    )
+    echo = EchoBot(bot, client)
+    async with BackgroundServer(echo.app()) as bot_server:
+        setup = ChannelSetup(
+            users=[UserSpec("Ana", WA_ID)],
+            target_url=f"{bot_server.url}/webhook",
+            options={"graph_url": graph, "serve_graph": True},
+        )
+        channel = WhatsAppChannel(setup)
+        await channel.start()
+        try:
+            code, _answer = await echo.send(TEMPLATE)  # the agent writes first
+            assert code == 200
+            with pytest.raises(HandshakeError, match=r"verification handshake.*403"):
+                await _settle_for(channel, 2.5)
+        finally:
+            await channel.close()
+    await client.aclose()
+    assert echo.statuses == []
+    assert channel.conversation().deliveries() == []
