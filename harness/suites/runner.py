@@ -9,7 +9,8 @@ scenario's invariants over the whole conversation, and collects a
 Scenarios are isolated from each other: each has its own channel session
 (its own simulator, users and clock) and its own store namespace, so they
 can share one Redis. Results do not depend on ``--concurrency``: the same
-seed gives the same conversations. Concurrent scenarios of a large suite
+seed gives the same conversations, each run with message ids of its own (the
+channel derives them from the seed and the run's namespaces). Concurrent scenarios of a large suite
 run in worker processes (in-process scenarios are CPU-bound); a small suite,
 or one with channel plugins handed in directly, runs on worker threads. Each
 worker has its own event loop, because a virtual clock moves only when its
