@@ -257,6 +257,7 @@ _OWNERS: dict[str, str] = {
     "VOLATILE_PARAMS": "harness.llm_recorder",
     "Verdict": "harness.replay.judge",
     "VerdictFile": "harness.replay.judge",
+    "Verification": "harness.trace",
     "Violation": "harness.results",
     "ViolationKind": "harness.results",
     "VirtualClock": "harness.clock",

@@ -42,11 +42,15 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class UserSpec:
-    """A scripted user: a display name and a WhatsApp identity (wa_id, BSUID or both)."""
+    """A scripted user: a display name and a WhatsApp identity (wa_id, BSUID or both).
+
+    ``on_whatsapp`` False: a number with no WhatsApp account, which can't be written to.
+    """
 
     name: str
     wa_id: str | None = None
     bsuid: str | None = None
+    on_whatsapp: bool = True
 
     @property
     def key(self) -> str:
@@ -95,7 +99,9 @@ class ChannelSetup:
     ``recording`` is how the agent's seams record or replay; ``start`` is
     when the conversation's virtual clock starts (a fixed instant by default);
     ``agent_offset`` skews the clock an in-process agent sees against the
-    channel's (``agent-offset=-5m``).
+    channel's (``agent-offset=-5m``). ``namespace`` names this scenario of
+    this run: its store keys go under it, and the ids the channel makes up
+    follow from ``seed`` and it, so no two runs share an id.
     """
 
     users: Sequence[UserSpec]

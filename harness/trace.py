@@ -43,11 +43,14 @@ __all__ = [
     "StatusUpdate",
     "ToolCall",
     "Turn",
+    "Verification",
     "build_turns",
 ]
 
 Source: TypeAlias = Literal["live", "recorded"]
-EventKind: TypeAlias = Literal["inbound", "send", "status", "llm", "tool", "clock", "delivery"]
+EventKind: TypeAlias = Literal[
+    "inbound", "send", "status", "llm", "tool", "clock", "delivery", "verification"
+]
 
 #: ``OutboundSend.type`` values that are not messages a user reads.
 NON_MESSAGE_SEND_TYPES = frozenset({"mark_read", "typing"})
@@ -212,6 +215,27 @@ class DeliveryAttempt(_Event):
         return self.status_code == 200
 
 
+class Verification(_Event):
+    """The channel checked the agent's endpoint before delivering anything to it.
+
+    WhatsApp: Meta's verification handshake, a GET whose query (``request``)
+    carries a challenge (``challenge``) that a valid endpoint answers with 200
+    and the challenge as its body. ``status_code`` and ``answer`` (clipped)
+    are the agent's reply (``status_code`` None when none came, ``error``
+    then says why); ``passed`` is the channel's verdict. Nothing is delivered
+    to an endpoint that has not passed.
+    """
+
+    kind: Literal["verification"] = "verification"
+    method: str = "GET"
+    request: dict[str, JsonValue] = Field(default_factory=dict)
+    challenge: str = ""
+    status_code: int | None = None
+    answer: str = ""
+    error: str | None = None
+    passed: bool = False
+
+
 Event = Annotated[
     InboundMessage
     | OutboundSend
@@ -219,7 +243,8 @@ Event = Annotated[
     | LLMExchange
     | ToolCall
     | ClockJump
-    | DeliveryAttempt,
+    | DeliveryAttempt
+    | Verification,
     Field(discriminator="kind"),
 ]
 
@@ -285,7 +310,7 @@ class Turn(_Model):
 
 
 def _is_turn_action(event: Event) -> bool:
-    return not isinstance(event, (InboundMessage, DeliveryAttempt, ClockJump))
+    return not isinstance(event, (InboundMessage, DeliveryAttempt, ClockJump, Verification))
 
 
 def build_turns(events: Iterable[Event]) -> tuple[Turn, ...]:
@@ -417,6 +442,10 @@ class Conversation(_Model):
     def deliveries(self) -> list[DeliveryAttempt]:
         """Every delivery attempt the channel made to the agent."""
         return [e for e in self.events if isinstance(e, DeliveryAttempt)]
+
+    def verifications(self) -> list[Verification]:
+        """Every check of the agent's endpoint (WhatsApp: the verification handshake)."""
+        return [e for e in self.events if isinstance(e, Verification)]
 
     def sends_outside_window(self) -> list[OutboundSend]:
         """Free-form messages sent while the user's 24-hour window was closed."""

@@ -92,6 +92,7 @@ class WhatsAppChannel:
             store=self.store,
             faults=faults,
             seed=setup.seed,
+            run_id=setup.namespace,
             media=router.media if router is not None else None,
             sink=self._saw,
         )
@@ -111,7 +112,9 @@ class WhatsAppChannel:
         self._app: Any = None
         self._names: dict[str, str] = {}
         for user in setup.users:
-            added = self.sim.add_user(user.wa_id, user.name, user_id=user.bsuid)
+            added = self.sim.add_user(
+                user.wa_id, user.name, user_id=user.bsuid, on_whatsapp=user.on_whatsapp
+            )
             self._names[user.name] = added.key
 
     async def start(self) -> None:
@@ -223,6 +226,7 @@ class WhatsAppChannel:
         """Run until the agent is quiet (at a URL: until what was sent has reached it)."""
         if self._remote is not None:
             await self._remote.delivered(self.config.webhook_timeout * 2)
+            self.sim.raise_undelivered()
             return
         await self.sim.settle()
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -22,6 +24,14 @@ __all__ = ["serve_command", "simulator_options"]
 
 _DEFAULTS = SimulatorConfig()
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What makes this server's ids its own: the seed, if given, and the run id."""
+
+    seed: int | None
+    run_id: str
 
 
 def simulator_options(command: F) -> F:
@@ -58,7 +68,16 @@ def simulator_options(command: F) -> F:
             "file, or key=value pairs such as duplicate=0.3,batch=5.",
         ),
         click.option(
-            "--seed", default=0, show_default=True, type=int, help="Seed for ids and faults."
+            "--seed",
+            default=None,
+            type=int,
+            help="Seed for ids and faults. Without it ids are new in every run (fault dice "
+            "use 0); with it they follow from the seed and --run-id.",
+        ),
+        click.option(
+            "--run-id",
+            default=None,
+            help="Names this run for seeded ids (default: a new one at each start).",
         ),
     ]
     for option in reversed(options):
@@ -92,7 +111,8 @@ def serve_command(
     waba_id: str,
     display_phone_number: str,
     fault_profile: str,
-    seed: int,
+    seed: int | None,
+    run_id: str | None,
 ) -> None:
     """Run the fake Graph API and webhook sender, with a control API under /_harness/."""
     try:
@@ -108,10 +128,11 @@ def serve_command(
         display_phone_number=display_phone_number,
         public_url=public_url or f"http://{host}:{port}",
     )
+    if seed is not None:
+        faults = faults.model_copy(update={"seed": seed})
+    run = _Run(seed, run_id or secrets.token_hex(6))
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(
-            _serve(config, faults.model_copy(update={"seed": seed}), host, port, webhook_url, seed)
-        )
+        asyncio.run(_serve(config, faults, host, port, webhook_url, run))
 
 
 async def _serve(
@@ -120,10 +141,10 @@ async def _serve(
     host: str,
     port: int,
     webhook_url: str | None,
-    seed: int,
+    run: _Run,
 ) -> None:
     clock = VirtualClock(datetime.now(UTC).replace(microsecond=0))
-    sim = WhatsAppSimulator(config, clock=clock, faults=faults, seed=seed)
+    sim = WhatsAppSimulator(config, clock=clock, faults=faults, seed=run.seed, run_id=run.run_id)
     if webhook_url:
         sim.connect(webhook_url)
     server = BackgroundServer(control_app(sim), host, port)
@@ -134,6 +155,8 @@ async def _serve(
     click.echo(f"control API on {server.url}/_harness/ (OpenAPI: {server.url}/openapi.json)")
     if webhook_url:
         click.echo(f"delivering webhooks to {webhook_url}")
+    if run.seed is not None:
+        click.echo(f"ids seeded with --seed {run.seed} --run-id {run.run_id}")
     pacer = asyncio.get_running_loop().create_task(sim.run_paced())
     try:
         await asyncio.Event().wait()

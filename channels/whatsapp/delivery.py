@@ -5,7 +5,9 @@ through ``httpx.ASGITransport``) or at a URL. :class:`Deliverer` schedules
 each update on the virtual clock, applies the fault profile (latency,
 reordering, batching, duplicates), signs the bytes once and sends those
 bytes, retries a delivery that was not answered with 200 on Meta's schedule,
-and reports every attempt.
+and reports every attempt. Every request goes out with Meta's ``User-Agent``;
+nothing is delivered before the webhook has passed the verification
+handshake (:func:`handshake`), which the trace records too.
 """
 
 from __future__ import annotations
@@ -28,9 +30,11 @@ from channels.whatsapp.signing import SignedBody
 from harness.clock import Clock
 from harness.exceptions import HandshakeError
 from harness.inflight import BusyTransport
-from harness.trace import DeliveryAttempt
+from harness.redaction import REDACTED
+from harness.trace import DeliveryAttempt, Event, Verification
 
 __all__ = [
+    "META_USER_AGENT",
     "AsgiTarget",
     "Deliverer",
     "PendingUpdate",
@@ -39,6 +43,9 @@ __all__ = [
     "WebhookTarget",
     "handshake",
 ]
+
+#: The ``User-Agent`` of Meta's webhook requests (the handshake's GET and every POST).
+META_USER_AGENT = "facebookexternalua"
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +92,7 @@ class _HttpxTarget:
         self._client = client
         self._url = url
         self._timeout = timeout
-        self._headers = dict(headers or {})
+        self._headers = {"User-Agent": META_USER_AGENT, **(headers or {})}
         self.description = url
 
     async def post(self, body: SignedBody) -> PostResult:
@@ -144,22 +151,57 @@ class UrlTarget(_HttpxTarget):
         super().__init__(httpx.AsyncClient(transport=BusyTransport()), url, timeout, headers)
 
 
-async def handshake(target: WebhookTarget, verify_token: str, rng: random.Random) -> None:
-    """Perform Meta's GET verification handshake; a wrong answer raises ``HandshakeError``."""
+async def handshake(
+    target: WebhookTarget,
+    verify_token: str,
+    rng: random.Random,
+    *,
+    clock: Clock | None = None,
+    record: Callable[[Event], None] | None = None,
+) -> None:
+    """Perform Meta's GET verification handshake; a wrong answer raises ``HandshakeError``.
+
+    With ``clock`` and ``record``, the GET and its answer go in the trace as a
+    :class:`~harness.trace.Verification`, passed or not (the verify token
+    masked: a trace ends up in reports).
+    """
     challenge = str(rng.randrange(10**9, 10**10))
-    status, text = await target.get(
-        {"hub.mode": "subscribe", "hub.challenge": challenge, "hub.verify_token": verify_token}
-    )
-    if status != 200:
-        raise HandshakeError(
+    params = {"hub.mode": "subscribe", "hub.challenge": challenge, "hub.verify_token": verify_token}
+    status: int | None = None
+    text = ""
+    problem: HandshakeError | None = None
+    try:
+        status, text = await target.get(params)
+    except HandshakeError as exc:
+        problem = exc
+    if problem is None and status != 200:
+        problem = HandshakeError(
             f"webhook {target.description} failed the verification handshake: it answered "
             f"{status} to hub.verify_token={verify_token!r} (expected 200 and the challenge)"
         )
-    if text.strip() != challenge:
-        raise HandshakeError(
+    if problem is None and text.strip() != challenge:
+        problem = HandshakeError(
             f"webhook {target.description} failed the verification handshake: expected the "
             f"bare challenge {challenge!r} as the body, got {text[:60]!r}"
         )
+    if clock is not None and record is not None:
+        record(
+            Verification(
+                at=clock.now(),
+                request={**params, "hub.verify_token": REDACTED},
+                challenge=challenge,
+                status_code=status,
+                answer=text[:_ANSWER_KEPT],
+                error=None if problem is None or status is not None else str(problem),
+                passed=problem is None,
+            )
+        )
+    if problem is not None:
+        raise problem
+
+
+# The part of the agent's answer to the handshake that the trace keeps.
+_ANSWER_KEPT = 200
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -195,12 +237,17 @@ class Deliverer:
         clock: Clock,
         dice: FaultDice,
         emit: Emit,
+        *,
+        verify: Callable[[], Coroutine[Any, Any, None]] | None = None,
     ) -> None:
         self.target = target
         self.config = config
         self.clock = clock
         self.dice = dice
         self._emit = emit
+        self._verify = verify
+        #: Why updates were dropped unsent (a failed handshake), until :meth:`take_failure`.
+        self.failure: HandshakeError | None = None
         self._ids = itertools.count(1)
         self._seq = itertools.count(1)
         self._tasks: set[asyncio.Task[None]] = set()
@@ -228,6 +275,11 @@ class Deliverer:
             # A POST cut short may take a moment to clean up its connection; never forever.
             await asyncio.wait(tasks, timeout=5.0)
         self._batch.clear()
+
+    def take_failure(self) -> HandshakeError | None:
+        """Why updates were dropped since the last call (None if none were), and forget it."""
+        failure, self.failure = self.failure, None
+        return failure
 
     def enqueue(self, update: PendingUpdate) -> None:
         """Schedule an update for delivery at ``update.due`` plus the profile's faults."""
@@ -336,6 +388,12 @@ class Deliverer:
     ) -> None:
         if delay:
             await self.clock.sleep(delay)
+        if self._verify is not None:
+            try:
+                await self._verify()  # Meta delivers nothing to an endpoint it has not verified
+            except HandshakeError as exc:
+                self.failure = exc
+                return
         delivery = f"d{next(self._ids)}"
         first = self.clock.now()
         for attempt, offset in enumerate(self._offsets, start=1):

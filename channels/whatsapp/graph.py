@@ -29,7 +29,7 @@ import logging
 import random
 import re
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Final, Protocol
 
@@ -271,6 +271,7 @@ class _GraphAPI:
         try:
             body = parse_json_body(raw)
             send = self.validator.validate(phone_number_id, body)
+            send = replace(send, api_version=request.path_params["version"])
             outcome = await self.on_send(send)
         except GraphAPIError as exc:
             if self.on_refuse is not None:

@@ -8,11 +8,20 @@ reaction to an unknown message fails with 131009, and an accepted message
 gets its sent, delivered and read statuses on the clock, with the fault
 profile's late, missing or reordered ones. Refused sends enter the trace
 with Meta's error.
+
+A number the simulator was not told about is a WhatsApp user who never
+wrote (registered on the spot, window closed: a free-form message fails
+with 131047); only a user registered as not on WhatsApp fails with 131026.
+Every status webhook carries the user in ``contacts``: the wa_id, and the
+BSUID unless the number has no WhatsApp account. Statuses of a send made
+through Graph API v23.0 or older carry its ``conversation`` (Meta dropped
+the object from v24.0 on, outside free entry points).
 """
 
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
@@ -28,10 +37,11 @@ from channels.whatsapp.errors import (
 )
 from channels.whatsapp.faults import FaultDice, FaultProfile
 from channels.whatsapp.graph import SendOutcome
-from channels.whatsapp.ids import new_wamid
+from channels.whatsapp.ids import new_conversation_id, new_wamid
 from channels.whatsapp.limits import PairRateLimiter, ThroughputLimiter
+from channels.whatsapp.payloads import format_timestamp
 from channels.whatsapp.simuser import SentMessage, SimUser
-from channels.whatsapp.statuses import pricing, status
+from channels.whatsapp.statuses import Conversation, ConversationOrigin, pricing, status
 from channels.whatsapp.validation import ValidatedSend, normalize_wa_id
 from channels.whatsapp.window import SessionWindows
 from harness.clock import Clock
@@ -56,9 +66,22 @@ class OutboundRules:
     _sent: dict[str, SentMessage]
     _inbound: dict[str, tuple[SimUser, dict[str, Any]]]
     _status_seen: set[tuple[str, str]]
+    #: The open conversation of each (user, category): its id and when it expires.
+    _conversations: dict[tuple[str, str], tuple[str, datetime]]
 
     def record(self, event: Event) -> None:
         """Append an event to the log (the simulator defines it)."""
+        raise NotImplementedError
+
+    def add_user(
+        self,
+        wa_id: str | None,
+        name: str = "",
+        *,
+        user_id: str | None = None,
+        on_whatsapp: bool = True,
+    ) -> SimUser:
+        """Register a user (the simulator defines it)."""
         raise NotImplementedError
 
     def _deliverer_or_fail(self) -> Deliverer:
@@ -102,24 +125,22 @@ class OutboundRules:
             return await self._on_read(send, now)
         key = send.user or ""
         who = self._users.get(key)
+        if who is None and send.to is not None:
+            who = self.add_user(send.to)  # a WhatsApp user who never wrote: window closed
         self.throughput.check(self.config.phone_number_id)
         if who is not None:
             self.pair_limit.check(who.key)
-        in_window = await self.windows.is_open(who.key) if who is not None else False
+        reachable = who is not None and who.on_whatsapp
+        in_window = await self.windows.is_open(who.key) if reachable and who else False
         template = send.type == "template"
-        if (
-            who is not None
-            and not in_window
-            and not template
-            and self.config.window_error == "sync"
-        ):
+        if reachable and not in_window and not template and self.config.window_error == "sync":
             raise ReEngagementRequired()
         wamid = new_wamid(self._rng, who.wa_id or "" if who else "", outbound=True)
         self._sent[wamid] = SentMessage(wamid=wamid, user=who, send=send, at=now)
         self.outbox.append(dict(send.body))
-        self._record_send(send, who, wamid, None, in_window if who else None)
-        if who is None:
-            self._schedule_failure(wamid, send, key, Undeliverable())
+        self._record_send(send, who, wamid, None, in_window if reachable else None)
+        if who is None or not who.on_whatsapp:
+            self._schedule_failure(wamid, send, who.key if who else key, Undeliverable())
         elif not in_window and not template:
             self._schedule_failure(wamid, send, who.key, ReEngagementRequired())
         elif send.type == "reaction" and send.message_id not in self._inbound:
@@ -207,11 +228,21 @@ class OutboundRules:
             )
         )
 
-    def _status_payload(self, item: Any, who_key: str) -> dict[str, Any]:
+    def _recipient(self, who_key: str) -> tuple[str | None, str | None]:
+        """The user a status is about, as (wa_id, BSUID).
+
+        Both ids, on failed statuses too: whether Meta leaves the BSUID out
+        for a number with no WhatsApp account is unconfirmed, and clients read
+        ``contacts[0].user_id`` on every status.
+        """
         who = self._users.get(who_key)
-        contacts = []
-        if who is not None:
-            contacts = [contact(who.wa_id, None, user_id=who.user_id)]
+        if who is None:
+            return None, who_key  # a BSUID the business was never given
+        return who.wa_id, who.user_id
+
+    def _status_payload(self, item: Any, who_key: str) -> dict[str, Any]:
+        wa_id, user_id = self._recipient(who_key)
+        contacts = [contact(wa_id, None, user_id=user_id)]
         return build_webhook(
             waba_id=self.config.waba_id,
             phone_number_id=self.config.phone_number_id,
@@ -240,13 +271,13 @@ class OutboundRules:
     ) -> None:
         delay = self.config.statuses.sent or 0.0
         due = self.clock.now() + timedelta(seconds=delay)
-        who = self._users.get(who_key)
+        wa_id, user_id = self._recipient(who_key)
         item = status(
             wamid,
             "failed",
             due,
-            who.wa_id if who else who_key,
-            recipient_user_id=who.user_id if who else None,
+            wa_id,
+            recipient_user_id=user_id,
             errors=[error.to_error_object()],
             biz_opaque_callback_data=send.biz_opaque_callback_data,
         )
@@ -280,6 +311,7 @@ class OutboundRules:
             marks = ()
         category = "utility" if template else "service"
         priced = {"sent"} | ({"delivered"} if any(n == "delivered" for n, _ in plan) else {"read"})
+        opened = self._conversation(who.key, category) if _has_conversations(send) else None
         for name, delay in plan:
             if self.dice.roll("status-missing", faults.status_missing):
                 continue
@@ -295,9 +327,40 @@ class OutboundRules:
                 who.wa_id,
                 recipient_user_id=who.user_id,
                 pricing=pricing(category) if name in priced else None,
+                conversation=None if opened is None else _conversation_of(opened, category, name),
                 biz_opaque_callback_data=send.biz_opaque_callback_data,
             )
             self._enqueue_status(wamid, who.key, item, due, extra)
+
+    def _conversation(self, who_key: str, category: str) -> tuple[str, datetime]:
+        """The user's open conversation of this category, or a new one, open for 24 hours."""
+        now = self.clock.now()
+        found = self._conversations.get((who_key, category))
+        if found is None or found[1] <= now:
+            found = (new_conversation_id(self._rng), now + timedelta(hours=24))
+            self._conversations[(who_key, category)] = found
+        return found
+
+
+_VERSION = re.compile(r"v(\d+)\.\d+")
+# The last Graph API version whose statuses carry ``conversation`` outside free entry points.
+_LAST_WITH_CONVERSATION = 23
+
+
+def _has_conversations(send: ValidatedSend) -> bool:
+    """Whether the statuses of ``send`` carry ``conversation`` (sent through v23.0 or older)."""
+    found = _VERSION.fullmatch(send.api_version or "")
+    return found is not None and int(found.group(1)) <= _LAST_WITH_CONVERSATION
+
+
+def _conversation_of(opened: tuple[str, datetime], category: str, name: str) -> Conversation:
+    """A status's ``conversation``: ``expiration_timestamp`` rides on ``sent`` only."""
+    conversation_id, expires = opened
+    return Conversation(
+        id=conversation_id,
+        expiration_timestamp=format_timestamp(expires) if name == "sent" else None,
+        origin=ConversationOrigin(type=category),
+    )
 
 
 def _json_safe(body: Mapping[str, Any]) -> dict[str, Any]:

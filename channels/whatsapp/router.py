@@ -17,7 +17,6 @@ never credited to another one.
 from __future__ import annotations
 
 import json
-import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -28,7 +27,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.graph import AcceptAll, create_graph_app
-from channels.whatsapp.ids import new_wamid
+from channels.whatsapp.ids import id_source, new_wamid
 from channels.whatsapp.media import MediaStore
 from channels.whatsapp.server import BackgroundServer
 from channels.whatsapp.validation import normalize_wa_id
@@ -58,7 +57,7 @@ class GraphRouter:
         self.config = config
         self.clock: Clock = SystemClock()
         #: The media every scenario of the run uploads to and downloads from.
-        self.media = MediaStore(self.clock, public_url=config.public_url)
+        self.media = MediaStore(self.clock, public_url=config.public_url, rng=id_source())
         self._shared_app = create_graph_app(
             access_tokens={config.access_token},
             phone_numbers={config.phone_number_id: config.display_phone_number},
@@ -239,5 +238,5 @@ def _replaying(body: bytes) -> Callable[[], Awaitable[Message]]:
     return receive
 
 
-#: Ids for late answers (any unique-looking ids do).
-_RNG = random.Random("late")
+#: Ids for late answers: new in every run, like every id Meta hands out.
+_RNG = id_source()

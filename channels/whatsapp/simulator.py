@@ -13,8 +13,8 @@ happens to the agent's sends is Meta's rules (:mod:`channels.whatsapp.outbound`)
 
 from __future__ import annotations
 
+import asyncio
 import itertools
-import random
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -37,7 +37,7 @@ from channels.whatsapp.envelope import Contact, build_webhook, contact
 from channels.whatsapp.errors import ErrorObject
 from channels.whatsapp.faults import FaultDice, FaultProfile, split_fragments
 from channels.whatsapp.graph import create_graph_app
-from channels.whatsapp.ids import new_bsuid, new_wamid
+from channels.whatsapp.ids import bsuid_for, id_source, new_bsuid, new_wamid
 from channels.whatsapp.limits import PairRateLimiter, ThroughputLimiter
 from channels.whatsapp.media import MediaStore
 from channels.whatsapp.messages import (
@@ -77,7 +77,14 @@ _DOCUMENT_EXTENSIONS = {
 
 
 class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
-    """Meta's side of the conversation: webhooks to the agent, the Graph API for its replies."""
+    """Meta's side of the conversation: webhooks to the agent, the Graph API for its replies.
+
+    Ids (wamids, media ids) are new in every simulator unless ``seed`` is
+    given; then they follow from the seed and ``run_id`` (see
+    :func:`~channels.whatsapp.ids.id_source`), so a run can be played again
+    with the same ids and no two runs share one. Fault dice use ``seed``
+    (0 when none is given) unless ``faults`` carries its own.
+    """
 
     def __init__(
         self,
@@ -86,7 +93,8 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
         clock: Clock | None = None,
         store: Store | None = None,
         faults: FaultProfile | None = None,
-        seed: int = 0,
+        seed: int | None = None,
+        run_id: str = "",
         templates: TemplateRegistry | None = None,
         sink: Callable[[Event], None] | None = None,
         media: MediaStore | None = None,
@@ -95,16 +103,19 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
         self.clock: Clock = clock or VirtualClock()
         base_store = store or MemoryStore(clock=self.clock)
         self.store = base_store.with_namespace(f"wa:{self.config.phone_number_id}")
-        self.faults = faults or FaultProfile(seed=seed)
+        self.faults = faults or FaultProfile(seed=0 if seed is None else seed)
         self.dice = FaultDice(self.faults)
-        self._rng = random.Random(f"{seed}:ids")
+        self._rng = id_source(seed, run_id)
+        self._trace_rng = id_source(seed, run_id, "fbtrace")
         self._sink = sink
         #: Every trace event so far, in the order it happened.
         self.events: list[Event] = []
         #: Every accepted send body, in order, as the agent sent it.
         self.outbox: list[dict[str, Any]] = []
         self.windows = SessionWindows(self.store, self.clock, length=self.config.window_seconds)
-        self.media = media or MediaStore(self.clock, public_url=self.config.public_url)
+        self.media = media or MediaStore(
+            self.clock, public_url=self.config.public_url, rng=id_source(seed, run_id, "media")
+        )
         self.pair_limit = PairRateLimiter(self.clock, enabled=self.config.rate_limits)
         self.throughput = ThroughputLimiter(
             self.clock, mps=int(self.config.throughput_mps), enabled=self.config.rate_limits
@@ -124,9 +135,12 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
         self._burst_of: dict[str, str] = {}
         self._burst_ids = itertools.count(1)
         self._status_seen: set[tuple[str, str]] = set()
+        self._conversations: dict[tuple[str, str], tuple[str, datetime]] = {}
         self._target: WebhookTarget | None = None
         self._deliverer: Deliverer | None = None
-        self._handshaken = False
+        #: Set once the connected webhook has passed the verification handshake.
+        self._verified = asyncio.Event()
+        self._handshake_lock = asyncio.Lock()
         self._last_activity = self.clock.now()
         self._remote = False
 
@@ -144,8 +158,10 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
                 agent, self.config.webhook_path, timeout=self.config.webhook_timeout
             )
         self._target = target
-        self._deliverer = Deliverer(target, self.config, self.clock, self.dice, self.record)
-        self._handshaken = False
+        self._deliverer = Deliverer(
+            target, self.config, self.clock, self.dice, self.record, verify=self._ensure_handshake
+        )
+        self._verified = asyncio.Event()
 
     def build_graph_app(
         self,
@@ -163,6 +179,7 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
             clock=self.clock,
             templates=self.templates,
             public_url=self.config.public_url,
+            rng=self._trace_rng,
             routes=routes,
             openapi_paths=openapi_paths,
             openapi_schemas=openapi_schemas,
@@ -200,9 +217,29 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
 
     # -- users ------------------------------------------------------------------
 
-    def add_user(self, wa_id: str | None, name: str = "", *, user_id: str | None = None) -> SimUser:
-        """Register a user; a BSUID is made up when none is given."""
-        user = SimUser(wa_id=wa_id, user_id=user_id or new_bsuid(self._rng), name=name)
+    def add_user(
+        self,
+        wa_id: str | None,
+        name: str = "",
+        *,
+        user_id: str | None = None,
+        on_whatsapp: bool = True,
+    ) -> SimUser:
+        """Register a user.
+
+        Without a BSUID the user gets the one that belongs to the number
+        (:func:`~channels.whatsapp.ids.bsuid_for`); without a name, a profile
+        name made from the number, since Meta always shows one. ``on_whatsapp``
+        False registers a number with no WhatsApp account (sends to it fail
+        with 131026).
+        """
+        if not on_whatsapp and not wa_id:
+            raise ConfigError("a user who is not on WhatsApp needs a wa_id (a phone number)")
+        if user_id is None:
+            user_id = bsuid_for(wa_id, self.config.waba_id) if wa_id else new_bsuid(self._rng)
+        if not name:
+            name = _profile_name(wa_id or user_id)
+        user = SimUser(wa_id=wa_id, user_id=user_id, name=name, on_whatsapp=on_whatsapp)
         self._users[user.key] = user
         if user.wa_id is not None:
             self._users[user.wa_id] = user
@@ -243,6 +280,8 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
         burst of its own otherwise).
         """
         who = user if isinstance(user, SimUser) else self.user(user)
+        if not who.on_whatsapp:
+            raise StepError(f"user {who.key} is not on WhatsApp, so they can't send messages")
         content = self.compose(who, message)
         await self._ensure_handshake()
         now = self.clock.now()
@@ -458,11 +497,21 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
         return self._deliverer
 
     async def _ensure_handshake(self) -> None:
-        if self._handshaken or not self.config.handshake:
+        """Verify the webhook once, before the first delivery of any kind."""
+        if self._verified.is_set() or not self.config.handshake:
             return
-        deliverer = self._deliverer_or_fail()
-        await handshake(deliverer.target, self.config.verify_token, self._rng)
-        self._handshaken = True
+        async with self._handshake_lock:
+            if self._verified.is_set():
+                return  # another delivery did it while this one waited
+            deliverer = self._deliverer_or_fail()
+            await handshake(
+                deliverer.target,
+                self.config.verify_token,
+                self._rng,
+                clock=self.clock,
+                record=self.record,
+            )
+            self._verified.set()
 
     def _on_inbound_sending(self, update: PendingUpdate, delivery: str) -> None:
         """A user's message goes out to the agent: it enters the trace now (a copy: a duplicate)."""
@@ -486,6 +535,12 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
                 envelope=_envelope(payload),
             )
         )
+
+
+def _profile_name(key: str) -> str:
+    """The profile name of a user registered without one: ``User`` and the number's last digits."""
+    digits = "".join(c for c in key if c.isdigit())
+    return f"User {digits[-4:] or key}"
 
 
 def _list(value: object) -> list[Any]:

@@ -16,11 +16,14 @@ class SimUser:
     """A simulated WhatsApp user: a phone number (wa_id), a business-scoped id, a name.
 
     ``wa_id`` may be None for a username-only user, who is known by BSUID alone.
+    ``on_whatsapp`` False makes the number one that has no WhatsApp account:
+    it writes nothing, and what the business sends it fails with 131026.
     """
 
     wa_id: str | None
     user_id: str
     name: str = ""
+    on_whatsapp: bool = True
 
     @property
     def key(self) -> str:

@@ -45,15 +45,20 @@ class Timekeeping:
         deadlines wait for :meth:`advance`. For an agent in another process,
         the simulator also waits ``real_quiet`` real seconds (0.3 by default)
         with nothing in flight, since it can't see that agent's work.
+
+        Raises ``HandshakeError`` when updates could not be delivered because
+        the webhook failed the verification handshake meanwhile.
         """
         if real_quiet is None:
             real_quiet = 0.3 if self._remote else 0.0
         clock = self.clock
         if self.paced:
             await self._quiesce(max(real_quiet, 0.05))
+            self.raise_undelivered()
             return
         while True:
             await self._quiesce(real_quiet)
+            self.raise_undelivered()
             if not isinstance(clock, VirtualClock):
                 return
             nxt = clock.next_event()
@@ -113,6 +118,12 @@ class Timekeeping:
             await clock.run_until(clock.now() + timedelta(seconds=seconds), reason=reason)
         else:
             await clock.sleep(seconds)
+
+    def raise_undelivered(self) -> None:
+        """Raise why updates were dropped unsent since last asked (a failed handshake), if any."""
+        failure = self._deliverer.take_failure() if self._deliverer is not None else None
+        if failure is not None:
+            raise failure
 
     async def _quiesce(self, real_quiet: float) -> None:
         clock = self.clock

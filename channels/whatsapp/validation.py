@@ -80,6 +80,8 @@ class ValidatedSend:
     media_id: str | None = None
     media_link: str | None = None
     biz_opaque_callback_data: str | None = None
+    #: The Graph API version the send was made through (``v25.0``), where known.
+    api_version: str | None = None
 
     @property
     def user(self) -> str | None:

@@ -389,6 +389,8 @@ async def replay_fixture(
         recording=recording,
         start=times[0] - timedelta(seconds=1),
         agent_offset=skew.agent_offset,
+        # At a URL the messages the user types get ids of this replay's own, too.
+        namespace=salt if runner.options.target_url else "",
         real_work_limit=runner.options.real_work_limit,
     )
     session: ChannelSession | None = None

@@ -74,7 +74,7 @@ def distinct_user(user: UserSpec, salt: str) -> UserSpec:
     # in every scenario: give one here instead.
     prefix, dot, rest = (user.bsuid or "US.00000000000000000000").partition(".")
     bsuid = f"{prefix}{dot}{digits(rest, 0)}" if dot else digits(prefix, 0)
-    return UserSpec(user.name, wa_id, bsuid)
+    return UserSpec(user.name, wa_id, bsuid, user.on_whatsapp)
 
 
 def with_late(result: ScenarioResult, late: Sequence[Event]) -> ScenarioResult:

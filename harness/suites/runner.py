@@ -9,7 +9,8 @@ scenario's invariants over the whole conversation, and collects a
 Scenarios are isolated from each other: each has its own channel session
 (its own simulator, users and clock) and its own store namespace, so they
 can share one Redis. Results do not depend on ``--concurrency``: the same
-seed gives the same conversations. Concurrent scenarios of a large suite
+seed gives the same conversations, each run with message ids of its own (the
+channel derives them from the seed and the run's namespaces). Concurrent scenarios of a large suite
 run in worker processes (in-process scenarios are CPU-bound); a small suite,
 or one with channel plugins handed in directly, runs on worker threads. Each
 worker has its own event loop, because a virtual clock moves only when its
@@ -319,7 +320,7 @@ class Runner:
                 faults=_faults_of(scenario),
                 skipped=(not_here,),
             )
-        users = [UserSpec(u.name, u.wa_id, u.bsuid) for u in scenario.users]
+        users = [UserSpec(u.name, u.wa_id, u.bsuid, u.on_whatsapp) for u in scenario.users]
         if self.options.target_url is not None and namespace:
             # One agent serves every scenario of the run, and remembers users across runs:
             # each scenario gets numbers of its own, so none sees another's conversation.

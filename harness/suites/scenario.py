@@ -163,6 +163,11 @@ class User(ScenarioPart):
         description="Business-scoped user id, e.g. BR.1234567890.",
         json_schema_extra={"pattern": _BSUID},
     )
+    on_whatsapp: StrictBool = Field(
+        default=True,
+        description="False: the number has no WhatsApp account; what is sent to it fails "
+        "(131026) and the user can't write.",
+    )
 
     model_config = ConfigDict(
         json_schema_extra={"anyOf": [{"required": ["wa_id"]}, {"required": ["bsuid"]}]}
@@ -186,6 +191,8 @@ class User(ScenarioPart):
             out["wa_id"] = self.wa_id
         if self.bsuid is not None:
             out["bsuid"] = self.bsuid
+        if not self.on_whatsapp:
+            out["on_whatsapp"] = False
         return out
 
 

@@ -24,6 +24,7 @@ from harness.trace import (
     OutboundSend,
     StatusUpdate,
     ToolCall,
+    Verification,
 )
 
 __all__ = ["Transcript", "render_event"]
@@ -94,6 +95,10 @@ def _body(event: Event, name: str, to: str) -> str:
         answer = str(event.status_code) if event.status_code is not None else "no answer"
         faults = f" [{', '.join(event.faults)}]" if event.faults else ""
         return f"delivery {event.delivery} attempt {event.attempt} -> {answer}{faults}"
+    if isinstance(event, Verification):
+        answer = str(event.status_code) if event.status_code is not None else "no answer"
+        verdict = "passed" if event.passed else "failed"
+        return f"verification {event.method} -> {answer} ({verdict})"
     raise TypeError(f"not an event: {event!r}")  # pragma: no cover  # the union is closed
 
 

@@ -24,6 +24,7 @@ from harness.trace import (
     Participant,
     StatusUpdate,
     ToolCall,
+    Verification,
     build_turns,
 )
 
@@ -129,6 +130,18 @@ EVENT_STRATEGIES: dict[str, st.SearchStrategy[Event]] = {
         latency_ms=st.none() | st.floats(min_value=0, max_value=1e6, allow_nan=False),
         faults=st.lists(st.sampled_from(["duplicate", "reordered", "batched", "retry"])).map(tuple),
     ),
+    "verification": st.builds(
+        Verification,
+        at=instants,
+        user=users,
+        method=st.sampled_from(["GET", "POST"]),
+        request=json_objects,
+        challenge=names,
+        status_code=st.none() | st.integers(min_value=100, max_value=599),
+        answer=st.text(max_size=40),
+        error=st.none() | st.text(max_size=30),
+        passed=st.booleans(),
+    ),
 }
 any_event = st.one_of(*EVENT_STRATEGIES.values())
 
@@ -205,6 +218,22 @@ def test_burst_is_one_turn_and_reply_closes_it() -> None:
     assert [r.text for r in turns[0].replies] == ["Sure, which day?"]
     assert [c.name for c in turns[1].tool_calls] == ["search_slots"]
     assert turns[1].start == T0 + timedelta(seconds=9)
+
+
+def test_a_verification_of_the_endpoint_belongs_to_no_turn() -> None:
+    check = Verification(
+        at=T0 + timedelta(seconds=3),
+        request={"hub.mode": "subscribe", "hub.challenge": "1158201444"},
+        challenge="1158201444",
+        status_code=200,
+        answer="1158201444",
+        passed=True,
+    )
+    events: list[Event] = [_in(0, "hi"), check, _reply(5, "hello"), _in(9, "bye")]
+    turns = build_turns(events)
+    assert [t.texts for t in turns] == [["hi"], ["bye"]]
+    assert all(check not in t.actions for t in turns)
+    assert Conversation.from_events(events).verifications() == [check]
 
 
 def test_redelivered_copy_joins_the_open_turn_instead_of_starting_one() -> None:

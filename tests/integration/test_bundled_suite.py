@@ -164,15 +164,41 @@ def _pick(scenarios: Sequence[Scenario], *stems: str) -> list[Scenario]:
     return chosen
 
 
+_WAMID = re.compile(r"wamid\.[A-Za-z0-9+/_-]+=*")
+# Keys whose digits are an id the channel handed out (a media id, the handshake's challenge).
+_DIGIT_IDS = frozenset({"id", "challenge", "hub.challenge", "answer"})
+
+
+def _named_in_order(data: Any, names: dict[str, str]) -> Any:
+    """JSON data with each id the run handed out named by its first appearance instead.
+
+    Every run hands out ids of its own, whatever the seed: what a run decided is
+    which messages, statuses and replies refer to which, not the ids' letters.
+    """
+    if isinstance(data, dict):
+        return {
+            key: names.setdefault(value, f"#{len(names)}")
+            if key in _DIGIT_IDS and isinstance(value, str) and value.isdigit()
+            else _named_in_order(value, names)
+            for key, value in data.items()
+        }
+    if isinstance(data, list):
+        return [_named_in_order(item, names) for item in data]
+    if isinstance(data, str):
+        return _WAMID.sub(lambda m: names.setdefault(m.group(0), f"#{len(names)}"), data)
+    return data
+
+
 def _fingerprint(run: RunResult) -> list[tuple[Any, ...]]:
-    """Everything a run decided, minus wall-clock measurements."""
+    """Everything a run decided, minus wall-clock measurements and the ids it handed out."""
     found: list[tuple[Any, ...]] = []
     for s in run.scenarios:
         events: list[Any] = []
+        names: dict[str, str] = {}
         if s.conversation is not None:
             for event in s.conversation.model_dump(mode="json")["events"]:
                 event.pop("latency_ms", None)  # a delivery's real time, not the virtual clock's
-                events.append(event)
+                events.append(_named_in_order(event, names))
         violations = [(v.kind, v.rule, v.turn, v.step, v.message) for v in s.violations]
         found.append((_stem(s), s.status, s.seed, violations, events))
     return found

@@ -74,11 +74,15 @@ class NewUser(ControlBody):
     wa_id: str | None = None
     user_id: str | None = None
     name: str = ""
+    #: False: a number with no WhatsApp account (what is sent to it fails with 131026).
+    on_whatsapp: bool = True
 
     @model_validator(mode="after")
     def _check_some_id(self) -> Self:
         if self.wa_id is None and self.user_id is None:
             raise ValueError("give wa_id, user_id (BSUID) or both")
+        if not self.on_whatsapp and self.wa_id is None:
+            raise ValueError("on_whatsapp: a user who is not on WhatsApp needs a wa_id")
         return self
 
 
@@ -151,6 +155,7 @@ class RegisteredUser(BaseModel):
     wa_id: str | None
     user_id: str
     name: str
+    on_whatsapp: bool = True
 
 
 class Wamid(BaseModel):

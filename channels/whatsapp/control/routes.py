@@ -3,7 +3,7 @@
 ``harness serve`` mounts these beside the fake Graph API so a test written in
 any language (or curl) can play the users and read what the agent did:
 
-- ``POST /_harness/users``: register a user (``wa_id``, ``name``, ``user_id``);
+- ``POST /_harness/users``: register a user (``wa_id``, ``name``, ``user_id``, ``on_whatsapp``);
 - ``POST /_harness/inbound``: a user sends a message of any type (``text``
   for short, or Meta's message object in ``message``, checked against what
   Meta sends and completed as Meta would, its message ids written as a wamid
@@ -163,8 +163,12 @@ def control_routes(sim: WhatsAppSimulator) -> list[Route]:
 
     async def users(request: Request) -> Response:
         body = await _read(request, NewUser)
-        user = sim.add_user(body.wa_id, body.name, user_id=body.user_id)
-        registered = RegisteredUser(wa_id=user.wa_id, user_id=user.user_id, name=user.name)
+        user = sim.add_user(
+            body.wa_id, body.name, user_id=body.user_id, on_whatsapp=body.on_whatsapp
+        )
+        registered = RegisteredUser(
+            wa_id=user.wa_id, user_id=user.user_id, name=user.name, on_whatsapp=user.on_whatsapp
+        )
         return _answer(registered, 201)
 
     async def inbound(request: Request) -> Response:

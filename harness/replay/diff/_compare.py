@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections import defaultdict, deque
 from collections.abc import Mapping, Sequence
 
+from pydantic import JsonValue
+
 from harness.replay.diff._replies import Reply, read_reply
 from harness.replay.diff._text import (
     count_line,
@@ -24,6 +26,18 @@ __all__ = ["compare_messages", "compare_replies", "compare_tools"]
 
 # Webhook message keys that identify the copy, not the content.
 _VOLATILE_BODY_KEYS = frozenset({"id", "timestamp", "context", "from"})
+# Message types whose object carries a media id: handed out by the channel in each run, like
+# a message id, so two runs of the same conversation never share one.
+_MEDIA_TYPES = frozenset({"image", "audio", "video", "document", "sticker"})
+
+
+def _content(body: dict[str, JsonValue]) -> JsonValue:
+    """A user message's body without what identifies the copy (its ids and time)."""
+    kind = body.get("type")
+    media = body.get(kind) if isinstance(kind, str) and kind in _MEDIA_TYPES else None
+    if isinstance(kind, str) and isinstance(media, dict):
+        body = {**body, kind: {k: v for k, v in media.items() if k != "id"}}
+    return scrub(body, _VOLATILE_BODY_KEYS)
 
 
 def compare_messages(ta: Turn, tb: Turn, compare_times: bool) -> list[str]:
@@ -39,9 +53,7 @@ def compare_messages(ta: Turn, tb: Turn, compare_times: bool) -> list[str]:
         if x.reply_id != y.reply_id:
             out.append(f"{what} reply id differs: {text_pair(x.reply_id, y.reply_id)}")
         if x.type == y.type and x.text == y.text and x.reply_id == y.reply_id:
-            body = json_changes(
-                scrub(x.body, _VOLATILE_BODY_KEYS), scrub(y.body, _VOLATILE_BODY_KEYS)
-            )
+            body = json_changes(_content(x.body), _content(y.body))
             if body:
                 out.append(f"{what} content differs: {'; '.join(body)}")
         if compare_times:

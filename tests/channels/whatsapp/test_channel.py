@@ -19,6 +19,7 @@ from starlette.applications import Starlette
 from agents.booking import UNSUPPORTED_TEXT, BookingAgent, agent_factory
 from channels.whatsapp.channel import MEDIA_SAMPLES, WhatsAppChannel, agent_settings
 from channels.whatsapp.config import SimulatorConfig
+from channels.whatsapp.ids import bsuid_for
 from channels.whatsapp.plugin import whatsapp_plugin
 from harness.channel import AgentEnvironment, ChannelSetup, UserSpec
 from harness.exceptions import ConfigError
@@ -298,6 +299,44 @@ def test_faults_get_the_scenarios_seed() -> None:
     assert (mapping.sim.faults.reorder, mapping.sim.faults.seed) == (0.5, 4)
     with pytest.raises(ConfigError, match="fault profile 'sometimes'"):
         WhatsAppChannel(ChannelSetup(users=[ANA], agent_factory=agent_factory, faults="sometimes"))
+
+
+async def test_each_run_gives_its_messages_ids_of_its_own() -> None:
+    async def first_wamid(namespace: str, seed: int = 0) -> str:
+        setup = ChannelSetup(users=[ANA], agent_factory=Keeper(), seed=seed, namespace=namespace)
+        session = WhatsAppChannel(setup)
+        await session.start()
+        await _say(session, "Ana", "hi")
+        wamid = _inbound(session)[0].wamid
+        await session.close()
+        return wamid
+
+    # the runner names each scenario of each run: run<seed>-<start time>:<index>
+    first = await first_wamid("run0-20260101000000000000:0")
+    assert first == await first_wamid("run0-20260101000000000000:0")  # the same run, again
+    assert first != await first_wamid("run0-20260101000000000001:0")  # a later run
+    assert first != await first_wamid("run0-20260101000000000000:1")  # another scenario
+    assert first != await first_wamid("run0-20260101000000000000:0", seed=1)
+
+
+def test_users_without_a_bsuid_get_their_numbers_own() -> None:
+    users = [UserSpec(name=f"U{n}", wa_id=f"5511900000{n:03d}") for n in range(20)]
+    channel = WhatsAppChannel(ChannelSetup(users=[*users, ANA], agent_factory=agent_factory))
+    waba = channel.config.waba_id
+    bsuids = [channel.sim.user(u.wa_id or "").user_id for u in users]
+    assert bsuids == [bsuid_for(u.wa_id or "", waba) for u in users]
+    assert len(set(bsuids)) == len(users)
+    assert all(b.startswith("BR.") for b in bsuids)
+    assert channel.sim.user("15550001111").user_id == "BR.1234567890"  # given: kept
+    again = WhatsAppChannel(ChannelSetup(users=users, agent_factory=agent_factory, seed=5))
+    assert [again.sim.user(u.wa_id or "").user_id for u in users] == bsuids
+
+
+def test_a_scenario_user_can_be_a_number_not_on_whatsapp() -> None:
+    desk = UserSpec(name="Desk", wa_id="15550009999", on_whatsapp=False)
+    channel = WhatsAppChannel(ChannelSetup(users=[ANA, desk], agent_factory=agent_factory))
+    assert channel.sim.user("15550009999").on_whatsapp is False
+    assert channel.sim.user("15550001111").on_whatsapp is True
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Ids that look like Meta's and come out the same for the same seed."""
+"""Ids that look like Meta's: the same for the same seed and run, new otherwise."""
 
 from __future__ import annotations
 
@@ -8,6 +8,9 @@ import random
 import pytest
 
 from channels.whatsapp.ids import (
+    bsuid_for,
+    country_of,
+    id_source,
     is_bsuid,
     is_wamid,
     new_bsuid,
@@ -74,3 +77,55 @@ def test_bsuid() -> None:
     assert bsuid.startswith("IN.")
     with pytest.raises(ValueError, match="two capital letters"):
         new_bsuid(random.Random(5), "India")
+
+
+# -- ids across runs -------------------------------------------------------------------
+
+
+def test_unseeded_sources_never_draw_the_same_ids() -> None:
+    first, second = id_source(), id_source()
+    assert new_wamid(first, "5511987654321") != new_wamid(second, "5511987654321")
+
+
+def test_a_seed_gives_the_same_ids_only_within_one_run_id() -> None:
+    def first_wamid(seed: int, run_id: str) -> str:
+        return new_wamid(id_source(seed, run_id), "5511987654321")
+
+    assert first_wamid(7, "run-a") == first_wamid(7, "run-a")
+    assert first_wamid(7, "run-a") != first_wamid(7, "run-b")
+    assert first_wamid(7, "run-a") != first_wamid(8, "run-a")
+    # each purpose draws from a source of its own
+    assert new_media_id(id_source(7, "run-a", "media")) != new_media_id(id_source(7, "run-a"))
+
+
+def test_a_bsuid_belongs_to_its_number() -> None:
+    ana, bo = bsuid_for("5511987654321"), bsuid_for("15551234567")
+    assert ana == bsuid_for("5511987654321")
+    assert ana != bo
+    assert is_bsuid(ana)
+    assert is_bsuid(bo)
+    assert (ana[:3], bo[:3]) == ("BR.", "US.")
+    assert len(ana) == len("US.13491208655302741918")
+    # scoped to the business, as Meta's are
+    assert bsuid_for("5511987654321", "waba-1") != bsuid_for("5511987654321", "waba-2")
+
+
+@pytest.mark.parametrize(
+    ("wa_id", "country"),
+    [
+        ("5511987654321", "BR"),
+        ("+447700900123", "GB"),
+        ("919876543210", "IN"),
+        ("15551234567", "US"),
+        ("971501234567", "AE"),
+        ("5215512345678", "MX"),
+        ("999123", "US"),  # no such calling code
+    ],
+)
+def test_country_of_a_number(wa_id: str, country: str) -> None:
+    assert country_of(wa_id) == country
+
+
+def test_distinct_numbers_get_distinct_bsuids() -> None:
+    numbers = [f"55119{n:08d}" for n in range(2000)]
+    assert len({bsuid_for(n) for n in numbers}) == len(numbers)

@@ -15,6 +15,8 @@ import os
 import socket
 import sys
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -136,13 +138,37 @@ async def test_over_loopback_http() -> None:
     await sim.aclose()
 
 
-@pytest.mark.network
-async def test_harness_serve_driven_through_its_control_api() -> None:
-    config = SimulatorConfig()
-    port = _free_port()
+@asynccontextmanager
+async def _serving(client: httpx.AsyncClient, port: int, webhook_url: str) -> AsyncIterator[str]:
+    """``harness serve`` in a process of its own on ``port``; yields its base URL."""
     graph = f"http://127.0.0.1:{port}"
-    client = httpx.AsyncClient(timeout=10)
-    echo = EchoBot(
+    process = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "harness", "serve", "--port", str(port)),
+        *("--webhook-url", webhook_url),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                if (await client.get(f"{graph}/_harness/clock")).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if process.returncode is not None:
+                pytest.fail((await process.communicate())[1].decode())
+            assert time.monotonic() < deadline, "harness serve did not start in 20 s"
+            await asyncio.sleep(0.1)
+        yield graph
+    finally:
+        process.terminate()
+        await asyncio.wait_for(process.communicate(), timeout=10)
+
+
+def _echo_bot(config: SimulatorConfig, graph: str, client: httpx.AsyncClient) -> EchoBot:
+    return EchoBot(
         BotConfig(
             config.app_secret,
             config.verify_token,
@@ -152,74 +178,93 @@ async def test_harness_serve_driven_through_its_control_api() -> None:
         ),
         client,
     )
-    async with BackgroundServer(echo.app()) as bot_server:
-        process = await asyncio.create_subprocess_exec(
-            *(sys.executable, "-m", "harness", "serve", "--port", str(port)),
-            *("--webhook-url", f"{bot_server.url}/webhook"),
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+
+
+@pytest.mark.network
+async def test_harness_serve_driven_through_its_control_api() -> None:
+    config = SimulatorConfig()
+    port = _free_port()
+    client = httpx.AsyncClient(timeout=10)
+    echo = _echo_bot(config, f"http://127.0.0.1:{port}", client)
+    async with (
+        BackgroundServer(echo.app()) as bot_server,
+        _serving(client, port, f"{bot_server.url}/webhook") as graph,
+    ):
+        # Named, so its webhooks carry the profile Meta always sends.
+        user = {"wa_id": WA_ID, "name": "Ana"}
+        registered = await client.post(f"{graph}/_harness/users", json=user)
+        assert registered.status_code == 201, registered.text
+        answer = await client.post(
+            f"{graph}/_harness/inbound", json={"user": WA_ID, "text": "hello"}
         )
-        try:
-            deadline = time.monotonic() + 20
-            while True:
-                try:
-                    if (await client.get(f"{graph}/_harness/clock")).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                if process.returncode is not None:
-                    pytest.fail((await process.communicate())[1].decode())
-                assert time.monotonic() < deadline, "harness serve did not start in 20 s"
-                await asyncio.sleep(0.1)
-            # Named, so its webhooks carry the profile Meta always sends (see below).
-            user = {"wa_id": WA_ID, "name": "Ana"}
-            registered = await client.post(f"{graph}/_harness/users", json=user)
-            assert registered.status_code == 201, registered.text
-            answer = await client.post(
-                f"{graph}/_harness/inbound", json={"user": WA_ID, "text": "hello"}
-            )
-            assert answer.status_code == 200, answer.text
-            assert answer.json()["wamid"].startswith("wamid.")
-            outbox = (await client.get(f"{graph}/_harness/outbox")).json()["messages"]
-            texts = [m["text"]["body"] for m in outbox if m.get("type") == "text"]
-            assert texts == ["echo: hello"]
-            # a photo, uploaded as a user's file, is downloaded by the bot as it was sent
-            photo = b"\xff\xd8\xff\xe0 a photo"
-            uploaded = await client.post(
-                f"{graph}/_harness/media", content=photo, headers={"Content-Type": "image/jpeg"}
-            )
-            assert uploaded.status_code == 201, uploaded.text
-            image = {"type": "image", "image": {"id": uploaded.json()["id"]}}
-            sent = await client.post(
-                f"{graph}/_harness/inbound", json={"user": WA_ID, "message": image}
-            )
-            assert sent.status_code == 200, sent.text
-            assert echo.downloads == [photo]
-            # a thumbs up under the bot's last reply names it
-            [*_, last] = [
-                body["messages"][0]["id"] for _, body in echo.send_results if "messages" in body
-            ]
-            thumbs = {"type": "reaction", "reaction": {"emoji": "👍"}}
-            sent = await client.post(
-                f"{graph}/_harness/inbound", json={"user": WA_ID, "message": thumbs}
-            )
-            assert sent.status_code == 200, sent.text
-            assert echo.messages[-1]["reaction"] == {"message_id": last, "emoji": "👍"}
-            before = (await client.get(f"{graph}/_harness/clock")).json()["now"]
-            moved = await client.post(f"{graph}/_harness/advance", json={"duration": "25h"})
-            assert moved.json()["now"] > before
-            bad = await client.post(f"{graph}/_harness/advance", json={"duration": "soon"})
-            assert bad.status_code == 400
-            assert "soon" in bad.json()["error"]["message"]
-            events = (await client.get(f"{graph}/_harness/events")).json()["events"]
-            assert {"inbound", "send", "delivery", "clock"} <= {e["kind"] for e in events}
-            spec = (await client.get(f"{graph}/openapi.json")).json()
-            assert "/_harness/inbound" in spec["paths"]
-        finally:
-            process.terminate()
-            await asyncio.wait_for(process.communicate(), timeout=10)
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["wamid"].startswith("wamid.")
+        outbox = (await client.get(f"{graph}/_harness/outbox")).json()["messages"]
+        texts = [m["text"]["body"] for m in outbox if m.get("type") == "text"]
+        assert texts == ["echo: hello"]
+        # a photo, uploaded as a user's file, is downloaded by the bot as it was sent
+        photo = b"\xff\xd8\xff\xe0 a photo"
+        uploaded = await client.post(
+            f"{graph}/_harness/media", content=photo, headers={"Content-Type": "image/jpeg"}
+        )
+        assert uploaded.status_code == 201, uploaded.text
+        image = {"type": "image", "image": {"id": uploaded.json()["id"]}}
+        sent = await client.post(
+            f"{graph}/_harness/inbound", json={"user": WA_ID, "message": image}
+        )
+        assert sent.status_code == 200, sent.text
+        assert echo.downloads == [photo]
+        # a thumbs up under the bot's last reply names it
+        [*_, last] = [
+            body["messages"][0]["id"] for _, body in echo.send_results if "messages" in body
+        ]
+        thumbs = {"type": "reaction", "reaction": {"emoji": "👍"}}
+        sent = await client.post(
+            f"{graph}/_harness/inbound", json={"user": WA_ID, "message": thumbs}
+        )
+        assert sent.status_code == 200, sent.text
+        assert echo.messages[-1]["reaction"] == {"message_id": last, "emoji": "👍"}
+        before = (await client.get(f"{graph}/_harness/clock")).json()["now"]
+        moved = await client.post(f"{graph}/_harness/advance", json={"duration": "25h"})
+        assert moved.json()["now"] > before
+        bad = await client.post(f"{graph}/_harness/advance", json={"duration": "soon"})
+        assert bad.status_code == 400
+        assert "soon" in bad.json()["error"]["message"]
+        events = (await client.get(f"{graph}/_harness/events")).json()["events"]
+        kinds = {e["kind"] for e in events}
+        assert {"verification", "inbound", "send", "delivery", "clock"} <= kinds
+        spec = (await client.get(f"{graph}/openapi.json")).json()
+        assert "/_harness/inbound" in spec["paths"]
     await client.aclose()
+
+
+@pytest.mark.network
+async def test_every_start_of_harness_serve_hands_out_new_message_ids() -> None:
+    config = SimulatorConfig()
+    client = httpx.AsyncClient(timeout=10)
+    seen: list[dict[str, str]] = []
+    for _start in range(2):  # the same server, started twice: a bot that keeps dedupe keys
+        port = _free_port()
+        echo = _echo_bot(config, f"http://127.0.0.1:{port}", client)
+        async with (
+            BackgroundServer(echo.app()) as bot_server,
+            _serving(client, port, f"{bot_server.url}/webhook") as graph,
+        ):
+            for user in (WA_ID, "15551234567"):
+                answer = await client.post(
+                    f"{graph}/_harness/inbound", json={"user": user, "text": "hi"}
+                )
+                assert answer.status_code == 200, answer.text
+            await echo.idle()
+        seen.append({m["from"]: f"{m['id']} {m['from_user_id']}" for m in echo.messages})
+    await client.aclose()
+    first, second = seen
+    wamids = [ids.split()[0] for ids in (*first.values(), *second.values())]
+    assert len(set(wamids)) == 4  # no "hi" ever has another's id
+    bsuids = {user: ids.split()[1] for user, ids in first.items()}
+    assert bsuids == {user: ids.split()[1] for user, ids in second.items()}  # kept per number
+    assert bsuids[WA_ID] != bsuids["15551234567"]
+    assert (bsuids[WA_ID][:3], bsuids["15551234567"][:3]) == ("BR.", "US.")
 
 
 # -- the bot reads every kind of webhook strictly ------------------------------------
@@ -248,13 +293,6 @@ def test_the_bot_refuses_a_webhook_that_lacks_a_required_field() -> None:
         read_webhook(payload, traffic.config.phone_number_id)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a number that writes in unannounced is added without a name, and its webhooks"
-        " carry no contacts[0].profile, which Meta always sends"
-    ),
-)
 async def test_a_number_that_writes_in_unannounced_is_read_by_the_bot() -> None:
     config = SimulatorConfig()
     sim = WhatsAppSimulator(config, clock=VirtualClock())

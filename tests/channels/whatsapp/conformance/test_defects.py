@@ -111,7 +111,7 @@ def test_the_corrected_file_takes_the_whole_corpus() -> None:
         if not spec.corrected_validator(pointer).is_valid(instance)
     ]
     assert failing == []
-    assert len(corpus()) == 30 + 28 + 13 + 17  # webhooks, samples, Meta's examples, answers
+    assert len(corpus()) == 30 + 29 + 13 + 17  # webhooks, samples, Meta's examples, answers
 
 
 def test_the_reply_shapes_meta_names_in_a_discriminator_are_applied() -> None:

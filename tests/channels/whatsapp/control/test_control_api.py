@@ -71,7 +71,13 @@ async def test_a_registered_user_is_answered_with_its_ids(client: httpx.AsyncCli
     assert (body["wa_id"], body["name"]) == ("15550001111", "Bo")
     assert body["user_id"].startswith("US.")
     by_bsuid = await client.post("/_harness/users", json={"user_id": "BR.42"})
-    assert by_bsuid.json() == {"wa_id": None, "user_id": "BR.42", "name": ""}
+    # no name given: a profile name all the same, as every WhatsApp user has one
+    assert by_bsuid.json() == {
+        "wa_id": None,
+        "user_id": "BR.42",
+        "name": "User 42",
+        "on_whatsapp": True,
+    }
 
 
 async def test_inbound_text_reaches_the_agent_and_its_reply_the_outbox(

@@ -144,6 +144,25 @@ def test_content_without_text_is_compared_by_body() -> None:
     )
 
 
+def test_media_ids_are_the_channels_and_not_compared() -> None:
+    def photo(media_id: str, caption: str) -> Conversation:
+        body: dict[str, JsonValue] = {
+            "id": f"wamid.{media_id}",
+            "type": "image",
+            "image": {"id": media_id, "mime_type": "image/jpeg", "caption": caption},
+        }
+        message = InboundMessage(
+            at=START, user=USER, wamid=f"wamid.{media_id}", type="image", body=body
+        )
+        return Conversation.from_events([message])
+
+    # each run hands out media ids of its own, as it does message ids
+    assert diff_conversations(photo("4469980719646669", "menu"), photo("41133485", "menu")).same
+    assert changes_of(diff_conversations(photo("1", "menu"), photo("2", "bill")), 1) == (
+        "user message 1 content differs: image.caption 'menu' -> 'bill'",
+    )
+
+
 def test_interactive_options_are_compared() -> None:
     fewer = booking(options=(("confirm", "Confirm"),))
     assert only_change(booking(), fewer, 1) == (
