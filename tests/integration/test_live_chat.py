@@ -22,6 +22,7 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,7 @@ class Chain:
 
     async def chat(self, out: Path, fixture_id: str, steps: Sequence[tuple[str, Any]]) -> None:
         """Record ``steps`` (control API calls, or pauses in seconds) through a fresh proxy."""
+        await _clear_of_a_minute_boundary()
         proxy = await _start(
             "harness",
             "proxy",
@@ -94,6 +96,20 @@ class Chain:
         finally:
             proxy.send_signal(signal.SIGINT)  # the proxy closes its fixture cleanly
             await asyncio.wait_for(proxy.wait(), 15)
+
+
+async def _clear_of_a_minute_boundary(room: float = 25.0) -> None:
+    """Wait, if need be, until a chat of up to ``room`` seconds ends in the minute it starts.
+
+    The agent's prompt shows the time to the minute. The replay reproduces the
+    instants messages arrived and the model's latency, but not how long the
+    agent's own calls to the Graph API took live (a few milliseconds to a few
+    hundred): a prompt built just after a minute turned live can be built just
+    before it in the replay, and the replay then rightly says the prompt differs.
+    """
+    second = datetime.now(UTC).second + datetime.now(UTC).microsecond / 1e6
+    if second > 60 - room:
+        await asyncio.sleep(60.5 - second)
 
 
 async def _start(*args: str, env: dict[str, str] | None = None, log: Path) -> Any:
