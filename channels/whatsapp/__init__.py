@@ -211,6 +211,7 @@ from channels.whatsapp.messages import (
     video,
 )
 from channels.whatsapp.openapi import (
+    GRAPH_API_VERSIONS,
     VERSION_PATTERN,
     build_openapi,
     error_response,
@@ -335,6 +336,7 @@ __all__ = [
     "DEFAULT_RETRY_SCHEDULE",
     "ERROR_CODES",
     "ERROR_DOCS_URL",
+    "GRAPH_API_VERSIONS",
     "GRAPH_HOSTS",
     "INBOUND_MEDIA_LIFETIME",
     "MAX_UPDATES_PER_WEBHOOK",

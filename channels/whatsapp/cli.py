@@ -1,9 +1,17 @@
-"""``harness serve``: the WhatsApp simulator on its own, with its control API."""
+"""``harness serve``: the WhatsApp simulator on its own, with its control API.
+
+The control API plays every user and reads every conversation, and it
+shares the fake Graph API's port. Given ``--control-token`` (or
+``HARNESS_CONTROL_TOKEN``), it answers only requests bearing that token; on
+an address other machines can reach (anything but loopback), it must have
+one, so ``--host 0.0.0.0`` alone is refused.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,7 +28,7 @@ from channels.whatsapp.simulator import WhatsAppSimulator
 from harness.clock import VirtualClock
 from harness.exceptions import ConfigError
 
-__all__ = ["serve_command", "simulator_options"]
+__all__ = ["is_loopback", "serve_command", "simulator_options"]
 
 _DEFAULTS = SimulatorConfig()
 F = TypeVar("F", bound=Callable[..., Any])
@@ -98,12 +106,20 @@ def simulator_options(command: F) -> F:
     default=None,
     help="Base URL the agent reaches this server at (default: http://HOST:PORT).",
 )
+@click.option(
+    "--control-token",
+    envvar="HARNESS_CONTROL_TOKEN",
+    default=None,
+    help="Bearer token the control API (/_harness/) requires; needed to serve beyond "
+    "loopback. Also read from HARNESS_CONTROL_TOKEN.",
+)
 @simulator_options
 def serve_command(
     host: str,
     port: int,
     webhook_url: str | None,
     public_url: str | None,
+    control_token: str | None,
     app_secret: str,
     verify_token: str,
     access_token: str,
@@ -115,6 +131,14 @@ def serve_command(
     run_id: str | None,
 ) -> None:
     """Run the fake Graph API and webhook sender, with a control API under /_harness/."""
+    token = control_token.strip() if control_token is not None else None
+    if control_token is not None and not token:
+        raise click.BadParameter("the token is empty", param_hint="--control-token")
+    if not token and not is_loopback(host):
+        raise click.UsageError(
+            f"--host {host} can be reached from other machines, and the control API drives"
+            " every user: give --control-token (or HARNESS_CONTROL_TOKEN)"
+        )
     try:
         faults = FaultProfile.parse(fault_profile)
     except ConfigError as exc:
@@ -132,7 +156,7 @@ def serve_command(
         faults = faults.model_copy(update={"seed": seed})
     run = _Run(seed, run_id or secrets.token_hex(6))
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(config, faults, host, port, webhook_url, run))
+        asyncio.run(_serve(config, faults, host, port, webhook_url, run, token))
 
 
 async def _serve(
@@ -142,17 +166,19 @@ async def _serve(
     port: int,
     webhook_url: str | None,
     run: _Run,
+    token: str | None,
 ) -> None:
     clock = VirtualClock(datetime.now(UTC).replace(microsecond=0))
     sim = WhatsAppSimulator(config, clock=clock, faults=faults, seed=run.seed, run_id=run.run_id)
     if webhook_url:
         sim.connect(webhook_url)
-    server = BackgroundServer(control_app(sim), host, port)
+    server = BackgroundServer(control_app(sim, token=token), host, port)
     await server.start()
     click.echo(
         f"fake Graph API on {server.url}/{config.api_version}/{config.phone_number_id}/messages"
     )
-    click.echo(f"control API on {server.url}/_harness/ (OpenAPI: {server.url}/openapi.json)")
+    guard = " (with a control token)" if token else ""
+    click.echo(f"control API on {server.url}/_harness/{guard} (OpenAPI: {server.url}/openapi.json)")
     if webhook_url:
         click.echo(f"delivering webhooks to {webhook_url}")
     if run.seed is not None:
@@ -166,3 +192,13 @@ async def _serve(
             await pacer
         await server.stop()
         await sim.aclose()
+
+
+def is_loopback(host: str) -> bool:
+    """Tell whether ``host`` is reachable from this machine only (``127.0.0.1``, ``::1``...)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
+    except ValueError:  # a name other than localhost may resolve anywhere
+        return False

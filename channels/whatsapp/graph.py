@@ -16,11 +16,22 @@ envelope with a fresh ``fbtrace_id``; a bad request never answers 500. Only a
 bug in the simulator does: code 131000, logged with its traceback.
 
 Choices where Meta's documentation is silent: a path without a version, or
-with a version not written ``v<major>.<minor>`` (``v25``, ``latest``), is
-refused (400, code 100) rather than served as Graph's default version, so a
-bot building its URLs wrongly finds out here; a path no endpoint serves
-answers 404 and a method an endpoint does not take answers 405, both with
-code 100.
+with a version not written ``v<major>.<minor>`` (``v25``, ``latest``) or
+outside the versions Meta's changelog lists (:data:`GRAPH_API_VERSIONS`,
+v19.0 to v26.0), is refused (400, code 100) rather than served as Graph's
+default version, so a bot building its URLs wrongly finds out here; a path
+no endpoint serves answers 404 and a method an endpoint does not take
+answers 405, both with code 100.
+
+Bodies are read as Graph reads them: a send is JSON
+(``application/json``) or form fields (``application/x-www-form-urlencoded``
+or ``multipart/form-data``, an object's value written as JSON); any other
+``Content-Type`` is refused with code 100. A body over its limit (1 MiB for
+a send, 101 MiB for an upload: the largest file WhatsApp takes, plus room
+for the form) answers 413, refused by its ``Content-Length`` or as soon as
+it outgrows the limit, before it is read whole (see
+:mod:`~channels.whatsapp._request_body`). A NUL character in a send answers
+131009 naming the field.
 """
 
 from __future__ import annotations
@@ -34,16 +45,35 @@ from datetime import datetime
 from typing import Any, Final, Protocol
 
 from starlette.applications import Starlette
-from starlette.datastructures import UploadFile
+from starlette.datastructures import Headers, UploadFile
 from starlette.exceptions import HTTPException
+from starlette.formparsers import MultiPartParser
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from channels.whatsapp.errors import AuthError, GenericError, GraphAPIError, InvalidParameter
+from channels.whatsapp._request_body import (
+    FORM_TYPES,
+    JSON_BODY_LIMIT,
+    BadBody,
+    BodyTooLarge,
+    form_fields,
+    limited_stream,
+    media_type,
+    nul_in,
+    read_limited,
+)
+from channels.whatsapp.errors import (
+    AuthError,
+    GenericError,
+    GraphAPIError,
+    InvalidParameter,
+    MediaUploadError,
+    ParameterInvalid,
+)
 from channels.whatsapp.ids import new_fbtrace_id, new_wamid
-from channels.whatsapp.media import MediaStore
-from channels.whatsapp.openapi import VERSION_PATTERN, build_openapi
+from channels.whatsapp.media import MediaStore, largest_size
+from channels.whatsapp.openapi import GRAPH_API_VERSIONS, VERSION_PATTERN, build_openapi
 from channels.whatsapp.validation import (
     DEFAULT_LIMITS,
     SendLimits,
@@ -67,6 +97,8 @@ _log = logging.getLogger(__name__)
 _VERSION: Final = re.compile(VERSION_PATTERN)
 _EXPIRED_SUBCODE: Final = 463
 _ANY_METHOD: Final = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "QUERY"]
+# The largest upload read: the largest file WhatsApp takes (a document) and room for the form.
+_UPLOAD_LIMIT: Final = largest_size("document") + 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,6 +260,12 @@ class _GraphAPI:
                 " such as v25.0."
             )
             raise InvalidParameter(message=f"(#100) {details}", details=f"version: {details}")
+        if version not in GRAPH_API_VERSIONS:
+            details = (
+                f"Unknown API version {version!r}: the versions served are"
+                f" {GRAPH_API_VERSIONS[0]} to {GRAPH_API_VERSIONS[-1]}."
+            )
+            raise InvalidParameter(message=f"(#100) {details}", details=f"version: {details}")
 
     def authenticate(self, request: Request) -> None:
         """Require a known, unexpired access token (header first, then query parameter)."""
@@ -266,11 +304,26 @@ class _GraphAPI:
         self.check_version(request)
         self.authenticate(request)
         phone_number_id = self.phone_number(request)
-        raw = await request.body()
+        content_type = media_type(request.headers)
+        if content_type != "application/json" and content_type not in FORM_TYPES:
+            shown = repr(content_type) if content_type else "missing"
+            raise _form_error(
+                "",
+                f"the Content-Type is {shown}: a send is application/json,"
+                " or form fields (application/x-www-form-urlencoded, multipart/form-data)",
+            )
+        raw = await _read(request, JSON_BODY_LIMIT, _too_large_send)
         body: object = None
         try:
-            body = parse_json_body(raw)
+            if content_type == "application/json":
+                body = parse_json_body(raw)
+            else:
+                body = await _form(raw, request.headers)
             send = self.validator.validate(phone_number_id, body)
+            nul = nul_in(body)
+            if nul is not None:
+                problem = "must not hold the NUL character (U+0000)"
+                raise ParameterInvalid(details=f"{nul}: {problem}" if nul else problem)
             send = replace(send, api_version=request.path_params["version"])
             outcome = await self.on_send(send)
         except GraphAPIError as exc:
@@ -285,11 +338,22 @@ class _GraphAPI:
         self.check_version(request)
         self.authenticate(request)
         phone_number_id = self.phone_number(request)
-        content_type = request.headers.get("content-type", "")
-        if not content_type.lower().startswith("multipart/form-data"):
+        if media_type(request.headers) != "multipart/form-data":
             raise _form_error("", "media uploads are multipart/form-data")
+        parser = MultiPartParser(
+            request.headers,
+            limited_stream(request, _UPLOAD_LIMIT),
+            max_files=1,
+            max_fields=16,
+        )
         try:
-            form = await request.form(max_files=1, max_fields=16)
+            form = await parser.parse()
+        except BodyTooLarge as exc:
+            raise MediaUploadError(
+                details=f"file: the upload is over {exc.limit} bytes; WhatsApp takes documents"
+                f" up to {largest_size('document')} bytes and smaller files of other kinds",
+                http_status=413,
+            ) from None
         except Exception as exc:  # python-multipart raises several kinds on bad bodies
             raise _form_error("", f"the multipart body can't be read ({exc})") from None
         try:
@@ -373,6 +437,25 @@ def _auth_error(problem: str) -> AuthError:
 def _form_error(field: str, problem: str) -> InvalidParameter:
     details = f"{field}: {problem}" if field else problem
     return InvalidParameter(message=f"(#100) {details}", details=details)
+
+
+def _too_large_send(limit: int) -> GraphAPIError:
+    details = f"the request body is over the limit of {limit} bytes for a send"
+    return InvalidParameter(message=f"(#100) {details}", details=details, http_status=413)
+
+
+async def _read(request: Request, limit: int, too_large: Callable[[int], GraphAPIError]) -> bytes:
+    try:
+        return await read_limited(request, limit)
+    except BodyTooLarge as exc:
+        raise too_large(exc.limit) from None
+
+
+async def _form(raw: bytes, headers: Headers) -> dict[str, object]:
+    try:
+        return await form_fields(raw, headers)
+    except BadBody as exc:
+        raise _form_error("", str(exc)) from None
 
 
 def create_graph_app(

@@ -23,10 +23,12 @@ from typing import Any, Final
 from channels.whatsapp.sends.limits import DEFAULT_LIMITS, SendLimits
 from channels.whatsapp.sends.request import send_schemas
 
-__all__ = ["VERSION_PATTERN", "build_openapi", "error_response", "json_body"]
+__all__ = ["GRAPH_API_VERSIONS", "VERSION_PATTERN", "build_openapi", "error_response", "json_body"]
 
 VERSION_PATTERN: Final = r"^v[0-9]+\.[0-9]+$"
 """What the ``{version}`` path segment must look like (``v25.0``)."""
+GRAPH_API_VERSIONS: Final = tuple(f"v{major}.0" for major in range(19, 27))
+"""The Graph API versions Meta's changelog lists for WhatsApp, v19.0 to v26.0."""
 
 _REF = "#/components/schemas/"
 _ERROR_STATUSES: Final = {
@@ -34,6 +36,7 @@ _ERROR_STATUSES: Final = {
     "401": "The access token is missing, unknown or expired (code 190).",
     "403": "The business lacks a permission or is blocked.",
     "404": "Not found: an unknown template (132001) or path.",
+    "413": "The body is over the size limit: 1 MiB for a send, 101 MiB for an upload.",
     "500": "Something went wrong inside the simulator (131000).",
     "503": "The service is unavailable (131016).",
 }
@@ -110,10 +113,17 @@ def _response_schemas() -> dict[str, Any]:
     }
 
 
-def _path_param(name: str, description: str, pattern: str | None = None) -> dict[str, Any]:
+def _path_param(
+    name: str,
+    description: str,
+    pattern: str | None = None,
+    choices: tuple[str, ...] = (),
+) -> dict[str, Any]:
     schema: dict[str, Any] = {"type": "string", "minLength": 1}
     if pattern is not None:
         schema["pattern"] = pattern
+    if choices:
+        schema["enum"] = list(choices)
     return {
         "name": name,
         "in": "path",
@@ -138,8 +148,10 @@ def _errors(*statuses: str) -> dict[str, Any]:
     return {status: error_response(_ERROR_STATUSES[status]) for status in statuses}
 
 
-_VERSION = _path_param("version", "A Graph API version, such as v25.0.", VERSION_PATTERN)
-_SEND_ERRORS = ("400", "401", "403", "404", "500", "503")
+_VERSION = _path_param(
+    "version", "A Graph API version, such as v25.0.", VERSION_PATTERN, GRAPH_API_VERSIONS
+)
+_SEND_ERRORS = ("400", "401", "403", "404", "413", "500", "503")
 
 
 def _paths() -> dict[str, Any]:
@@ -175,7 +187,7 @@ def _paths() -> dict[str, Any]:
                 },
                 "responses": {
                     "200": json_body(_ref("MediaId"), "The new media id."),
-                    **_errors("400", "401", "500"),
+                    **_errors("400", "401", "413", "500"),
                 },
             }
         },

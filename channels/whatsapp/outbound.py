@@ -68,6 +68,7 @@ class OutboundRules:
     _status_seen: set[tuple[str, str]]
     #: The open conversation of each (user, category): its id and when it expires.
     _conversations: dict[tuple[str, str], tuple[str, datetime]]
+    _deliverer: Deliverer | None
 
     def record(self, event: Event) -> None:
         """Append an event to the log (the simulator defines it)."""
@@ -254,7 +255,9 @@ class OutboundRules:
     def _enqueue_status(
         self, wamid: str, who_key: str, item: Any, due: datetime, faults: tuple[str, ...] = ()
     ) -> None:
-        self._deliverer_or_fail().enqueue(
+        if self._deliverer is None:  # no agent is connected: the status has nowhere to go
+            return
+        self._deliverer.enqueue(
             PendingUpdate(
                 kind="status",
                 item_id=f"{wamid}:{item.status}",

@@ -13,13 +13,13 @@ media id may be sent.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 from pydantic import ValidationError
 
+from channels.whatsapp._request_body import BadBody, decode_json
 from channels.whatsapp.errors import (
     GraphAPIError,
     PermissionDenied,
@@ -164,18 +164,14 @@ class TemplateRegistry:
 def parse_json_body(raw: bytes) -> object:
     """Decode a request body as JSON, or raise ``InvalidParameter`` (100).
 
-    ``NaN`` and ``Infinity`` are not JSON and are refused; so is nesting too
-    deep for the decoder.
+    It must be UTF-8; ``NaN`` and ``Infinity`` are not JSON and are refused;
+    so are nesting too deep and half of a surrogate pair (see
+    :func:`~channels.whatsapp._request_body.decode_json`).
     """
-
-    def refuse(constant: str) -> object:
-        raise ValueError(f"{constant} is not valid JSON")
-
     try:
-        return json.loads(raw, parse_constant=refuse)
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError alike
-        problem = str(exc) if isinstance(exc, ValueError) else "nested too deeply"
-        raise request_error("", f"the request body is not valid JSON ({problem})") from None
+        return decode_json(raw)
+    except BadBody as exc:
+        raise request_error("", f"the request body is not valid JSON ({exc})") from None
 
 
 class SendValidator:

@@ -11,6 +11,7 @@ from channels.whatsapp.control.bodies import (
     CONTROL_ENDPOINTS,
     CONTROL_OPENAPI_PATHS,
     CONTROL_OPENAPI_SCHEMAS,
+    WA_ID_PATTERN,
     Advance,
     ControlBody,
     ControlEndpoint,
@@ -26,6 +27,7 @@ from channels.whatsapp.control.bodies import (
     UploadedMedia,
     Wamid,
     config_error,
+    is_wa_id,
 )
 from channels.whatsapp.control.routes import (
     control_app,
@@ -36,6 +38,7 @@ __all__ = [
     "CONTROL_ENDPOINTS",
     "CONTROL_OPENAPI_PATHS",
     "CONTROL_OPENAPI_SCHEMAS",
+    "WA_ID_PATTERN",
     "Advance",
     "ControlBody",
     "ControlEndpoint",
@@ -53,4 +56,5 @@ __all__ = [
     "config_error",
     "control_app",
     "control_routes",
+    "is_wa_id",
 ]

@@ -10,6 +10,7 @@ models too, so what the document promises is what the handlers send.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Final, Literal, Self
@@ -24,6 +25,7 @@ from pydantic import (
 )
 from pydantic.json_schema import models_json_schema
 
+from channels.whatsapp.ids import BSUID_PATTERN
 from channels.whatsapp.media import MEDIA_KINDS
 from channels.whatsapp.sends.fields import Maybe, SendJsonSchema
 from harness.durations import parse_duration
@@ -33,6 +35,7 @@ __all__ = [
     "CONTROL_ENDPOINTS",
     "CONTROL_OPENAPI_PATHS",
     "CONTROL_OPENAPI_SCHEMAS",
+    "WA_ID_PATTERN",
     "Advance",
     "ControlBody",
     "ControlEndpoint",
@@ -48,9 +51,24 @@ __all__ = [
     "UploadedMedia",
     "Wamid",
     "config_error",
+    "is_wa_id",
 ]
 
 _TYPE_NAMES: Final = {"string_type": "str", "dict_type": "dict", "model_type": "dict"}
+WA_ID_PATTERN: Final = r"^[0-9]{5,15}$"
+"""A user's phone number as Meta writes it in ``wa_id``: 5 to 15 digits."""
+_BSUID: Final = rf"^{BSUID_PATTERN.pattern}$"
+# Longer values are cut short in error messages.
+_SHOWN: Final = 40
+
+
+def is_wa_id(value: str) -> bool:
+    """Tell whether ``value`` is a wa_id: 5 to 15 ASCII digits."""
+    return re.fullmatch(WA_ID_PATTERN, value) is not None
+
+
+def _shown(value: str) -> str:
+    return repr(value if len(value) <= _SHOWN else value[:_SHOWN] + "...")
 
 
 class ControlBody(BaseModel):
@@ -60,7 +78,12 @@ class ControlBody(BaseModel):
 
 
 class NewUser(ControlBody):
-    """``POST /_harness/users``: a simulated user, by phone number, BSUID or both."""
+    """``POST /_harness/users``: a simulated user, by phone number, BSUID or both.
+
+    A ``wa_id`` is a phone number as Meta writes it, 5 to 15 digits (as a
+    send's ``to`` must be, so the agent can answer); a ``user_id`` looks like
+    ``US.13491208655302741918``.
+    """
 
     model_config = ConfigDict(
         json_schema_extra={
@@ -71,11 +94,28 @@ class NewUser(ControlBody):
         }
     )
 
-    wa_id: str | None = None
-    user_id: str | None = None
+    wa_id: str | None = Field(default=None, json_schema_extra={"pattern": WA_ID_PATTERN})
+    user_id: str | None = Field(default=None, json_schema_extra={"pattern": _BSUID})
     name: str = ""
     #: False: a number with no WhatsApp account (what is sent to it fails with 131026).
     on_whatsapp: bool = True
+
+    @field_validator("wa_id")
+    @classmethod
+    def _check_wa_id(cls, value: str | None) -> str | None:
+        if value is not None and not is_wa_id(value):
+            raise ValueError(f"field 'wa_id' must be 5 to 15 digits, got {_shown(value)}")
+        return value
+
+    @field_validator("user_id")
+    @classmethod
+    def _check_user_id(cls, value: str | None) -> str | None:
+        if value is not None and re.fullmatch(_BSUID, value) is None:
+            raise ValueError(
+                "field 'user_id' must be a BSUID: two capital letters, a dot and digits"
+                f" (US.13491208655302741918), got {_shown(value)}"
+            )
+        return value
 
     @model_validator(mode="after")
     def _check_some_id(self) -> Self:
@@ -289,6 +329,42 @@ _FILENAME = {
 }
 
 
+# What one answer lets a client do next, as OpenAPI links (which clients and fuzzers follow).
+_LINKS: Final[dict[str, dict[str, Any]]] = {
+    "/_harness/users": {
+        "WritesIn": {
+            "operationId": "harnessInbound",
+            "description": "The user registered sends a message.",
+            "requestBody": {"user": "$response.body#/user_id", "text": "hi"},
+        }
+    },
+    "/_harness/inbound": {
+        "Redelivered": {
+            "operationId": "harnessRedeliver",
+            "description": "Meta delivers the message again.",
+            "requestBody": {"wamid": "$response.body#/wamid"},
+        },
+        "Taps": {
+            "operationId": "harnessTap",
+            "description": "The same user taps a button or row of the agent's answer.",
+            "requestBody": {"user": "$request.body#/user"},
+        },
+    },
+    "/_harness/media": {
+        "SentAsAnImage": {
+            "operationId": "harnessInbound",
+            "description": "A user sends the file uploaded (as an image: a photo's type).",
+            "requestBody": {"message": {"type": "image", "image": {"id": "$response.body#/id"}}},
+        }
+    },
+}
+
+
+def _operation_id(path: str) -> str:
+    """``/_harness/inbound`` -> ``harnessInbound``."""
+    return "harness" + path.removeprefix("/_harness/").title().replace("/", "")
+
+
 def _json(description: str, schema: dict[str, Any]) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": schema}}}
 
@@ -300,12 +376,15 @@ def _operation(endpoint: ControlEndpoint) -> dict[str, Any]:
         else {"$ref": _REF.format(model=endpoint.answer.__name__)}
     )
     operation: dict[str, Any] = {
+        "operationId": _operation_id(endpoint.path),
         "summary": endpoint.summary,
         "tags": ["control"],
-        "security": [],
+        # No token, unless the server was given one (harness serve --control-token).
+        "security": [{}, {"bearer": []}],
         "responses": {
             str(endpoint.status): _json("Done", answer),
             "400": _json("Bad input", _ERROR),
+            "401": _json("The server has a control token, and it was not given", _ERROR),
         },
     }
     if endpoint.body is not None:
@@ -315,6 +394,7 @@ def _operation(endpoint: ControlEndpoint) -> dict[str, Any]:
             "content": {"application/json": {"schema": schema}},
         }
         operation["responses"]["409"] = _json("Not possible now", _ERROR)
+        operation["responses"]["413"] = _json("The body is over 1 MiB", _ERROR)
     if endpoint.raw:
         binary = {"schema": {"type": "string", "format": "binary"}}
         operation["requestBody"] = {
@@ -325,6 +405,8 @@ def _operation(endpoint: ControlEndpoint) -> dict[str, Any]:
         operation["responses"]["413"] = _json("Over WhatsApp's size limit for the type", _ERROR)
     if endpoint.path == "/_harness/events":
         operation["parameters"] = [_SINCE]
+    if endpoint.path in _LINKS:
+        operation["responses"][str(endpoint.status)]["links"] = _LINKS[endpoint.path]
     return {endpoint.method.lower(): operation}
 
 

@@ -21,13 +21,21 @@ any language (or curl) can play the users and read what the agent did:
 
 Each request body is a model in :mod:`~channels.whatsapp.control.bodies`; it
 checks the body and describes it in ``/openapi.json``. Errors answer
-``{"error": {"message": ...}}`` with 400 (bad input) or 409 (the simulator
-can't do it now, e.g. no webhook is configured).
+``{"error": {"message": ...}}`` with 400 (bad input), 409 (the simulator
+can't do it now, e.g. no webhook is configured) or 413 (a JSON body over
+1 MiB, a file over WhatsApp's limit). Bodies are read as the fake Graph API
+reads them (:mod:`~channels.whatsapp._request_body`): strict UTF-8 JSON,
+never a string that can't be written out again, so one bad request can't
+break what later ones read.
+
+Given a ``token``, every control endpoint wants ``Authorization: Bearer
+<token>`` and answers 401 without it; the fake Graph API keeps its own
+access tokens, and ``/openapi.json`` stays open.
 """
 
 from __future__ import annotations
 
-import json
+import hmac
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -37,6 +45,14 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
+from channels.whatsapp._request_body import (
+    JSON_BODY_LIMIT,
+    BadBody,
+    BodyTooLarge,
+    decode_json,
+    nul_in,
+    read_limited,
+)
 from channels.whatsapp.control.bodies import (
     CONTROL_ENDPOINTS,
     CONTROL_OPENAPI_PATHS,
@@ -53,6 +69,7 @@ from channels.whatsapp.control.bodies import (
     UploadedMedia,
     Wamid,
     config_error,
+    is_wa_id,
 )
 from channels.whatsapp.media import MEDIA_KINDS, largest_size, media_kind, size_limit
 from channels.whatsapp.payloads import PayloadError
@@ -63,6 +80,7 @@ from harness.trace import EVENT_ADAPTER
 __all__ = ["control_app", "control_routes"]
 
 Handler = Callable[[Request], Awaitable[Response]]
+_INDEX_DIGITS = 18
 _Body = TypeVar("_Body", bound=BaseModel)
 
 
@@ -74,15 +92,25 @@ def _answer(body: BaseModel, status: int = 200) -> JSONResponse:
     return JSONResponse(body.model_dump(mode="json"), status_code=status)
 
 
+class _TooLarge(HarnessError):
+    """A body over its limit: answered 413."""
+
+
 async def _read(request: Request, model: type[_Body]) -> _Body:
     """The request's body as ``model``, or a :class:`ConfigError` naming what is wrong."""
-    raw = await request.body()
     try:
-        data = json.loads(raw or b"{}")
-    except json.JSONDecodeError as exc:
+        raw = await read_limited(request, JSON_BODY_LIMIT)
+    except BodyTooLarge as exc:
+        raise _TooLarge(f"the body is over the limit of {exc.limit} bytes") from None
+    try:
+        data = decode_json(raw or b"{}")
+    except BadBody as exc:
         raise ConfigError(f"the body is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError("the body must be a JSON object")
+    nul = nul_in(data)
+    if nul is not None:
+        raise ConfigError(f"field {nul!r} holds a NUL character (U+0000), which no message carries")
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -98,21 +126,17 @@ async def _upload(request: Request, sim: WhatsAppSimulator) -> Response:
         shown = repr(content_type) if content_type else "missing"
         raise ConfigError(f"header 'Content-Type' is {shown}; a user's file is one of: {known}")
     limit = largest_size(kind)
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
+    try:
+        data = await read_limited(request, limit)
+    except BodyTooLarge:
         return _too_large(kind, limit)
-    data = bytearray()
-    async for chunk in request.stream():
-        data += chunk
-        if len(data) > limit:
-            return _too_large(kind, limit)
     if not data:
         raise ConfigError("the body is empty: send the file's bytes")
-    exact = size_limit(kind, bytes(data))
+    exact = size_limit(kind, data)
     if len(data) > exact:
         return _too_large(kind, exact, "a static sticker")
     filename = request.query_params.get("filename") or None
-    media_id = sim.media.add(bytes(data), content_type, filename=filename)
+    media_id = sim.media.add(data, content_type, filename=filename)
     stored = sim.media.get(media_id)
     assert stored is not None  # just added
     answer = UploadedMedia(
@@ -129,24 +153,40 @@ def _too_large(kind: str, limit: int, what: str = "") -> JSONResponse:
     return _error(413, message)
 
 
-def control_app(sim: WhatsAppSimulator) -> ASGIApp:
-    """The simulator's fake Graph API with the control endpoints and their OpenAPI paths."""
+def control_app(sim: WhatsAppSimulator, *, token: str | None = None) -> ASGIApp:
+    """The simulator's fake Graph API with the control endpoints and their OpenAPI paths.
+
+    With a ``token``, the control endpoints answer only requests bearing it.
+    """
     return sim.build_graph_app(
-        control_routes(sim),
+        control_routes(sim, token=token),
         openapi_paths=CONTROL_OPENAPI_PATHS,
         openapi_schemas=CONTROL_OPENAPI_SCHEMAS,
     )
 
 
-def control_routes(sim: WhatsAppSimulator) -> list[Route]:
-    """The control endpoints, bound to one simulator."""
+def control_routes(sim: WhatsAppSimulator, *, token: str | None = None) -> list[Route]:
+    """The control endpoints, bound to one simulator (and, given one, to a token)."""
+    expected = None if token is None else f"Bearer {token}".encode()
 
     def guarded(handler: Handler) -> Handler:
         async def endpoint(request: Request) -> Response:
+            if expected is not None:
+                given = request.headers.get("authorization", "").strip().encode("latin-1")
+                if not hmac.compare_digest(given, expected):
+                    answer = _error(
+                        401,
+                        "this server has a control token: send it as "
+                        "'Authorization: Bearer <token>'",
+                    )
+                    answer.headers["WWW-Authenticate"] = 'Bearer realm="harness control"'
+                    return answer
             try:
                 return await handler(request)
             except ConfigError as exc:
                 return _error(400, str(exc))
+            except _TooLarge as exc:
+                return _error(413, str(exc))
             except HarnessError as exc:
                 return _error(409, str(exc))
 
@@ -156,8 +196,12 @@ def control_routes(sim: WhatsAppSimulator) -> list[Route]:
         try:
             sim.user(key)
         except ConfigError:
-            if not key.isdigit():
-                raise
+            if not is_wa_id(key):
+                shown = repr(key if len(key) <= 40 else key[:40] + "...")
+                raise ConfigError(
+                    f"no simulated user {shown}: register it with POST /_harness/users,"
+                    " or write as a new phone number (5 to 15 digits)"
+                ) from None
             sim.add_user(key)  # a new phone number writes in: Meta would deliver it too
         return key
 
@@ -211,9 +255,11 @@ def control_routes(sim: WhatsAppSimulator) -> list[Route]:
 
     async def events(request: Request) -> Response:
         since = request.query_params.get("since", "0")
-        if not since.isdigit():
+        if not (since.isascii() and since.isdigit()):
             raise ConfigError("query parameter 'since' must be a non-negative integer")
-        chosen = sim.events[int(since) :]
+        # An index past the end reads nothing; int() refuses numbers of thousands of digits.
+        start = int(since) if len(since) <= _INDEX_DIGITS else len(sim.events)
+        chosen = sim.events[start:]
         return Response(
             b'{"events":['
             + b",".join(EVENT_ADAPTER.dump_json(e) for e in chosen)

@@ -315,9 +315,21 @@ async def test_unknown_phone_number_id(client: httpx.AsyncClient) -> None:
 # -- versions and paths ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("version", ["v19.0", "v25.0", "v3.2", "v26.0", "v100.10"])
-async def test_any_dotted_version_is_served(client: httpx.AsyncClient, version: str) -> None:
+@pytest.mark.parametrize("version", ["v19.0", "v20.0", "v23.0", "v25.0", "v26.0"])
+async def test_the_versions_metas_changelog_lists_are_served(
+    client: httpx.AsyncClient, version: str
+) -> None:
     assert (await send(client, load_send("text"), version=version)).status_code == 200
+
+
+@pytest.mark.parametrize("version", ["v0.1", "v3.2", "v18.0", "v25.1", "v27.0", "v999.0"])
+async def test_a_version_meta_never_served_is_refused_naming_the_range(
+    client: httpx.AsyncClient, version: str
+) -> None:
+    error = envelope(await send(client, load_send("text"), version=version), 400, 100)
+    assert error["error_data"]["details"] == (
+        f"version: Unknown API version {version!r}: the versions served are v19.0 to v26.0."
+    )
 
 
 @pytest.mark.parametrize(

@@ -521,5 +521,5 @@ async def test_the_document_describes_the_upload_and_its_limits(client: httpx.As
     content = operation["requestBody"]["content"]
     assert {"image/jpeg", "audio/ogg", "application/pdf", "image/webp", "video/mp4"} <= set(content)
     assert content["image/jpeg"]["schema"] == {"type": "string", "format": "binary"}
-    assert set(operation["responses"]) == {"201", "400", "413"}
+    assert set(operation["responses"]) == {"201", "400", "401", "413"}
     assert [p["name"] for p in operation["parameters"]] == ["filename"]

@@ -1,0 +1,92 @@
+"""``harness serve``: its control token, and where it may listen without one."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import sys
+import time
+
+import httpx
+import pytest
+from click.testing import CliRunner
+
+from channels.whatsapp.cli import is_loopback, serve_command
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.0.0.2", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("localhost", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("192.168.1.20", False),
+        ("example.com", False),
+    ],
+)
+def test_only_loopback_addresses_count_as_this_machine_only(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.20", "myhost"])
+def test_serving_beyond_loopback_without_a_control_token_is_refused_in_one_line(host: str) -> None:
+    result = CliRunner().invoke(serve_command, ["--host", host, "--port", "0"])
+    assert result.exit_code == 2
+    [line] = [text for text in result.output.splitlines() if text.startswith("Error:")]
+    assert line == (
+        f"Error: --host {host} can be reached from other machines, and the control API drives"
+        " every user: give --control-token (or HARNESS_CONTROL_TOKEN)"
+    )
+
+
+def test_an_empty_control_token_is_refused() -> None:
+    result = CliRunner().invoke(serve_command, ["--control-token", " "])
+    assert result.exit_code == 2
+    assert "Error: Invalid value for --control-token: the token is empty" in result.output
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.network
+async def test_harness_serve_with_a_token_from_the_environment_wants_it_on_the_control_api() -> (
+    None
+):
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    process = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "harness", "serve", "--port", str(port)),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", "HARNESS_CONTROL_TOKEN": "s3cret"},
+    )
+    try:
+        async with httpx.AsyncClient(base_url=base, timeout=10) as client:
+            deadline = time.monotonic() + 20
+            while True:
+                try:
+                    if (await client.get("/openapi.json")).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if process.returncode is not None:
+                    pytest.fail((await process.communicate())[1].decode())
+                assert time.monotonic() < deadline, "harness serve did not start in 20 s"
+                await asyncio.sleep(0.1)
+            assert (await client.get("/_harness/clock")).status_code == 401
+            wrong = await client.get("/_harness/clock", headers={"Authorization": "Bearer x"})
+            assert wrong.status_code == 401
+            right = await client.get("/_harness/clock", headers={"Authorization": "Bearer s3cret"})
+            assert right.status_code == 200, right.text
+    finally:
+        process.terminate()
+        out, _ = await process.communicate()
+    assert "(with a control token)" in out.decode()
