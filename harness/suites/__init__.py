@@ -109,12 +109,15 @@ from harness.suites.transcript import (
     render_event,
 )
 from harness.suites.yamlpos import (
+    MAX_DEPTH,
+    MAX_FILE_BYTES,
     LocatedError,
     YamlDocument,
     YamlPath,
     describe,
     dump_yaml,
     field_name,
+    read_text,
     read_yaml,
     scenario_error,
 )
@@ -128,6 +131,8 @@ __all__ = [
     "DEFAULT_USER",
     "EVENTUAL",
     "LABEL_PATTERN",
+    "MAX_DEPTH",
+    "MAX_FILE_BYTES",
     "MEDIA_TYPES",
     "ONLY_SUFFIX",
     "REPLY_TYPES",
@@ -202,6 +207,7 @@ __all__ = [
     "parse_date_expression",
     "parse_scenario",
     "parse_spec",
+    "read_text",
     "read_yaml",
     "references",
     "registered",

@@ -102,6 +102,7 @@ from harness.suites.yamlpos import (
     YamlPath,
     describe,
     dump_yaml,
+    read_text,
     read_yaml,
     scenario_error,
 )
@@ -535,19 +536,9 @@ def parse_scenario(text: str, *, path: Path | str | None = None) -> Scenario:
 
 
 def load_scenario(path: Path | str) -> Scenario:
-    """Read one scenario file; every problem is a one-line :class:`ScenarioError`."""
+    """Read one scenario file (at most 1 MB); every problem is a one-line :class:`ScenarioError`."""
     where = Path(path)
-    try:
-        raw = where.read_bytes()
-    except OSError as exc:
-        raise scenario_error(f"can't read the file: {exc.strerror or exc}", path=where) from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        message = f"not UTF-8 text (byte {exc.start + 1})"
-        raise scenario_error(message, path=where, line=line) from None
-    return parse_scenario(text, path=where)
+    return parse_scenario(read_text(where), path=where)
 
 
 def _files(root: Path) -> Iterator[Path]:
