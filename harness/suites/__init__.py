@@ -57,6 +57,7 @@ from harness.suites.messages import (
     check_send,
     references,
 )
+from harness.suites.preflight import bind_invariants, check_agent_settings, check_faults
 from harness.suites.realtime import distinct_user, expect_in_time, with_late
 from harness.suites.registry import (
     DurationParam,
@@ -178,10 +179,13 @@ __all__ = [
     "YamlPath",
     "action_only_after_confirmation",
     "bind",
+    "bind_invariants",
     "brief",
     "check",
+    "check_agent_settings",
     "check_dates",
     "check_expectation",
+    "check_faults",
     "check_send",
     "check_step_messages",
     "constraint_honored",
