@@ -154,6 +154,7 @@ _OWNERS: dict[str, str] = {
     "LLMRecord": "harness.records",
     "LLMRequest": "harness.llm",
     "LLMResponse": "harness.llm",
+    "LONGEST_SCENARIO": "harness.suites.scenario",
     "LOG_FILES": "harness.fixture",
     "LabelledStep": "harness.suites.steps",
     "LocatedError": "harness.suites.yamlpos",

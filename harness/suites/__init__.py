@@ -71,6 +71,7 @@ from harness.suites.registry import (
 from harness.suites.runner import Runner, RunOptions
 from harness.suites.scenario import (
     DEFAULT_USER,
+    LONGEST_SCENARIO,
     InvariantRef,
     Scenario,
     User,
@@ -132,6 +133,7 @@ __all__ = [
     "DEFAULT_USER",
     "EVENTUAL",
     "LABEL_PATTERN",
+    "LONGEST_SCENARIO",
     "MAX_DEPTH",
     "MAX_FILE_BYTES",
     "MEDIA_TYPES",

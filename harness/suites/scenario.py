@@ -61,6 +61,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterator, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Final, TypeAlias
 
@@ -109,6 +110,7 @@ from harness.suites.yamlpos import (
 
 __all__ = [
     "DEFAULT_USER",
+    "LONGEST_SCENARIO",
     "InvariantRef",
     "Scenario",
     "User",
@@ -118,6 +120,8 @@ __all__ = [
     "scenario_json_schema",
 ]
 
+#: The most virtual time a scenario's waits, gaps and ``within`` may add up to: a century.
+LONGEST_SCENARIO: Final = timedelta(days=36_500)
 _BSUID: Final = r"^[A-Z]{2}\.[0-9]+$"
 _INVARIANT_NAME: Final = r"^[A-Za-z_][\w.]*(:[A-Za-z_]\w*)?$"
 _YAML_CONTEXT: Final = "harness.suites.scenario.yaml"
@@ -413,7 +417,13 @@ def _check_users(users: Sequence[User]) -> None:
 def _check_steps(steps: Sequence[BaseStep], users: Sequence[User]) -> None:
     names = [user.name for user in users]
     sent = dict.fromkeys(names, 0)
+    elapsed = timedelta(0)
     for index, step in enumerate(steps):
+        if step.time_taken > LONGEST_SCENARIO - elapsed:
+            days = LONGEST_SCENARIO.days
+            message = f"by this step the scenario takes over {days} days, past what a clock keeps"
+            raise LocatedError(message, ("steps", index))
+        elapsed += step.time_taken
         if not isinstance(step, UserStep):
             continue
         if step.user is not None and step.user not in sent:

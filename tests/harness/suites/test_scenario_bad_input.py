@@ -1,14 +1,16 @@
-"""Any text given as a scenario loads, or fails with one line naming the file: never otherwise.
+"""No text breaks the scenario loader: it gives a scenario, or one line naming the file.
 
 Three kinds of text: anything at all; YAML made of the words scenarios use,
 shaped at random; and the bundled and sample scenarios with a few
-characters or lines changed, the typos a person makes.
+characters or lines changed, the typos a person makes. Then a scenario
+whose waits outrun any date, which once failed mid-run without a line.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -77,3 +79,23 @@ def test_any_text_is_a_scenario_or_one_line_naming_the_file(text: str) -> None:
         event("loaded")
         assert isinstance(scenario, Scenario)
         assert parse_scenario(scenario.to_yaml(), path="again.yaml").steps
+
+
+@pytest.mark.parametrize(
+    ("steps", "line"),
+    [
+        ("  - say: hi\n  - wait: 999999999d\n", 4),
+        ("  - say: [a, b, c]\n    gap: 999999999d\n", 3),
+        ("  - say: hi\n" + "  - wait: 36000d\n" * 2, 5),
+        ("  - say: hi\n  - expect: {replies: 1}\n    within: 36501d\n", 4),
+    ],
+    ids=["one wait", "a burst's gaps", "waits adding up", "within"],
+)
+def test_a_scenario_longer_than_a_century_is_refused_at_the_step(steps: str, line: int) -> None:
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario("name: long\nsteps:\n" + steps, path="long.yaml")
+    index = {3: 0, 4: 1, 5: 2}[line]
+    assert str(caught.value) == (
+        f"long.yaml:{line}: steps[{index}]: by this step the scenario takes over 36500 days,"
+        " past what a clock keeps"
+    )
