@@ -34,9 +34,11 @@ __all__ = [
     "ChannelSession",
     "ChannelSetup",
     "RunShared",
+    "SettingsCheck",
     "UserSpec",
     "agent_clock",
     "close_agent",
+    "settings_check",
 ]
 
 
@@ -87,6 +89,19 @@ class AgentEnvironment:
 #: once per scenario, on that scenario's event loop, and must build a fresh agent (and
 #: everything it holds) every time: :mod:`harness.agent_contract` checks it.
 AgentFactory = Callable[[AgentEnvironment], Any]
+
+#: What a factory may also carry, as ``factory.check_settings``: given a scenario's ``agent:``
+#: settings (as the agent receives them, strings), it answers the problem with each setting
+#: it does not know or can't use, by name (``{"regressions": "unknown regression 'x'"}``),
+#: and nothing when all are fine. The runner asks it before the run, so a typo in a
+#: scenario is an error naming its line instead of a setting silently ignored.
+SettingsCheck = Callable[[Mapping[str, str]], Mapping[str, str]]
+
+
+def settings_check(factory: AgentFactory | None) -> SettingsCheck | None:
+    """The factory's ``check_settings`` (see :data:`SettingsCheck`), when it has one."""
+    check = getattr(factory, "check_settings", None)
+    return check if callable(check) else None
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,10 @@ class ChannelPlugin:
     #: Checks a message object a step will send (``send:``) before anything runs, raising
     #: ``ValueError`` that names the field; None when the channel takes any message.
     check_message: Callable[[Mapping[str, Any]], None] | None = None
+    #: Checks a scenario's ``faults:`` (a preset name or a mapping of settings) before
+    #: anything runs, raising ``ValueError``; a ``loc`` attribute on it, a path below
+    #: ``faults`` (``("duplicate",)``), places the error. None when the channel has no faults.
+    check_faults: Callable[[Any], None] | None = None
 
 
 def load_channel_plugins(group: str = ENTRY_POINT_GROUP) -> dict[str, ChannelPlugin]:

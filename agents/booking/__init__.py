@@ -45,6 +45,7 @@ from agents.booking.core import (
     Reply,
 )
 from agents.booking.factory import (
+    BookingFactory,
     agent_factory,
 )
 from agents.booking.front import (
@@ -102,6 +103,8 @@ from agents.booking.settings import (
     BEHAVIOUR_FIELDS,
     ENV_VARIABLES,
     BookingSettings,
+    check_settings,
+    named_settings,
 )
 from agents.booking.state import (
     FailedSend,
@@ -146,6 +149,7 @@ __all__ = [
     "WEEKDAYS",
     "AgentTurn",
     "BookingAgent",
+    "BookingFactory",
     "BookingSettings",
     "Brain",
     "BrainResult",
@@ -176,6 +180,7 @@ __all__ = [
     "WhatsAppFront",
     "agent_factory",
     "build_llm",
+    "check_settings",
     "create_app",
     "extract_constraints",
     "find_date",
@@ -187,6 +192,7 @@ __all__ = [
     "is_policy_question",
     "is_rejection",
     "merge_constraints",
+    "named_settings",
     "needs_step_free",
     "override",
     "packaged_prompt",

@@ -12,36 +12,55 @@ to the channel's sink, so model calls and tool calls land in the trace.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from starlette.applications import Starlette
 
 from agents.booking.core import BookingAgent
-from agents.booking.settings import BookingSettings
+from agents.booking.settings import BookingSettings, check_settings, named_settings
 from agents.booking.webhook import build_llm, create_app
 from harness.channel import AgentEnvironment
 from harness.recording import wrap, wrap_tools
 
-__all__ = ["agent_factory"]
+__all__ = ["BookingFactory", "agent_factory"]
 
 
-def agent_factory(env: AgentEnvironment) -> Starlette | BookingAgent:
-    """The booking agent for one harness run, configured from ``env.settings``."""
-    settings = BookingSettings.from_env(env.settings)
-    # The harness decides whether the model and the tools record, replay or pass through.
-    llm = wrap(build_llm(settings), env)
-    tools = wrap_tools(env)
-    if env.http_client is None or settings.missing_for_webhook():
-        return BookingAgent(
+class BookingFactory:
+    """Builds the booking agent for one harness run, and tells a scenario's settings apart.
+
+    A scenario's ``agent:`` names settings as the fields of
+    :class:`~agents.booking.settings.BookingSettings` (``regressions:
+    [no_dedupe]``) or as their environment variables (``BOOKING_REGRESSIONS``);
+    :meth:`check_settings` answers the harness which it would refuse.
+    """
+
+    def __call__(self, env: AgentEnvironment) -> Starlette | BookingAgent:
+        """The booking agent for one harness run, configured from ``env.settings``."""
+        settings = BookingSettings.from_env(env.settings, **named_settings(env.settings))
+        # The harness decides whether the model and the tools record, replay or pass through.
+        llm = wrap(build_llm(settings), env)
+        tools = wrap_tools(env)
+        if env.http_client is None or settings.missing_for_webhook():
+            return BookingAgent(
+                settings,
+                store=env.store.with_namespace(settings.store_namespace),
+                clock=env.clock,
+                llm=llm,
+                tools=tools,
+            )
+        return create_app(
             settings,
-            store=env.store.with_namespace(settings.store_namespace),
+            store=env.store,
             clock=env.clock,
             llm=llm,
+            http_client=env.http_client,
             tools=tools,
         )
-    return create_app(
-        settings,
-        store=env.store,
-        clock=env.clock,
-        llm=llm,
-        http_client=env.http_client,
-        tools=tools,
-    )
+
+    def check_settings(self, settings: Mapping[str, str]) -> dict[str, str]:
+        """What is wrong with each setting a scenario gives, by name (none when all are fine)."""
+        return check_settings(settings)
+
+
+#: The booking agent's factory, the harness's default target (``agents.booking:agent_factory``).
+agent_factory = BookingFactory()

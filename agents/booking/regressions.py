@@ -8,6 +8,7 @@ They are chosen with ``BOOKING_REGRESSIONS=book_without_confirm,no_dedupe``
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
 from enum import StrEnum
 
@@ -63,5 +64,7 @@ def parse_regressions(value: str | Iterable[str] | None) -> frozenset[Regression
             unknown.append(str(raw).strip())
     if unknown:
         listed = ", ".join(repr(name) for name in unknown)
-        raise ConfigError(f"unknown regression {listed}; valid names: {_valid()}")
+        close = difflib.get_close_matches(unknown[0].lower(), [r.value for r in Regression], n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        raise ConfigError(f"unknown regression {listed}{hint}; valid names: {_valid()}")
     return frozenset(found)

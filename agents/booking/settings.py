@@ -41,6 +41,7 @@ BOOKING_TEMPLATE_LANGUAGE      template_language               en_US
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -52,7 +53,13 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from agents.booking.regressions import Regression, parse_regressions
 from harness.exceptions import ConfigError
 
-__all__ = ["BEHAVIOUR_FIELDS", "ENV_VARIABLES", "BookingSettings"]
+__all__ = [
+    "BEHAVIOUR_FIELDS",
+    "ENV_VARIABLES",
+    "BookingSettings",
+    "check_settings",
+    "named_settings",
+]
 
 #: Every variable :meth:`BookingSettings.from_env` reads, by field; the first name wins.
 ENV_VARIABLES: dict[str, tuple[str, ...]] = {
@@ -240,3 +247,40 @@ _READERS: dict[str, Callable[[str], Any]] = {
     "prompt_dir": lambda raw: Path(raw.strip()),
     "llm": lambda raw: raw.strip().lower(),
 }
+
+
+def named_settings(settings: Mapping[str, str]) -> dict[str, Any]:
+    """The settings given by field name (a scenario's ``regressions: [no_dedupe]``), read.
+
+    They are the overrides :meth:`BookingSettings.from_env` takes, so a field
+    named in a scenario wins over its environment variable.
+    """
+    return {
+        field: _READERS.get(field, _strip)(raw)
+        for field, raw in settings.items()
+        if field in ENV_VARIABLES
+    }
+
+
+def check_settings(settings: Mapping[str, str]) -> dict[str, str]:
+    """The problem with each setting the booking agent would not take, by the name given.
+
+    A name is a field of :class:`BookingSettings` or one of its environment
+    variables; an unknown one is named with the closest known one.
+    """
+    names = {name for names in ENV_VARIABLES.values() for name in names}
+    problems: dict[str, str] = {}
+    for key, raw in settings.items():
+        if key not in ENV_VARIABLES and key not in names:
+            close = difflib.get_close_matches(key, [*ENV_VARIABLES, *names], n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            problems[key] = f"the booking agent has no such setting{hint}"
+            continue
+        try:
+            if key in ENV_VARIABLES:
+                BookingSettings.from_env({}, **named_settings({key: raw}))
+            else:
+                BookingSettings.from_env({key: raw})
+        except ConfigError as exc:
+            problems[key] = str(exc).removeprefix(f"{key}: ")
+    return problems

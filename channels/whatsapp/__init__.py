@@ -113,6 +113,7 @@ from channels.whatsapp.faults import (
     PRESETS,
     FaultDice,
     FaultProfile,
+    check_scenario_faults,
     split_fragments,
 )
 from channels.whatsapp.graph import (
@@ -524,6 +525,7 @@ __all__ = [
     "build_webhook",
     "button_reply",
     "check_message_shape",
+    "check_scenario_faults",
     "contact",
     "contact_card",
     "contacts_message",

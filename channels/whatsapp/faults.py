@@ -9,8 +9,10 @@ draw the same faults, and turning one fault up does not reshuffle the others.
 
 from __future__ import annotations
 
+import difflib
 import json
 import random
+from collections.abc import Collection, Mapping
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -18,9 +20,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.exceptions import ConfigError, ScenarioError
-from harness.suites.yamlpos import read_yaml
+from harness.suites.yamlpos import LocatedError, read_yaml
 
-__all__ = ["PRESETS", "FaultDice", "FaultProfile", "split_fragments"]
+__all__ = ["PRESETS", "FaultDice", "FaultProfile", "check_scenario_faults", "split_fragments"]
 
 _Probability = Field(default=0.0, ge=0.0, le=1.0)
 
@@ -160,6 +162,58 @@ PRESETS: dict[str, FaultProfile] = {
     "batched": FaultProfile(batch=10, batch_window=2.0),
     "bursty": FaultProfile(fragment=1.0, fragment_gap=1.0, same_second=True),
 }
+
+
+def check_scenario_faults(spec: object) -> None:
+    """Check a scenario's ``faults:`` as the channel will read it, before anything runs.
+
+    Raises :class:`~harness.suites.yamlpos.LocatedError` whose ``loc`` names
+    the setting at fault (``("duplicat",)``), so the error names its line.
+    """
+    files = (".json", ".yaml", ".yml")
+    if (
+        isinstance(spec, str)
+        and spec not in PRESETS
+        and "=" not in spec
+        and Path(spec).suffix.lower() not in files
+    ):
+        presets = ", ".join(sorted(PRESETS))
+        raise LocatedError(f"unknown preset {spec!r}{_close(spec, PRESETS)}; presets: {presets}")
+    if spec is None or isinstance(spec, str):
+        try:
+            FaultProfile.parse(spec)
+        except ConfigError as exc:
+            raise LocatedError(str(exc).removeprefix("fault profile ")) from None
+        return
+    if not isinstance(spec, Mapping):
+        raise LocatedError("expected a preset name or a mapping of fault settings")
+    settings = dict(spec)
+    base = FaultProfile()
+    if "preset" in settings:
+        name = settings.pop("preset")
+        if not isinstance(name, str) or name not in PRESETS:
+            raise LocatedError(f"unknown preset {name!r}{_close(name, PRESETS)}", ("preset",))
+        base = PRESETS[name]
+    known = [key for key in FaultProfile.model_fields if key != "seed"]
+    for key in settings:
+        if key == "seed":
+            raise LocatedError(
+                "faults are seeded by the scenario's seed: set it at the top", (key,)
+            )
+        if key not in known:
+            message = f"unknown fault setting{_close(key, known)}; settings: {', '.join(known)}"
+            raise LocatedError(message, (key,))
+    try:
+        FaultProfile.model_validate({**base.model_dump(), **settings})
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        message = str(first["msg"])
+        raise LocatedError(message[:1].lower() + message[1:], tuple(first["loc"])) from None
+
+
+def _close(name: object, known: Collection[str]) -> str:
+    close = difflib.get_close_matches(str(name), list(known), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 class FaultDice:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from channels.whatsapp.channel import WhatsAppChannel
 from channels.whatsapp.cli import serve_command
 from channels.whatsapp.composing import check_message_shape
+from channels.whatsapp.faults import check_scenario_faults
 from channels.whatsapp.proxy_cli import proxy_command
 from channels.whatsapp.router import shared_graph
 from harness.plugins import ChannelPlugin
@@ -19,4 +20,5 @@ whatsapp_plugin = ChannelPlugin(
     commands=(serve_command, proxy_command),
     run_context=shared_graph,
     check_message=check_message_shape,
+    check_faults=check_scenario_faults,
 )

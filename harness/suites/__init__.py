@@ -58,6 +58,7 @@ from harness.suites.messages import (
     check_send,
     references,
 )
+from harness.suites.preflight import bind_invariants, check_agent_settings, check_faults
 from harness.suites.realtime import distinct_user, expect_in_time, with_late
 from harness.suites.registry import (
     DurationParam,
@@ -71,6 +72,7 @@ from harness.suites.registry import (
 from harness.suites.runner import Runner, RunOptions
 from harness.suites.scenario import (
     DEFAULT_USER,
+    LONGEST_SCENARIO,
     InvariantRef,
     Scenario,
     User,
@@ -110,12 +112,15 @@ from harness.suites.transcript import (
     render_event,
 )
 from harness.suites.yamlpos import (
+    MAX_DEPTH,
+    MAX_FILE_BYTES,
     LocatedError,
     YamlDocument,
     YamlPath,
     describe,
     dump_yaml,
     field_name,
+    read_text,
     read_yaml,
     scenario_error,
 )
@@ -129,6 +134,9 @@ __all__ = [
     "DEFAULT_USER",
     "EVENTUAL",
     "LABEL_PATTERN",
+    "LONGEST_SCENARIO",
+    "MAX_DEPTH",
+    "MAX_FILE_BYTES",
     "MEDIA_TYPES",
     "ONLY_SUFFIX",
     "REPLY_TYPES",
@@ -175,10 +183,13 @@ __all__ = [
     "YamlPath",
     "action_only_after_confirmation",
     "bind",
+    "bind_invariants",
     "brief",
     "check",
+    "check_agent_settings",
     "check_dates",
     "check_expectation",
+    "check_faults",
     "check_send",
     "check_step_messages",
     "constraint_honored",
@@ -204,6 +215,7 @@ __all__ = [
     "parse_date_expression",
     "parse_scenario",
     "parse_spec",
+    "read_text",
     "read_yaml",
     "references",
     "registered",

@@ -37,7 +37,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from harness.agent_contract import explain_agent_error, loop_errors
-from harness.channel import AgentFactory, ChannelSession, ChannelSetup, UserSpec
+from harness.channel import AgentFactory, ChannelSession, ChannelSetup, UserSpec, settings_check
 from harness.clock import DEFAULT_REAL_WORK_LIMIT
 from harness.exceptions import ConfigError, HarnessError, StepError
 from harness.inflight import running_on
@@ -49,6 +49,7 @@ from harness.suites.expectations import check_expectation
 from harness.suites.fit import ChannelFit
 from harness.suites.invariants import BoundInvariant, bind
 from harness.suites.messages import MessageLabels
+from harness.suites.preflight import bind_invariants, check_agent_settings, check_faults
 from harness.suites.realtime import distinct_user, expect_in_time, with_late
 from harness.suites.scenario import Scenario
 from harness.suites.sending import check_step_messages, send_step
@@ -153,9 +154,8 @@ class Runner:
         still sends is reported, as late, on the scenario it belongs to.
         """
         await check_store(self.options.store_url)  # a dead store stops the run at once
-        bound = [[bind(ref) for ref in s.invariants] for s in scenarios]
-        if self.plugin.check_message is not None:
-            check_step_messages(scenarios, self.plugin.check_message)
+        bound = [bind_invariants(s) for s in scenarios]
+        self.check(scenarios)
         started_at = datetime.now(UTC)
         started = time.perf_counter()
         workers = max(1, min(self.options.concurrency, len(scenarios)))
@@ -242,6 +242,20 @@ class Runner:
             seed=self.options.seed,
         )
 
+    def check(self, scenarios: Sequence[Scenario]) -> None:
+        """What the channel and the agent say of each scenario's messages, faults and settings.
+
+        Raises :class:`~harness.exceptions.ScenarioError` naming the file and
+        line of the first problem (see :mod:`harness.suites.preflight`).
+        """
+        if self.plugin.check_message is not None:
+            check_step_messages(scenarios, self.plugin.check_message)
+        if self.plugin.check_faults is not None:
+            check_faults(scenarios, self.plugin.check_faults)
+        agent_check = settings_check(self.factory)
+        if agent_check is not None:
+            check_agent_settings(scenarios, agent_check)
+
     def _run_context(self) -> AbstractAsyncContextManager[Any]:
         """What the channel shares between the scenarios of this run (nothing by default)."""
         if self.plugin.run_context is None:
@@ -306,7 +320,10 @@ class Runner:
         :mod:`harness.recording`); ``before_close`` sees the session before it
         is closed (to collect media, say).
         """
-        checks = [bind(ref) for ref in scenario.invariants] if invariants is None else invariants
+        if invariants is None:  # played on its own, not as part of run(): check it here
+            invariants = bind_invariants(scenario)
+            self.check([scenario])
+        checks = invariants
         seed = scenario.seed if scenario.seed is not None else self.options.seed
         fit = ChannelFit(self.options.channel, self.plugin.unsupported)
         not_here = fit.scenario_skip(scenario, self._channels)

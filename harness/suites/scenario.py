@@ -61,6 +61,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterator, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Final, TypeAlias
 
@@ -102,12 +103,14 @@ from harness.suites.yamlpos import (
     YamlPath,
     describe,
     dump_yaml,
+    read_text,
     read_yaml,
     scenario_error,
 )
 
 __all__ = [
     "DEFAULT_USER",
+    "LONGEST_SCENARIO",
     "InvariantRef",
     "Scenario",
     "User",
@@ -117,6 +120,8 @@ __all__ = [
     "scenario_json_schema",
 ]
 
+#: The most virtual time a scenario's waits, gaps and ``within`` may add up to: a century.
+LONGEST_SCENARIO: Final = timedelta(days=36_500)
 _BSUID: Final = r"^[A-Z]{2}\.[0-9]+$"
 _INVARIANT_NAME: Final = r"^[A-Za-z_][\w.]*(:[A-Za-z_]\w*)?$"
 _YAML_CONTEXT: Final = "harness.suites.scenario.yaml"
@@ -419,7 +424,13 @@ def _check_users(users: Sequence[User]) -> None:
 def _check_steps(steps: Sequence[BaseStep], users: Sequence[User]) -> None:
     names = [user.name for user in users]
     sent = dict.fromkeys(names, 0)
+    elapsed = timedelta(0)
     for index, step in enumerate(steps):
+        if step.time_taken > LONGEST_SCENARIO - elapsed:
+            days = LONGEST_SCENARIO.days
+            message = f"by this step the scenario takes over {days} days, past what a clock keeps"
+            raise LocatedError(message, ("steps", index))
+        elapsed += step.time_taken
         if not isinstance(step, UserStep):
             continue
         if step.user is not None and step.user not in sent:
@@ -542,19 +553,9 @@ def parse_scenario(text: str, *, path: Path | str | None = None) -> Scenario:
 
 
 def load_scenario(path: Path | str) -> Scenario:
-    """Read one scenario file; every problem is a one-line :class:`ScenarioError`."""
+    """Read one scenario file (at most 1 MB); every problem is a one-line :class:`ScenarioError`."""
     where = Path(path)
-    try:
-        raw = where.read_bytes()
-    except OSError as exc:
-        raise scenario_error(f"can't read the file: {exc.strerror or exc}", path=where) from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        message = f"not UTF-8 text (byte {exc.start + 1})"
-        raise scenario_error(message, path=where, line=line) from None
-    return parse_scenario(text, path=where)
+    return parse_scenario(read_text(where), path=where)
 
 
 def _files(root: Path) -> Iterator[Path]:

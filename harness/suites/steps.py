@@ -210,6 +210,11 @@ class BaseStep(ScenarioPart):
         """This step as the file writes it: the action first, defaults left out."""
         raise NotImplementedError
 
+    @property
+    def time_taken(self) -> timedelta:
+        """The most virtual time the step takes: a wait, a burst's gaps, an ``expect``'s within."""
+        return timedelta(0)
+
 
 class UserStep(BaseStep):
     """A step taken by one of the users (``as: Ana``; the first user by default)."""
@@ -257,6 +262,14 @@ class SayStep(LabelledStep):
     def burst(self) -> bool:
         """True when the step sends more than one message."""
         return len(self.say) > 1
+
+    @property
+    def time_taken(self) -> timedelta:
+        """The gaps between the burst's messages."""
+        try:
+            return self.gap * (len(self.say) - 1)
+        except OverflowError:  # longer than any clock keeps
+            return timedelta.max
 
     def to_data(self) -> dict[str, JsonValue]:
         """This step as the file writes it."""
@@ -352,6 +365,11 @@ class WaitStep(BaseStep):
     def duration(self) -> timedelta:
         """How far virtual time moves."""
         return self.wait if self.wait is not None else self.advance or timedelta(0)
+
+    @property
+    def time_taken(self) -> timedelta:
+        """The wait."""
+        return self.duration
 
     def to_data(self) -> dict[str, JsonValue]:
         """This step as the file writes it, with the keyword it was written with."""
@@ -489,6 +507,11 @@ class ExpectStep(LabelledStep):
     within: _Positive | None = Field(
         default=None, description="How long to wait for the agent (default: until quiet)."
     )
+
+    @property
+    def time_taken(self) -> timedelta:
+        """Its ``within``, the longest it waits."""
+        return self.within or timedelta(0)
 
     def to_data(self) -> dict[str, JsonValue]:
         """This step as the file writes it."""

@@ -8,6 +8,11 @@ node tree and builds plain data from it, plus a table from each path
 into one :class:`~harness.exceptions.ScenarioError` line such as
 ``happy.yaml:14: steps[3].expect.reply_contains: expected a string, got a list``.
 
+A file is read whole, so it may be at most :data:`MAX_FILE_BYTES` (1 MB; a
+scenario is a few kilobytes); values may nest at most :data:`MAX_DEPTH`
+levels deep. Past either, the file is refused with one line, before PyYAML
+spends minutes on it or recurses until Python gives up.
+
 Files are read with the YAML 1.2 core schema, the one editors validate with:
 only ``true``/``false`` (any case) are booleans, and ``yes``, ``on``, ``9:00``
 or ``2026-01-01`` stay strings (PyYAML's YAML 1.1 rules would read ``9:00``
@@ -33,12 +38,15 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from harness.exceptions import ScenarioError
 
 __all__ = [
+    "MAX_DEPTH",
+    "MAX_FILE_BYTES",
     "LocatedError",
     "YamlDocument",
     "YamlPath",
     "describe",
     "dump_yaml",
     "field_name",
+    "read_text",
     "read_yaml",
     "scenario_error",
 ]
@@ -49,6 +57,10 @@ YamlPath: TypeAlias = tuple[str | int, ...]
 # Aliases may make a small file expand enormously ("billion laughs"); past this
 # many values the file is refused.
 _MAX_VALUES: Final = 200_000
+MAX_FILE_BYTES: Final = 1_000_000
+"""The largest YAML file read (1 MB)."""
+MAX_DEPTH: Final = 64
+"""How deeply a YAML document's collections may nest."""
 
 _INT: Final = re.compile(r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+")
 _FLOAT: Final = re.compile(
@@ -65,8 +77,25 @@ _CORE_RESOLVERS: Final = (
 )
 
 
+class _TooDeep(yaml.MarkedYAMLError):
+    """Collections nested past :data:`MAX_DEPTH`."""
+
+
 class _CoreLoader(yaml.SafeLoader):
-    """SafeLoader with YAML 1.2 core-schema resolution."""
+    """SafeLoader with YAML 1.2 core-schema resolution, refusing nesting past :data:`MAX_DEPTH`."""
+
+    _depth = 0
+
+    def compose_node(self, parent: Node | None, index: int) -> Node | None:
+        # Composing recurses once per level: stop before Python's recursion limit does.
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                message = f"the YAML nests more than {MAX_DEPTH} levels deep"
+                raise _TooDeep(problem=message, problem_mark=self.get_mark())
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 class _CoreDumper(yaml.SafeDumper):
@@ -415,6 +444,9 @@ def _syntax_error(exc: yaml.YAMLError, path: Path | None, text: str = "") -> Sce
         problem = f"character U+{exc.character:04X} is not allowed in YAML"
         line_number = text[: exc.position].count("\n") + 1
         return scenario_error(f"invalid YAML: {problem}", path=path, line=line_number)
+    if isinstance(exc, _TooDeep):
+        line = None if exc.problem_mark is None else exc.problem_mark.line + 1
+        return scenario_error(str(exc.problem), path=path, line=line)
     if isinstance(exc, yaml.MarkedYAMLError):
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "not YAML"
@@ -449,8 +481,37 @@ def read_yaml(text: str, *, path: Path | str | None = None) -> YamlDocument:
         return YamlDocument(data, builder.lines, where)
     except yaml.YAMLError as exc:
         raise _syntax_error(exc, where, text) from None
+    except RecursionError:  # called from deep in a stack already: still one line
+        message = "nested too deeply to read"
+        raise scenario_error(message, path=where, line=loader.line + 1) from None
     finally:
         loader.dispose()
+
+
+def read_text(path: Path | str) -> str:
+    """A YAML file's text, BOM dropped; one-line ``ScenarioError`` if unreadable or too large.
+
+    Refuses a file over :data:`MAX_FILE_BYTES` without reading more of it,
+    and one that is not UTF-8, naming the line of the first bad byte.
+    """
+    where = Path(path)
+    try:
+        with where.open("rb") as file:
+            raw = file.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise scenario_error(f"can't read the file: {exc.strerror or exc}", path=where) from None
+    if len(raw) > MAX_FILE_BYTES:
+        message = (
+            f"the file is over 1 MB ({MAX_FILE_BYTES} bytes), the most a scenario file may"
+            " hold: split it into several"
+        )
+        raise scenario_error(message, path=where)
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        message = f"not UTF-8 text (byte {exc.start + 1})"
+        raise scenario_error(message, path=where, line=line) from None
 
 
 class _FlowList(list[object]):

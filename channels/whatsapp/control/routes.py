@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -81,6 +82,9 @@ __all__ = ["control_app", "control_routes"]
 
 Handler = Callable[[Request], Awaitable[Response]]
 _INDEX_DIGITS = 18
+# How far virtual time may go: short of the last date, so that what falls due later
+# (retries over 7 days, a message's 30-day lifetime) still has a date.
+_LATEST = datetime(9000, 1, 1, tzinfo=UTC)
 _Body = TypeVar("_Body", bound=BaseModel)
 
 
@@ -244,6 +248,11 @@ def control_routes(sim: WhatsAppSimulator, *, token: str | None = None) -> list[
 
     async def advance(request: Request) -> Response:
         body = await _read(request, Advance)
+        if body.delta() > _LATEST - sim.clock.now():
+            raise ConfigError(
+                f"field 'duration': {body.duration} would take the clock past {_LATEST.year},"
+                " further than a date can go"
+            )
         await sim.advance(body.delta(), reason=f"advance {body.duration}")
         return _answer(Now(now=sim.clock.now().isoformat()))
 

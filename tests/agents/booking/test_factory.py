@@ -67,3 +67,39 @@ def test_without_whatsapp_settings_the_factory_returns_the_bare_agent() -> None:
         channel="direct", settings={}, clock=clock, store=MemoryStore(clock=clock)
     )
     assert isinstance(agent_factory(env), BookingAgent)
+
+
+async def test_a_setting_a_scenario_names_by_field_reaches_the_agent() -> None:
+    """``agent: {regressions: [book_without_confirm]}`` in a scenario file switches it on."""
+    setup = ChannelSetup(
+        users=USERS,
+        agent_factory=agent_factory,
+        agent_settings={"regressions": "book_without_confirm"},
+    )
+    session = DirectChannel(setup)
+    try:
+        await session.start()
+        await session.say(KEY, ["friday at 8pm"])
+        [turn] = session.conversation().turns
+        assert [c.name for c in turn.tool_calls] == ["search_slots", "book_appointment"]
+    finally:
+        await session.close()
+
+
+def test_the_factory_names_each_setting_it_would_refuse() -> None:
+    problems = agent_factory.check_settings(
+        {
+            "regressions": "no_dedupe,no_such",
+            "regresions": "no_dedupe",
+            "BOOKING_DEBOUNCE_SECONDS": "-1",
+            "timezone": "Europe/Lisbon",
+            "BOOKING_REGRESSIONS": "ignore_window",
+            "WHATSAPP_ACCESS_TOKEN": "t0ken",
+        }
+    )
+    assert problems == {
+        "regressions": "unknown regression 'no_such'; valid names: book_without_confirm,"
+        " no_dedupe, reply_per_fragment, ignore_window, no_chunking, forget_constraint",
+        "regresions": "the booking agent has no such setting (did you mean 'regressions'?)",
+        "BOOKING_DEBOUNCE_SECONDS": "Input should be greater than or equal to 0",
+    }

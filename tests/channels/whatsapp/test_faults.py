@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from channels.whatsapp.faults import PRESETS, FaultProfile
+from channels.whatsapp.faults import PRESETS, FaultProfile, check_scenario_faults
 from harness.exceptions import ConfigError
+from harness.suites.yamlpos import LocatedError
 
 
 def test_a_yaml_file_is_read_as_yaml_1_2(tmp_path: Path) -> None:
@@ -57,3 +58,31 @@ def test_a_bad_key_value_setting_names_the_setting() -> None:
     assert str(caught.value) == "fault profile: 'duplicate=[0.5': the value is not valid YAML"
     with pytest.raises(ConfigError, match="'duplicate' is not key=value"):
         FaultProfile.parse("duplicate,x=1")
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [None, "none", "flaky", {"duplicate": 0.5}, {"preset": "flaky", "duplicate": 0}, "batch=5"],
+)
+def test_what_a_scenario_may_write_under_faults_passes_the_check(spec: object) -> None:
+    check_scenario_faults(spec)
+
+
+@pytest.mark.parametrize(
+    ("spec", "loc", "message"),
+    [
+        ("flakey", (), "unknown preset 'flakey' (did you mean 'flaky'?); presets: batched,"),
+        ({"preset": "bursti"}, ("preset",), "unknown preset 'bursti' (did you mean 'bursty'?)"),
+        ({"reordr": 0.1}, ("reordr",), "unknown fault setting (did you mean 'reorder'?); settings"),
+        ({"batch": 0}, ("batch",), "input should be greater than or equal to 1"),
+        ({"seed": 3}, ("seed",), "faults are seeded by the scenario's seed: set it at the top"),
+        (["flaky"], (), "expected a preset name or a mapping of fault settings"),
+    ],
+)
+def test_a_bad_fault_setting_is_named_for_its_line(
+    spec: object, loc: tuple[str, ...], message: str
+) -> None:
+    with pytest.raises(LocatedError) as caught:
+        check_scenario_faults(spec)
+    assert caught.value.loc == loc
+    assert str(caught.value).startswith(message)

@@ -22,7 +22,7 @@ from pydantic import JsonValue
 from harness.agent import DirectOption, DirectReply, DirectTurn
 from harness.channel import AgentEnvironment, ChannelSession, ChannelSetup
 from harness.clock import VirtualClock
-from harness.exceptions import ConfigError, StepError
+from harness.exceptions import ConfigError, ScenarioError, StepError
 from harness.plugins import ChannelPlugin
 from harness.results import ScenarioResult
 from harness.store import MemoryStore
@@ -667,7 +667,8 @@ async def test_bad_invariant_parameters_raise_before_anything_runs() -> None:
     bad = parse_scenario(
         "invariants:\n  - one_reply_per_burst: {max_replies: 0}\nsteps:\n  - say: hi\n"
     )
-    with pytest.raises(ConfigError, match="'one_reply_per_burst': parameter 'max_replies'"):
+    message = r"^<scenario>:2: invariants\[0\]: invariant 'one_reply_per_burst': parameter 'max_"
+    with pytest.raises(ScenarioError, match=message):
         await _runner(channel).run([good, bad])
     assert channel.sessions == []
 

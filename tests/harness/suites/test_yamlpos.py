@@ -16,6 +16,7 @@ from harness.suites.yamlpos import (
     describe,
     dump_yaml,
     field_name,
+    read_text,
     read_yaml,
     scenario_error,
 )
@@ -268,3 +269,46 @@ def test_dump_yaml_keeps_order_and_puts_short_leaves_on_one_line() -> None:
         "    two\n"
         "    lines\n"
     )
+
+
+# -- what is refused before it costs anything ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ("steps:\n  - say: " + "[" * 500 + "]" * 500 + "\n", 2),
+        ("a: " + "{b: " * 65 + "1" + "}" * 65 + "\n", 1),
+        ("steps:\n" + "".join("  " * depth + "- \n" for depth in range(1, 600)), 65),
+    ],
+    ids=["flow lists", "flow mappings", "block lists"],
+)
+def test_nesting_past_64_levels_is_one_line_naming_where(text: str, line: int) -> None:
+    with pytest.raises(ScenarioError) as caught:
+        read_yaml(text, path="deep.yaml")
+    assert str(caught.value) == f"deep.yaml:{line}: the YAML nests more than 64 levels deep"
+
+
+def test_64_levels_are_read() -> None:
+    assert read_yaml("[" * 63 + "1" + "]" * 63).data is not None
+
+
+def test_a_file_over_1_mb_is_refused_without_being_read_whole(tmp_path: Path) -> None:
+    big = tmp_path / "big.yaml"
+    big.write_bytes(b"steps:\n" + b"  - say: hello there my friend\n" * 400_000)  # 12.4 MB
+    with pytest.raises(ScenarioError) as caught:
+        read_text(big)
+    assert str(caught.value) == (
+        f"{big}: the file is over 1 MB (1000000 bytes), the most a scenario file may hold:"
+        " split it into several"
+    )
+    fits = tmp_path / "fits.yaml"
+    fits.write_bytes(b"\xef\xbb\xbf" + b"#" * (1_000_000 - 3))
+    assert read_text(fits) == "#" * (1_000_000 - 3)
+
+
+def test_a_file_that_is_not_utf8_names_the_line_of_the_bad_byte(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes(b"steps:\n  - say: caf\xe9\n")
+    with pytest.raises(ScenarioError, match=r"latin1.yaml:2: not UTF-8 text \(byte 20\)$"):
+        read_text(path)

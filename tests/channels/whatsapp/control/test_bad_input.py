@@ -146,6 +146,20 @@ async def test_a_since_that_is_not_ascii_digits_answers_400(
     assert await refused(answer, 400) == "query parameter 'since' must be a non-negative integer"
 
 
+@pytest.mark.parametrize("duration", ["9999999d", "999999999d"])
+async def test_a_jump_past_any_date_answers_400_and_the_clock_stays(
+    client: httpx.AsyncClient, duration: str
+) -> None:
+    before = (await client.get("/_harness/clock")).json()
+    answer = await client.post("/_harness/advance", json={"duration": duration})
+    assert await refused(answer, 400) == (
+        f"field 'duration': {duration} would take the clock past 9000, further than a date can go"
+    )
+    assert (await client.get("/_harness/clock")).json() == before
+    await still_answering(client)
+    assert (await client.post("/_harness/advance", json={"duration": "2000000d"})).is_success
+
+
 # -- the control token -----------------------------------------------------------------
 
 
