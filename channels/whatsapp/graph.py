@@ -40,6 +40,7 @@ import logging
 import random
 import re
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Final, Protocol
@@ -312,7 +313,10 @@ class _GraphAPI:
                 f"the Content-Type is {shown}: a send is application/json,"
                 " or form fields (application/x-www-form-urlencoded, multipart/form-data)",
             )
-        raw = await _read(request, JSON_BODY_LIMIT, _too_large_send)
+        try:
+            raw = await read_limited(request, JSON_BODY_LIMIT)
+        except BodyTooLarge as exc:
+            raise _too_large_send(exc.limit) from None
         body: object = None
         try:
             if content_type == "application/json":
@@ -340,14 +344,11 @@ class _GraphAPI:
         phone_number_id = self.phone_number(request)
         if media_type(request.headers) != "multipart/form-data":
             raise _form_error("", "media uploads are multipart/form-data")
-        parser = MultiPartParser(
-            request.headers,
-            limited_stream(request, _UPLOAD_LIMIT),
-            max_files=1,
-            max_fields=16,
-        )
         try:
-            form = await parser.parse()
+            async with aclosing(limited_stream(request, _UPLOAD_LIMIT)) as stream:
+                form = await MultiPartParser(
+                    request.headers, stream, max_files=1, max_fields=16
+                ).parse()
         except BodyTooLarge as exc:
             raise MediaUploadError(
                 details=f"file: the upload is over {exc.limit} bytes; WhatsApp takes documents"
@@ -442,13 +443,6 @@ def _form_error(field: str, problem: str) -> InvalidParameter:
 def _too_large_send(limit: int) -> GraphAPIError:
     details = f"the request body is over the limit of {limit} bytes for a send"
     return InvalidParameter(message=f"(#100) {details}", details=details, http_status=413)
-
-
-async def _read(request: Request, limit: int, too_large: Callable[[int], GraphAPIError]) -> bytes:
-    try:
-        return await read_limited(request, limit)
-    except BodyTooLarge as exc:
-        raise too_large(exc.limit) from None
 
 
 async def _form(raw: bytes, headers: Headers) -> dict[str, object]:
