@@ -69,6 +69,7 @@ from harness.suites.registry import (
     invariant,
     registry,
 )
+from harness.suites.reproduce import shortest_reproduction
 from harness.suites.runner import Runner, RunOptions
 from harness.suites.scenario import (
     DEFAULT_USER,
@@ -232,6 +233,7 @@ __all__ = [
     "send_step",
     "sends_valid",
     "settings_from",
+    "shortest_reproduction",
     "started_on",
     "step_action",
     "step_message",

@@ -47,10 +47,11 @@ from harness.results import RunResult, ScenarioResult, ScenarioStatus, Skip, Vio
 from harness.store import Store, check_store, open_store
 from harness.suites.expectations import check_expectation
 from harness.suites.fit import ChannelFit
-from harness.suites.invariants import BoundInvariant, bind
+from harness.suites.invariants import BoundInvariant
 from harness.suites.messages import MessageLabels
 from harness.suites.preflight import bind_invariants, check_agent_settings, check_faults
 from harness.suites.realtime import distinct_user, expect_in_time, with_late
+from harness.suites.reproduce import shortest_reproduction
 from harness.suites.scenario import Scenario
 from harness.suites.sending import check_step_messages, send_step
 from harness.suites.steps import (
@@ -392,7 +393,11 @@ class Runner:
             error=error,
             conversation=conversation,
             faults=_faults_of(scenario),
-            reproduce=_reproduce(scenario, violations, progress) if status != "passed" else "",
+            reproduce=(
+                shortest_reproduction(scenario, violations, progress.turns_after)
+                if status != "passed"
+                else ""
+            ),
             skipped=tuple(progress.skipped),
         )
 
@@ -578,24 +583,3 @@ def _faults_of(scenario: Scenario) -> dict[str, Any]:
     if isinstance(faults, str):
         return {"preset": faults}
     return dict(faults)
-
-
-def _reproduce(scenario: Scenario, violations: Sequence[Violation], progress: _Progress) -> str:
-    """The shortest prefix of the scenario that still shows the first violation, as YAML."""
-    if not violations:
-        return scenario.to_yaml()
-    first = violations[0]
-    last_step = len(scenario.steps) - 1
-    if first.step is not None:
-        last_step = first.step
-    elif first.turn is not None:
-        for index, turns in enumerate(progress.turns_after):
-            if turns > first.turn:
-                last_step = index
-                break
-    steps = scenario.steps[: last_step + 1]
-    rules = {v.rule for v in violations if v.kind == "invariant"}
-    # A rule is the invariant's registered name, which a file may have written as an import path.
-    invariants = tuple(ref for ref in scenario.invariants if bind(ref).name in rules)
-    trimmed = scenario.model_copy(update={"steps": steps, "invariants": invariants})
-    return trimmed.to_yaml()
