@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import socket
 import sys
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,10 +26,34 @@ __all__ = ["free_port", "serve_in_process", "started_process"]
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    """A TCP port on 127.0.0.1 that nothing listens on right now, outside the ephemeral range.
+
+    The port is closed again before the caller's server binds it. Taken from the
+    system's ephemeral range, it could meanwhile be handed to any server started
+    on port 0 (the fake model, a bot), which would then answer in its place; a
+    port below that range is never handed out that way.
+    """
+    low, _ = _ephemeral_range()
+    for _ in range(200):
+        port = _chooser.randrange(10_000, max(low, 10_001))
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port below the ephemeral range after 200 tries")
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
+_chooser = random.Random()  # seeded by the system, not by a test's random seed
 
 
 @asynccontextmanager

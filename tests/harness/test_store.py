@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ import redis.asyncio as aioredis
 from harness.clock import SystemClock, VirtualClock
 from harness.exceptions import ConfigError, StoreError, StoreUnavailable
 from harness.store import MemoryStore, RedisStore, Store, check_store, open_store
+from tests.bots.loopback import free_port
 
 # Read at import, before the autouse fixture clears the environment.
 _REQUIRE_REDIS = bool(os.environ.get("CI")) or bool(os.environ.get("HARNESS_REQUIRE_REDIS"))
@@ -331,15 +331,8 @@ def test_redis_store_checks_its_url() -> None:
     assert "hunter2" not in str(caught.value)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 async def test_a_dead_server_is_reported_within_bounded_time() -> None:
-    port = _free_port()  # nothing listens here
+    port = free_port()  # nothing listens here
     store = RedisStore.from_url(f"redis://:hunter2@127.0.0.1:{port}/0?password=hunter2")
     started = time.monotonic()
     try:
@@ -415,7 +408,7 @@ async def redis_server(tmp_path: Path) -> AsyncIterator[RedisServer]:
         if _REQUIRE_REDIS:
             pytest.fail(message + " (CI must provide it)")
         pytest.skip(message)
-    server = RedisServer(binary, _free_port(), tmp_path)
+    server = RedisServer(binary, free_port(), tmp_path)
     await server.start()
     try:
         yield server
@@ -490,7 +483,7 @@ async def test_check_store_passes_memory_and_reports_a_dead_server_at_once() -> 
     await check_store("memory://")
     started = time.monotonic()
     with pytest.raises(StoreUnavailable, match="unavailable"):
-        await check_store(f"redis://127.0.0.1:{_free_port()}/0")
+        await check_store(f"redis://127.0.0.1:{free_port()}/0")
     assert time.monotonic() - started < 2.0
     with pytest.raises(ConfigError, match="unsupported"):
         await check_store("http://127.0.0.1:6379")

@@ -16,7 +16,6 @@ import json
 import os
 import re
 import signal
-import socket
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -56,18 +55,13 @@ from harness.replay.playback import plan_from_fixture, replay_fixture
 from harness.store import MemoryStore, RedisStore
 from harness.suites.runner import Runner, RunOptions
 from harness.trace import InboundMessage, LLMExchange, OutboundSend, ToolCall
+from tests.bots.loopback import free_port
 
 pytestmark = pytest.mark.network
 
 ANA = "5511987654321"
 BRUNO = "4915112345678"
 AGENT_SETTINGS = {"BOOKING_DEBOUNCE_SECONDS": "0.2"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -106,7 +100,7 @@ async def _agent(
 
 @asynccontextmanager
 async def _chain(out: Path, *, key: str | None = None) -> AsyncIterator[Chain]:
-    graph_port, proxy_port = _free_port(), _free_port()
+    graph_port, proxy_port = free_port(), free_port()
     config = SimulatorConfig(public_url=f"http://127.0.0.1:{graph_port}")
     sim = WhatsAppSimulator(config, clock=VirtualClock(datetime.now(UTC).replace(microsecond=0)))
     proxy_url = f"http://127.0.0.1:{proxy_port}"
@@ -231,16 +225,33 @@ async def _wait_for(url: str, process: asyncio.subprocess.Process) -> None:
                 pass
             if process.returncode is not None:
                 _, err = await process.communicate()
-                pytest.fail(f"the proxy exited: {err.decode()}")
-            assert time.monotonic() < deadline, "the proxy did not start in 20 s"
+                pytest.fail(f"the process exited: {err.decode()}")
+            assert time.monotonic() < deadline, f"{url} did not answer in 20 s"
             await asyncio.sleep(0.05)
+
+
+async def _proxy_ready(process: asyncio.subprocess.Process) -> None:
+    """Wait for the proxy to say it listens: an answer on its port could be another server's.
+
+    A port found free and closed again can be handed to the next server started,
+    so only the proxy's own "proxy on" line tells that the proxy is the one serving.
+    """
+    assert process.stdout is not None
+    try:
+        async with asyncio.timeout(20):
+            while not (line := await process.stdout.readline()).startswith(b"proxy on "):
+                if not line:
+                    _, err = await process.communicate()
+                    pytest.fail(f"the proxy exited: {err.decode()}")
+    except TimeoutError:
+        pytest.fail("the proxy did not start in 20 s")
 
 
 async def test_a_proxy_killed_mid_conversation_leaves_a_fixture_that_loads(
     tmp_path: Path,
 ) -> None:
     out = tmp_path / "chat"
-    graph_port, proxy_port = _free_port(), _free_port()
+    graph_port, proxy_port = free_port(), free_port()
     config = SimulatorConfig(public_url=f"http://127.0.0.1:{graph_port}")
     sim = WhatsAppSimulator(config, clock=VirtualClock(datetime.now(UTC).replace(microsecond=0)))
     proxy_url = f"http://127.0.0.1:{proxy_port}"
@@ -262,7 +273,7 @@ async def test_a_proxy_killed_mid_conversation_leaves_a_fixture_that_loads(
             },
         )
         try:
-            await _wait_for(f"{proxy_url}/webhook", process)
+            await _proxy_ready(process)
             sim.connect(f"{proxy_url}/webhook")
             sim.add_user(ANA, "Ana")
             await sim.say(ANA, "A table on friday at 8pm please")
@@ -306,7 +317,7 @@ def _stub_agent() -> Starlette:
 async def test_a_stopped_proxy_closes_its_fixture(tmp_path: Path, stop: signal.Signals) -> None:
     out = tmp_path / "chat"
     config = SimulatorConfig()
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     async with BackgroundServer(_stub_agent()) as agent:
         process = await asyncio.create_subprocess_exec(
@@ -323,7 +334,7 @@ async def test_a_stopped_proxy_closes_its_fixture(tmp_path: Path, stop: signal.S
             },
         )
         try:
-            await _wait_for(f"{url}/webhook", process)
+            await _proxy_ready(process)
             message = parse_message(
                 {"from": ANA, "id": "wamid.A1", "timestamp": "1767225600", "type": "text"}
                 | {"text": {"body": "hello"}}
@@ -386,7 +397,7 @@ async def test_processes_of_their_own_sharing_a_redis(
 ) -> None:
     """The deployed shape: the agent and the proxy each a process, the recording in Redis."""
     out = tmp_path / "chat"
-    graph_port, proxy_port, agent_port = _free_port(), _free_port(), _free_port()
+    graph_port, proxy_port, agent_port = free_port(), free_port(), free_port()
     config = SimulatorConfig(public_url=f"http://127.0.0.1:{graph_port}")
     sim = WhatsAppSimulator(config, clock=VirtualClock(datetime.now(UTC).replace(microsecond=0)))
     proxy_url = f"http://127.0.0.1:{proxy_port}"
@@ -413,7 +424,7 @@ async def test_processes_of_their_own_sharing_a_redis(
     try:
         async with BackgroundServer(sim.graph_app, port=graph_port):
             await _wait_for(f"http://127.0.0.1:{agent_port}/healthz", agent)
-            await _wait_for(f"{proxy_url}/webhook", proxy)
+            await _proxy_ready(proxy)
             sim.connect(f"{proxy_url}/webhook")
             sim.add_user(ANA, "Ana")
             await sim.say(ANA, "A table on friday at 8pm please")

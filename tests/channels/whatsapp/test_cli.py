@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import sys
 import time
 
@@ -13,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from channels.whatsapp.cli import is_loopback, serve_command
+from tests.bots.loopback import free_port
 
 
 @pytest.mark.parametrize(
@@ -50,17 +50,11 @@ def test_an_empty_control_token_is_refused() -> None:
     assert "Error: Invalid value for --control-token: the token is empty" in result.output
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.mark.network
 async def test_harness_serve_with_a_token_from_the_environment_wants_it_on_the_control_api() -> (
     None
 ):
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     process = await asyncio.create_subprocess_exec(
         *(sys.executable, "-m", "harness", "serve", "--port", str(port)),

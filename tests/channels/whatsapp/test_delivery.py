@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +19,7 @@ from harness.clock import VirtualClock
 from harness.exceptions import HandshakeError
 from harness.redaction import REDACTED
 from harness.trace import EVENT_ADAPTER, Conversation, DeliveryAttempt, Verification
+from tests.bots.loopback import free_port
 from tests.channels.whatsapp.echo_bot import BotConfig, EchoBot
 
 WA_ID = "5511987654321"
@@ -31,12 +31,6 @@ TEMPLATE = {
 }
 
 Seen = list[tuple[str, dict[str, str], str]]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _spied(app: Any, seen: Seen) -> Callable[..., Any]:
@@ -151,7 +145,7 @@ async def _settle_for(channel: WhatsAppChannel, seconds: float) -> None:
 @pytest.mark.network
 async def test_an_agent_at_a_url_that_fails_the_handshake_stops_its_scenario() -> None:
     config = SimulatorConfig()
-    graph_port = _free_port()
+    graph_port = free_port()
     graph = f"http://127.0.0.1:{graph_port}"
     client = httpx.AsyncClient(timeout=10)
     bot = BotConfig(

@@ -12,7 +12,6 @@ import ast
 import asyncio
 import json
 import os
-import socket
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -28,6 +27,7 @@ from channels.whatsapp.control import control_app
 from channels.whatsapp.server import BackgroundServer
 from channels.whatsapp.simulator import WhatsAppSimulator
 from harness.clock import VirtualClock
+from tests.bots.loopback import free_port
 from tests.channels.whatsapp.conformance.traffic import (
     NOT_YET_AS_META,
     WEBHOOK_KINDS,
@@ -37,12 +37,6 @@ from tests.channels.whatsapp.echo_bot import BotConfig, EchoBot, Read, read_webh
 
 WA_ID = "5511987654321"
 BOT_FILE = Path(__file__).with_name("echo_bot.py")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_the_bot_imports_nothing_from_the_project() -> None:
@@ -107,7 +101,7 @@ async def test_in_process() -> None:
 
 @pytest.mark.network
 async def test_over_loopback_http() -> None:
-    graph_port = _free_port()
+    graph_port = free_port()
     config = SimulatorConfig(public_url=f"http://127.0.0.1:{graph_port}")
     sim = WhatsAppSimulator(config, clock=VirtualClock())
     client = httpx.AsyncClient()
@@ -183,7 +177,7 @@ def _echo_bot(config: SimulatorConfig, graph: str, client: httpx.AsyncClient) ->
 @pytest.mark.network
 async def test_harness_serve_driven_through_its_control_api() -> None:
     config = SimulatorConfig()
-    port = _free_port()
+    port = free_port()
     client = httpx.AsyncClient(timeout=10)
     echo = _echo_bot(config, f"http://127.0.0.1:{port}", client)
     async with (
@@ -244,7 +238,7 @@ async def test_every_start_of_harness_serve_hands_out_new_message_ids() -> None:
     client = httpx.AsyncClient(timeout=10)
     seen: list[dict[str, str]] = []
     for _start in range(2):  # the same server, started twice: a bot that keeps dedupe keys
-        port = _free_port()
+        port = free_port()
         echo = _echo_bot(config, f"http://127.0.0.1:{port}", client)
         async with (
             BackgroundServer(echo.app()) as bot_server,

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 from typing import Any, Final
 
 import httpx
@@ -43,6 +42,7 @@ from channels.whatsapp.server import BackgroundServer
 from channels.whatsapp.simulator import WhatsAppSimulator
 from channels.whatsapp.transport import GraphRedirect
 from harness.clock import VirtualClock
+from tests.bots.loopback import free_port
 from tests.channels.whatsapp.conformance.traffic import (
     NOT_YET_AS_META,
     WEBHOOK_KINDS,
@@ -205,15 +205,9 @@ def _pywa_bot(config: SimulatorConfig, graph_url: str) -> tuple[Starlette, httpx
     return server, session
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.mark.network
 async def test_a_pywa_bot_talks_to_users_through_the_fake_graph_api_over_loopback() -> None:
-    port = _free_port()
+    port = free_port()
     # Media download URLs name the address the fake Graph API is served at.
     config = SimulatorConfig(public_url=f"http://127.0.0.1:{port}")
     sim = WhatsAppSimulator(config, clock=VirtualClock())
