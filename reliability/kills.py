@@ -26,7 +26,6 @@ import logging
 import os
 import random
 import signal
-import socket
 import sys
 import tempfile
 import time
@@ -54,6 +53,7 @@ from harness.exceptions import HarnessError  # noqa: E402
 from harness.fixture import Fixture, load_fixture  # noqa: E402
 from harness.store import MemoryStore  # noqa: E402
 from harness.trace import Conversation, DeliveryAttempt, Event, InboundMessage  # noqa: E402
+from tests.bots.loopback import free_port  # noqa: E402
 
 SCENARIO = ROOT / "scenarios" / "booking" / "happy_confirm_button.yaml"
 USER = "5511987654321"
@@ -157,12 +157,6 @@ async def _record_trial(
 # -- harness proxy -----------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @asynccontextmanager
 async def _agent(config: SimulatorConfig, proxy_url: str) -> AsyncIterator[BackgroundServer]:
     http = httpx.AsyncClient(timeout=10)
@@ -218,7 +212,7 @@ async def proxy_chat(
     into the chat. The simulator's conversation is kept on ``proxy_chat.sim``
     for the caller to compare.
     """
-    graph_port, proxy_port = _free_port(), _free_port()
+    graph_port, proxy_port = free_port(), free_port()
     secrets = {"app_secret": app_secret, "verify_token": verify_token, "access_token": access_token}
     config = SimulatorConfig(public_url=f"http://127.0.0.1:{graph_port}").model_copy(
         update={k: v for k, v in secrets.items() if v is not None}

@@ -8,7 +8,6 @@ real process.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ import pytest
 
 from harness import __version__
 from harness.cli.main import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
+from tests.bots.loopback import free_port
 
 BROKEN = "steps:\n  - say: [unclosed\n"
 BOOKS = """\
@@ -193,9 +193,7 @@ def test_run_exits_2_when_the_tags_select_no_scenario(
 def test_an_unreachable_store_stops_the_run_at_once_with_one_line_and_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]  # nothing listens here once closed
+    port = free_port()  # nothing listens here
     suite = _suite(tmp_path / "suite", books=BOOKS, never=NEVER)
     started = time.monotonic()
     code = _harness("run", str(suite), "--redis", f"redis://:hunter2@127.0.0.1:{port}/0")
