@@ -9,6 +9,7 @@ imported from there.
 
 from __future__ import annotations
 
+from channels.whatsapp.activity import Activity
 from channels.whatsapp.channel import (
     MEDIA_SAMPLES,
     WhatsAppChannel,
@@ -305,7 +306,7 @@ from channels.whatsapp.summary import (
     message_text,
     outbound_text,
 )
-from channels.whatsapp.timekeeping import Timekeeping
+from channels.whatsapp.timekeeping import ANSWERED_QUIET, QUIET, Timekeeping
 from channels.whatsapp.transport import (
     GRAPH_HOSTS,
     GraphRedirect,
@@ -329,6 +330,7 @@ from channels.whatsapp.window import (
 )
 
 __all__ = [
+    "ANSWERED_QUIET",
     "BSUID_PATTERN",
     "CHANNEL_FIELDS",
     "CONTROL_OPENAPI_PATHS",
@@ -350,6 +352,7 @@ __all__ = [
     "META_USER_AGENT",
     "PAYMENT_TYPES",
     "PRESETS",
+    "QUIET",
     "RETRY_HORIZON",
     "SEND_REQUEST",
     "SIGNATURE_HEADER",
@@ -360,6 +363,7 @@ __all__ = [
     "WEBHOOK_PATH",
     "AcceptAll",
     "AccountInMaintenance",
+    "Activity",
     "AppRateLimited",
     "AsgiTarget",
     "Audio",

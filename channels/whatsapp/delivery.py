@@ -16,6 +16,7 @@ import asyncio
 import itertools
 import random
 import time
+from collections import Counter
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -222,6 +223,8 @@ class PendingUpdate:
     on_sending: Callable[[PendingUpdate, str], None] | None = None
     seq: int = 0
     send_at: datetime = field(default=_EPOCH, repr=False)
+    #: While the update waits for its first POST: its user, counted as having a message unsent.
+    unsent: list[str] = field(default_factory=list, repr=False)
 
 
 Emit = Callable[[Any], None]
@@ -258,6 +261,9 @@ class Deliverer:
         self.in_flight = 0
         #: User messages on their way (scheduled, in flight or waiting for a retry).
         self.pending_messages = 0
+        # Per user: messages not yet put to the agent once, and POSTs on the wire.
+        self._unsent: Counter[str] = Counter()
+        self._posting: Counter[str] = Counter()
         #: Signed bodies by item id, so a redelivery sends identical bytes.
         self.sent_bodies: dict[str, SignedBody] = {}
 
@@ -265,6 +271,29 @@ class Deliverer:
     def busy(self) -> bool:
         """True while a delivery is scheduled, in flight or waiting for a retry."""
         return bool(self._tasks) or bool(self._batch)
+
+    def busy_for(self, user: str) -> bool:
+        """True while a message of ``user`` waits for its first POST, or a POST about them is out.
+
+        Retries due later and statuses scheduled for later don't count: like
+        the user's next message, they are what happens after the turn.
+        """
+        return self._unsent[user] > 0 or self._posting[user] > 0
+
+    def _count(self, updates: Sequence[PendingUpdate]) -> list[str]:
+        """Count the user messages among ``updates`` as on their way; their users, to release."""
+        users = [u.user for u in updates if u.kind == "message"]
+        self.pending_messages += len(users)
+        self._unsent.update(users)
+        return users
+
+    def _release(self, users: list[str]) -> None:
+        """The first POST of these messages is over (or won't happen): they are no longer unsent."""
+        self._unsent.subtract(users)
+        for user in users:
+            if self._unsent[user] <= 0:
+                del self._unsent[user]
+        users.clear()
 
     async def aclose(self) -> None:
         """Cancel what is still scheduled (late statuses, retries) and wait for it to stop."""
@@ -285,8 +314,7 @@ class Deliverer:
         """Schedule an update for delivery at ``update.due`` plus the profile's faults."""
         profile = self.dice.profile
         update.seq = next(self._seq)
-        if update.kind == "message":
-            self.pending_messages += 1
+        update.unsent = self._count([update])
         delay = max((update.due - self.clock.now()).total_seconds(), 0.0)
         delay += self.dice.delivery_delay()
         if self.dice.roll("reorder", profile.reorder):
@@ -307,8 +335,7 @@ class Deliverer:
             return False
         latest = self._latest.get(item_id)
         updates = [] if latest is None else [latest]
-        self.pending_messages += sum(1 for u in updates if u.kind == "message")
-        self._spawn(self._send(body, [item_id], updates, (reason,), 0.0))
+        self._spawn(self._send(body, [item_id], updates, (reason,), 0.0, self._count(updates)))
         return True
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
@@ -352,9 +379,11 @@ class Deliverer:
         for update in updates:
             self.sent_bodies[update.item_id] = body
             self._latest[update.item_id] = update
-        await self._send(body, [u.item_id for u in updates], list(updates), faults, 0.0)
+        unsent = [user for u in updates for user in u.unsent]
+        for update in updates:
+            update.unsent = []
+        await self._send(body, [u.item_id for u in updates], list(updates), faults, 0.0, unsent)
         if self.dice.roll("duplicate", self.dice.profile.duplicate):
-            self.pending_messages += sum(1 for u in updates if u.kind == "message")
             self._spawn(
                 self._send(
                     body,
@@ -362,6 +391,7 @@ class Deliverer:
                     list(updates),
                     (*faults, "duplicate"),
                     self.dice.profile.duplicate_delay,
+                    self._count(updates),
                 )
             )
 
@@ -372,11 +402,15 @@ class Deliverer:
         updates: list[PendingUpdate],
         faults: tuple[str, ...],
         delay: float,
+        unsent: list[str],
     ) -> None:
+        """Deliver ``body`` with retries; ``unsent`` are the users of its messages, counted."""
+        counted = len(unsent)
         try:
-            await self._attempts(body, items, updates, faults, delay)
+            await self._attempts(body, items, updates, faults, delay, unsent)
         finally:
-            self.pending_messages -= sum(1 for u in updates if u.kind == "message")
+            self.pending_messages -= counted
+            self._release(unsent)
 
     async def _attempts(
         self,
@@ -385,6 +419,7 @@ class Deliverer:
         updates: list[PendingUpdate],
         faults: tuple[str, ...],
         delay: float,
+        unsent: list[str],
     ) -> None:
         if delay:
             await self.clock.sleep(delay)
@@ -404,10 +439,17 @@ class Deliverer:
                 if update.on_sending is not None:
                     update.on_sending(update, delivery)
             self.in_flight += 1
+            about = [u.user for u in updates]
+            self._posting.update(about)
             try:
                 result = await self.target.post(body)
             finally:
                 self.in_flight -= 1
+                self._posting.subtract(about)
+                for user in about:
+                    if self._posting[user] <= 0:
+                        del self._posting[user]
+                self._release(unsent)  # put to the agent once: what follows are retries
             record = DeliveryAttempt(
                 at=self.clock.now(),
                 user=updates[0].user if updates else None,

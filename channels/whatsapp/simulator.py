@@ -23,6 +23,7 @@ import httpx
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 
+from channels.whatsapp.activity import Activity
 from channels.whatsapp.composing import UserMessages
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.delivery import (
@@ -142,6 +143,8 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
         self._verified = asyncio.Event()
         self._handshake_lock = asyncio.Lock()
         self._last_activity = self.clock.now()
+        #: When each user's conversation last moved, in real time (for per-user quiet).
+        self.activity = Activity()
         self._remote = False
 
     # -- wiring -------------------------------------------------------------
@@ -212,6 +215,7 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
         """Append an event to the log (the agent's recorders use this too)."""
         self.events.append(event)
         self._last_activity = self.clock.now()
+        self.activity.note(event)
         if self._sink is not None:
             self._sink(event)
 
@@ -468,6 +472,11 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
         if not self._deliverer_or_fail().redeliver(wamid):
             raise ConfigError(f"message {wamid} was never delivered, so it can't be redelivered")
         return wamid
+
+    def sender_of(self, wamid: str) -> str | None:
+        """The user (as the trace names them) who sent message ``wamid``, if a user did."""
+        found = self._inbound.get(wamid)
+        return None if found is None else found[0].key
 
     def inbound_media(self, wamid: str) -> tuple[bytes, str] | None:
         """The bytes and MIME type of the media a user's message carried, if any."""

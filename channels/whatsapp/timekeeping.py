@@ -12,14 +12,24 @@ makes virtual time follow real time (``harness serve``).
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import datetime, timedelta
 
+from channels.whatsapp.activity import Activity
 from channels.whatsapp.delivery import Deliverer
 from harness.clock import Clock, VirtualClock
 from harness.exceptions import ConfigError
 from harness.trace import ClockJump, Event
 
-__all__ = ["Timekeeping"]
+__all__ = ["ANSWERED_QUIET", "QUIET", "Timekeeping"]
+
+#: Real seconds of silence after which a user's conversation counts as quiet on a paced
+#: server when the agent has not answered (yet): it may still be thinking.
+QUIET = 0.3
+#: The least silence that ends a turn once the agent has sent the user a message: the
+#: rest of its answer, if any, follows within milliseconds (one Graph API call after another).
+ANSWERED_QUIET = 0.002
+_BUSY_POLL = 0.05
 
 
 class Timekeeping:
@@ -31,6 +41,7 @@ class Timekeeping:
     _deliverer: Deliverer | None
     _last_activity: datetime
     _remote: bool
+    activity: Activity
 
     def record(self, event: Event) -> None:
         """Append an event to the log (the simulator defines it)."""
@@ -65,6 +76,52 @@ class Timekeeping:
             if nxt is None or (nxt - self._last_activity).total_seconds() > quiet:
                 return
             await clock.run_until(nxt, reason="settle")
+
+    async def settle_user(self, user: str, *, quiet: float = QUIET, within: float = 60.0) -> None:
+        """Wait until ``user``'s conversation is quiet, ignoring every other user's.
+
+        Off a paced server this is :meth:`settle`. On one (``harness serve``),
+        where the agent runs on real time: until the user's messages have been
+        put to the agent and no POST about the user is out, then until nothing
+        about the user has happened for ``quiet`` real seconds. Once the agent
+        has sent the user a message since the call began, a shorter silence
+        ends it: twice the longest pause the agent took between two steps of
+        this answer, at least :data:`ANSWERED_QUIET`, since an agent that
+        answers in steps a millisecond apart takes its next one about as fast.
+        Statuses and retries due later don't hold it; neither does any other
+        conversation. At most ``within`` seconds.
+        """
+        if not self.paced:
+            await self.settle()
+            return
+        activity = self.activity
+        deliverer = self._deliverer
+        started = seen = time.monotonic()
+        end = started + within
+        steps = 0
+        longest = 0.0
+        while True:
+            now = time.monotonic()
+            if now >= end:
+                break
+            moved = activity.moved(user)
+            if moved > seen:
+                steps += 1
+                if steps > 2:  # not the message itself, nor its delivery: the agent's own pace
+                    longest = max(longest, moved - seen)
+                seen = moved
+            if deliverer is not None and deliverer.busy_for(user):
+                wait = _BUSY_POLL  # the delivery's own event wakes us sooner
+            else:
+                window = quiet
+                if activity.answered(user) >= started:
+                    window = min(quiet, max(ANSWERED_QUIET, 2 * longest))
+                idle = now - seen
+                if idle >= window:
+                    break
+                wait = window - idle
+            await activity.next_change(min(wait, end - now))
+        self.raise_undelivered()
 
     async def advance(self, seconds: float | timedelta, *, reason: str = "wait") -> None:
         """Let ``seconds`` of virtual time pass, waking everything due on the way."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Final, Literal, Self
+from typing import Annotated, Any, Final, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -45,6 +45,7 @@ __all__ = [
     "NewUser",
     "Now",
     "Outbox",
+    "Played",
     "Redeliver",
     "RegisteredUser",
     "Tap",
@@ -126,7 +127,29 @@ class NewUser(ControlBody):
         return self
 
 
-class Inbound(ControlBody):
+class Played(ControlBody):
+    """What every call that plays a user may say about waiting for the agent.
+
+    By default the call answers once that user's conversation is quiet (the
+    agent has answered, or stayed silent for ``quiet`` seconds); ``wait``
+    false answers at once, with the message only on its way.
+    """
+
+    wait: bool = Field(
+        default=True,
+        description="false: answer at once, without waiting for the agent's answer.",
+    )
+    quiet: Maybe[Annotated[float, Field(gt=0, le=60)]] = Field(
+        default=None,
+        description=(
+            "Seconds of silence in this user's conversation, with no answer from the agent,"
+            " after which the call answers (default 0.3); once the agent has answered,"
+            " a few milliseconds of silence suffice."
+        ),
+    )
+
+
+class Inbound(Played):
     """``POST /_harness/inbound``: a user's message, as text or as Meta's message object.
 
     ``message`` is checked against what Meta sends and completed as Meta
@@ -158,14 +181,14 @@ class Inbound(ControlBody):
         return self
 
 
-class Tap(ControlBody):
+class Tap(Played):
     """``POST /_harness/tap``: a user taps a button or list row (its id or title)."""
 
     user: str
     choice: str
 
 
-class Redeliver(ControlBody):
+class Redeliver(Played):
     """``POST /_harness/redeliver``: a message to deliver again, or a user's last one."""
 
     wamid: Maybe[str] = None
@@ -220,9 +243,10 @@ class Now(BaseModel):
 
 
 class Outbox(BaseModel):
-    """Every send the agent made, as it sent it."""
+    """The sends the agent made, as it sent them, from index ``since`` on; ``next`` reads on."""
 
     messages: list[dict[str, Any]]
+    next: int = Field(description="Where the next read starts (?since=next).")
 
 
 class ControlErrorMessage(BaseModel):
@@ -303,7 +327,9 @@ CONTROL_ENDPOINTS: Final = (
     ),
     ControlEndpoint("/_harness/advance", "POST", "Move virtual time forward", Now, Advance),
     ControlEndpoint("/_harness/clock", "GET", "The simulator's current virtual time", Now),
-    ControlEndpoint("/_harness/outbox", "GET", "Every send the agent made, as sent", Outbox),
+    ControlEndpoint(
+        "/_harness/outbox", "GET", "The sends the agent made, as sent (from ?since=N)", Outbox
+    ),
     ControlEndpoint("/_harness/events", "GET", "The trace event log (from index ?since=N)", None),
     ControlEndpoint(
         "/_harness/conversation", "GET", "The conversation so far, with its turns", None
@@ -317,8 +343,23 @@ _SINCE = {
     "name": "since",
     "in": "query",
     "required": False,
-    "description": "Only the events from this index on.",
+    "description": "Only what came from this index on.",
     "schema": {"type": "integer", "minimum": 0},
+}
+_WAIT = {
+    "name": "wait",
+    "in": "query",
+    "required": False,
+    "description": "Seconds to wait (at most 60) for something new from ?since= on,"
+    " before answering with nothing.",
+    "schema": {"type": "number", "minimum": 0, "maximum": 60},
+}
+_USER = {
+    "name": "user",
+    "in": "query",
+    "required": False,
+    "description": "Only what concerns this user (wa_id or BSUID).",
+    "schema": {"type": "string"},
 }
 _FILENAME = {
     "name": "filename",
@@ -403,8 +444,8 @@ def _operation(endpoint: ControlEndpoint) -> dict[str, Any]:
         }
         operation["parameters"] = [_FILENAME]
         operation["responses"]["413"] = _json("Over WhatsApp's size limit for the type", _ERROR)
-    if endpoint.path == "/_harness/events":
-        operation["parameters"] = [_SINCE]
+    if endpoint.path in ("/_harness/events", "/_harness/outbox"):
+        operation["parameters"] = [_SINCE, _WAIT, _USER]
     if endpoint.path in _LINKS:
         operation["responses"][str(endpoint.status)]["links"] = _LINKS[endpoint.path]
     return {endpoint.method.lower(): operation}

@@ -17,7 +17,16 @@ any language (or curl) can play the users and read what the agent did:
 - ``POST /_harness/redeliver``: Meta delivers a message again, byte for byte;
 - ``POST /_harness/advance``: virtual time jumps (``duration`` like ``25h``);
 - ``GET /_harness/clock``, ``/_harness/outbox``, ``/_harness/events`` and
-  ``/_harness/conversation``: what happened so far, as JSON.
+  ``/_harness/conversation``: what happened so far, as JSON. The outbox and
+  the event log read from ``?since=N`` (the ``next`` of the previous read),
+  for one ``?user=`` if given, and with ``?wait=S`` wait up to S seconds for
+  something new instead of answering with nothing.
+
+A call that plays a user (inbound, tap, redeliver) answers once *that user's*
+conversation is quiet: on ``harness serve``, once the agent has answered and
+gone silent for a few milliseconds, or has stayed silent for ``quiet``
+seconds (0.3 by default); other users' conversations and statuses due later
+don't hold it. ``"wait": false`` answers at once, the message on its way.
 
 Each request body is a model in :mod:`~channels.whatsapp.control.bodies`; it
 checks the body and describes it in ``/openapi.json``. Errors answer
@@ -35,10 +44,12 @@ access tokens, and ``/openapi.json`` stays open.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
+import sys
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
@@ -64,6 +75,7 @@ from channels.whatsapp.control.bodies import (
     NewUser,
     Now,
     Outbox,
+    Played,
     Redeliver,
     RegisteredUser,
     Tap,
@@ -75,8 +87,9 @@ from channels.whatsapp.control.bodies import (
 from channels.whatsapp.media import MEDIA_KINDS, largest_size, media_kind, size_limit
 from channels.whatsapp.payloads import PayloadError
 from channels.whatsapp.simulator import WhatsAppSimulator
+from channels.whatsapp.timekeeping import QUIET
 from harness.exceptions import ConfigError, HarnessError, StepError
-from harness.trace import EVENT_ADAPTER
+from harness.trace import EVENT_ADAPTER, Event
 
 __all__ = ["control_app", "control_routes"]
 
@@ -86,6 +99,9 @@ _INDEX_DIGITS = 18
 # (retries over 7 days, a message's 30-day lifetime) still has a date.
 _LATEST = datetime(9000, 1, 1, tzinfo=UTC)
 _Body = TypeVar("_Body", bound=BaseModel)
+_Item = TypeVar("_Item")
+# The longest a read may wait for something new (?wait=).
+_LONGEST_WAIT = 60.0
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -157,6 +173,46 @@ def _too_large(kind: str, limit: int, what: str = "") -> JSONResponse:
     return _error(413, message)
 
 
+def _reading(request: Request, sim: WhatsAppSimulator) -> tuple[int, float, set[str] | None]:
+    """A read's ``since`` (an index), ``wait`` (seconds) and ``user`` (the ids that name them)."""
+    params = request.query_params
+    since = params.get("since", "0")
+    if not (since.isascii() and since.isdigit()):
+        raise ConfigError("query parameter 'since' must be a non-negative integer")
+    # An index past the end reads nothing; int() refuses numbers of thousands of digits.
+    start = int(since) if len(since) <= _INDEX_DIGITS else sys.maxsize
+    try:
+        wait = float(params.get("wait", "0"))
+    except ValueError:
+        wait = -1.0
+    if not 0 <= wait <= _LONGEST_WAIT:  # NaN fails too
+        raise ConfigError(
+            f"query parameter 'wait' must be a number of seconds from 0 to {_LONGEST_WAIT:g}"
+        )
+    key = params.get("user")
+    if key is None:
+        return start, wait, None
+    try:
+        user = sim.user(key)
+    except ConfigError:
+        shown = repr(key if len(key) <= 40 else key[:40] + "...")
+        raise ConfigError(f"query parameter 'user': no simulated user {shown}") from None
+    return start, wait, {i for i in (user.wa_id, user.user_id) if i is not None}
+
+
+async def _waiting(
+    sim: WhatsAppSimulator, wait: float, chosen: Callable[[], tuple[list[_Item], int]]
+) -> tuple[list[_Item], int]:
+    """What ``chosen`` picks now, or, if nothing, at the first event that brings some."""
+    found, after = chosen()
+    loop = asyncio.get_running_loop()
+    end = loop.time() + wait
+    while not found and (left := end - loop.time()) > 0:
+        await sim.activity.next_change(left)
+        found, after = chosen()
+    return found, after
+
+
 def control_app(sim: WhatsAppSimulator, *, token: str | None = None) -> ASGIApp:
     """The simulator's fake Graph API with the control endpoints and their OpenAPI paths.
 
@@ -219,6 +275,15 @@ def control_routes(sim: WhatsAppSimulator, *, token: str | None = None) -> list[
         )
         return _answer(registered, 201)
 
+    async def settled(body: Played, key: str | None) -> None:
+        """Wait, unless told not to, until the user's conversation is quiet (all, without one)."""
+        if not body.wait:
+            return
+        if key is None:
+            await sim.settle()
+        else:
+            await sim.settle_user(sim.user(key).key, quiet=body.quiet or QUIET)
+
     async def inbound(request: Request) -> Response:
         body = await _read(request, Inbound)
         user = user_of(body.user)
@@ -227,7 +292,7 @@ def control_routes(sim: WhatsAppSimulator, *, token: str | None = None) -> list[
             wamid = await sim.receive(user, message)
         except (PayloadError, StepError) as exc:  # the message, not the simulator, is wrong
             raise ConfigError(str(exc)) from None
-        await sim.settle()
+        await settled(body, user)
         return _answer(Wamid(wamid=wamid))
 
     async def media(request: Request) -> Response:
@@ -236,14 +301,14 @@ def control_routes(sim: WhatsAppSimulator, *, token: str | None = None) -> list[
     async def tap(request: Request) -> Response:
         body = await _read(request, Tap)
         wamid = await sim.tap(user_of(body.user), body.choice)
-        await sim.settle()
+        await settled(body, body.user)
         return _answer(Wamid(wamid=wamid))
 
     async def redeliver(request: Request) -> Response:
         body = await _read(request, Redeliver)
         user = None if body.user is None else user_of(body.user)
         resent = await sim.redeliver(body.wamid, user=user)
-        await sim.settle()
+        await settled(body, user or sim.sender_of(resent))
         return _answer(Wamid(wamid=resent))
 
     async def advance(request: Request) -> Response:
@@ -260,20 +325,32 @@ def control_routes(sim: WhatsAppSimulator, *, token: str | None = None) -> list[
         return _answer(Now(now=sim.clock.now().isoformat()))
 
     async def outbox(request: Request) -> Response:
-        return _answer(Outbox(messages=sim.outbox))
+        since, wait, keys = _reading(request, sim)
+
+        def chosen() -> tuple[list[dict[str, Any]], int]:
+            sent = sim.outbox[since:]
+            if keys is not None:
+                sent = [m for m in sent if m.get("to") in keys or m.get("recipient") in keys]
+            return sent, len(sim.outbox)
+
+        found, after = await _waiting(sim, wait, chosen)
+        return _answer(Outbox(messages=found, next=after))
 
     async def events(request: Request) -> Response:
-        since = request.query_params.get("since", "0")
-        if not (since.isascii() and since.isdigit()):
-            raise ConfigError("query parameter 'since' must be a non-negative integer")
-        # An index past the end reads nothing; int() refuses numbers of thousands of digits.
-        start = int(since) if len(since) <= _INDEX_DIGITS else len(sim.events)
-        chosen = sim.events[start:]
+        since, wait, keys = _reading(request, sim)
+
+        def chosen() -> tuple[list[Event], int]:
+            logged = sim.events[since:]
+            if keys is not None:
+                logged = [e for e in logged if e.user in keys]
+            return logged, len(sim.events)
+
+        found, after = await _waiting(sim, wait, chosen)
         return Response(
             b'{"events":['
-            + b",".join(EVENT_ADAPTER.dump_json(e) for e in chosen)
+            + b",".join(EVENT_ADAPTER.dump_json(e) for e in found)
             + b'],"next":'
-            + str(len(sim.events)).encode()
+            + str(after).encode()
             + b"}",
             media_type="application/json",
         )

@@ -1,0 +1,59 @@
+"""When each user's conversation last moved, in real time, and waiting for it to move.
+
+The simulator tells :class:`Activity` of every event it records. A control
+call that plays a user then waits for *that user's* conversation to go quiet
+(:meth:`~channels.whatsapp.timekeeping.Timekeeping.settle_user`), and a
+reader of the outbox or the event log can wait for the next event
+(:meth:`Activity.next_change`) instead of polling. Times are real
+(``time.monotonic``): a paced server's virtual time follows real time, but
+only in ticks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+
+from harness.trace import Event, OutboundSend
+
+__all__ = ["Activity"]
+
+
+class Activity:
+    """The last real instant each user's conversation moved, and the agent last answered."""
+
+    def __init__(self) -> None:
+        self._moved: dict[str, float] = {}
+        self._answered: dict[str, float] = {}
+        self._waiters: set[asyncio.Future[None]] = set()
+
+    def note(self, event: Event) -> None:
+        """An event happened: note who it concerns and wake whoever waits."""
+        now = time.monotonic()
+        user = event.user
+        if user is not None:
+            self._moved[user] = now
+            if isinstance(event, OutboundSend) and event.is_message:
+                self._answered[user] = now
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def moved(self, user: str) -> float:
+        """When an event about ``user`` last happened (``time.monotonic``; 0 if never)."""
+        return self._moved.get(user, 0.0)
+
+    def answered(self, user: str) -> float:
+        """When the agent last sent ``user`` a message (not a receipt or typing); 0 if never."""
+        return self._answered.get(user, 0.0)
+
+    async def next_change(self, longest: float) -> None:
+        """Return at the next event, or after ``longest`` seconds without one."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.add(waiter)
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(waiter, max(longest, 0.0))
+        finally:
+            self._waiters.discard(waiter)
