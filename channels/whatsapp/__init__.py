@@ -306,7 +306,7 @@ from channels.whatsapp.summary import (
     message_text,
     outbound_text,
 )
-from channels.whatsapp.timekeeping import ANSWERED_QUIET, QUIET, Timekeeping
+from channels.whatsapp.timekeeping import ANSWERED_QUIET, QUIET, RealTimeView, Timekeeping
 from channels.whatsapp.transport import (
     GRAPH_HOSTS,
     GraphRedirect,
@@ -456,6 +456,7 @@ __all__ = [
     "ReactionMessage",
     "ReactionSend",
     "ReadReceipt",
+    "RealTimeView",
     "RecipientNotSupported",
     "RecordingCollector",
     "RefusalHandler",

@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from channels.whatsapp.activity import Activity
 from channels.whatsapp.delivery import Deliverer
+from channels.whatsapp.limits import PairRateLimiter, ThroughputLimiter, TokenBucketLimiter
 from harness.clock import Clock, VirtualClock
 from harness.exceptions import ConfigError
 from harness.trace import ClockJump, Event
 
-__all__ = ["ANSWERED_QUIET", "QUIET", "Timekeeping"]
+__all__ = ["ANSWERED_QUIET", "QUIET", "RealTimeView", "Timekeeping"]
 
 #: Real seconds of silence after which a user's conversation counts as quiet on a paced
 #: server when the agent has not answered (yet): it may still be thinking.
@@ -32,6 +34,35 @@ ANSWERED_QUIET = 0.002
 _BUSY_POLL = 0.05
 
 
+class RealTimeView:
+    """A virtual clock read as real time moves: its time at the last look, plus real seconds since.
+
+    Virtual time that jumps ahead (an ``advance``) is taken as the new start;
+    it never goes back. Waiting is the virtual clock's.
+    """
+
+    def __init__(
+        self, clock: VirtualClock, *, monotonic: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._clock = clock
+        self._monotonic = monotonic
+        self._start = (clock.now(), monotonic())
+
+    def now(self) -> datetime:
+        """Virtual time at the start, plus the real seconds since; or virtual time, if later."""
+        virtual, real = self._clock.now(), self._monotonic()
+        at, since = self._start
+        moved = at + timedelta(seconds=max(real - since, 0.0))
+        if virtual > moved:
+            self._start = (virtual, real)
+            return virtual
+        return moved
+
+    async def sleep(self, seconds: float) -> None:
+        """Wait on the virtual clock."""
+        await self._clock.sleep(seconds)
+
+
 class Timekeeping:
     """Settling, advancing and pacing the simulator's clock."""
 
@@ -39,6 +70,8 @@ class Timekeeping:
     events: list[Event]
     paced: bool
     _deliverer: Deliverer | None
+    pair_limit: PairRateLimiter
+    throughput: ThroughputLimiter
     _last_activity: datetime
     _remote: bool
     activity: Activity
@@ -145,6 +178,12 @@ class Timekeeping:
         if not isinstance(clock, VirtualClock):
             raise ConfigError("pacing needs a VirtualClock")
         self.paced = True
+        # Meta's rate limits count real seconds: between ticks, or while the process is too
+        # busy to tick, virtual time stands still, and sends would find their budget unrefilled.
+        limits: tuple[TokenBucketLimiter, ...] = (self.pair_limit, self.throughput)
+        clocks = [limit.clock for limit in limits]
+        for limit in limits:
+            limit.clock = RealTimeView(clock)
         loop = asyncio.get_running_loop()
         last = loop.time()
         try:
@@ -155,6 +194,8 @@ class Timekeeping:
                 last = now
         finally:
             self.paced = False
+            for limit, previous in zip(limits, clocks, strict=True):
+                limit.clock = previous
 
     async def run_until(self, when: datetime) -> None:
         """Move virtual time to ``when``, running what falls due on the way (no settling)."""
