@@ -33,6 +33,7 @@ __all__ = [
     "AgentFactory",
     "ChannelSession",
     "ChannelSetup",
+    "RecordedCall",
     "RunShared",
     "SettingsCheck",
     "UserSpec",
@@ -105,6 +106,15 @@ def settings_check(factory: AgentFactory | None) -> SettingsCheck | None:
 
 
 @dataclass(frozen=True)
+class RecordedCall:
+    """One call the agent made to the channel's API in a recorded chat, and how long it took."""
+
+    method: str
+    path: str
+    latency_ms: float
+
+
+@dataclass(frozen=True)
 class ChannelSetup:
     """Everything a channel needs to carry one scenario's conversation.
 
@@ -137,6 +147,9 @@ class ChannelSetup:
     #: Real seconds the agent's real work (a model call ...) may take before the scenario
     #: ends with an error naming it (the virtual clock's ``real_work_limit``).
     real_work_limit: float = DEFAULT_REAL_WORK_LIMIT
+    #: In a replay of a chat recorded live: the agent's calls to the channel's API, in the
+    #: order made, so that an in-process agent's calls take as long as they did live.
+    recorded_calls: Sequence[RecordedCall] = ()
 
 
 class RunShared(Protocol):

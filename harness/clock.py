@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Final, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
 from harness.durations import format_duration, parse_duration
 from harness.exceptions import ClockError, RealWorkTimeout
@@ -211,6 +211,10 @@ class VirtualClock:
     def sleeping(self) -> int:
         """How many sleepers are waiting for their deadline."""
         return len(self._sleepers)
+
+    def is_asleep(self, task: asyncio.Task[Any]) -> bool:
+        """Tell whether ``task`` is waiting, right now, on a :meth:`sleep` of this clock."""
+        return getattr(task, "_fut_waiter", None) in self._sleeping
 
     @property
     def next_deadline(self) -> datetime | None:

@@ -48,6 +48,7 @@ from harness.trace import EVENT_ADAPTER, Conversation, Event
 from harness.version import VERSION
 
 __all__ = [
+    "CALL_LATENCY_ATTRIBUTE",
     "CONVERSATION_FILE",
     "LOG_FILES",
     "MEDIA_DIR",
@@ -526,6 +527,10 @@ def load_fixture(path: Path | str) -> Fixture:
 
 
 # -- spans ---------------------------------------------------------------------------
+
+#: The span attribute with how long a call the agent made through a recording proxy took,
+#: in milliseconds (a replay makes the same call take as long).
+CALL_LATENCY_ATTRIBUTE: Final = "harness.proxy.latency_ms"
 
 SpanStatus: TypeAlias = Literal["UNSET", "OK", "ERROR"]
 SpanKind: TypeAlias = Literal["INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER"]

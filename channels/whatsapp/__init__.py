@@ -139,6 +139,7 @@ from channels.whatsapp.ids import (
     new_media_id,
     new_wamid,
 )
+from channels.whatsapp.latency import RecordedLatency, call_shape
 from channels.whatsapp.limits import (
     PairRateLimiter,
     ThroughputLimiter,
@@ -458,6 +459,7 @@ __all__ = [
     "ReadReceipt",
     "RealTimeView",
     "RecipientNotSupported",
+    "RecordedLatency",
     "RecordingCollector",
     "RefusalHandler",
     "RemoteSession",
@@ -529,6 +531,7 @@ __all__ = [
     "build_value",
     "build_webhook",
     "button_reply",
+    "call_shape",
     "check_message_shape",
     "check_scenario_faults",
     "contact",

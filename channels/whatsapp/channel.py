@@ -16,6 +16,7 @@ import httpx
 
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.faults import FaultProfile
+from channels.whatsapp.latency import RecordedLatency
 from channels.whatsapp.remote import RemoteSession
 from channels.whatsapp.router import GraphRouter
 from channels.whatsapp.server import BackgroundServer
@@ -133,7 +134,13 @@ class WhatsAppChannel:
             await remote.start()
             return
         assert self.setup.agent_factory is not None  # checked in __init__
-        self._client = self.sim.graph_client()
+        if self.setup.recorded_calls:  # a chat recorded live: its Graph API took its time
+            latency = RecordedLatency(
+                self.sim.graph_transport(), self.setup.recorded_calls, self.sim.clock
+            )
+            self._client = httpx.AsyncClient(transport=latency, base_url=self.config.public_url)
+        else:
+            self._client = self.sim.graph_client()
         env = AgentEnvironment(
             channel=self.name,
             settings={

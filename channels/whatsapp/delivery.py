@@ -264,6 +264,8 @@ class Deliverer:
         # Per user: messages not yet put to the agent once, and POSTs on the wire.
         self._unsent: Counter[str] = Counter()
         self._posting: Counter[str] = Counter()
+        #: The tasks whose POST to the agent is out right now.
+        self.posting_tasks: set[asyncio.Task[Any]] = set()
         #: Signed bodies by item id, so a redelivery sends identical bytes.
         self.sent_bodies: dict[str, SignedBody] = {}
 
@@ -441,10 +443,14 @@ class Deliverer:
             self.in_flight += 1
             about = [u.user for u in updates]
             self._posting.update(about)
+            task = asyncio.current_task()
+            if task is not None:
+                self.posting_tasks.add(task)
             try:
                 result = await self.target.post(body)
             finally:
                 self.in_flight -= 1
+                self.posting_tasks.discard(task)
                 self._posting.subtract(about)
                 for user in about:
                     if self._posting[user] <= 0:

@@ -35,7 +35,13 @@ from channels.whatsapp.validation import normalize_wa_id
 from harness.canonical import canonical_key
 from harness.clock import Clock, SystemClock
 from harness.files import write_atomic
-from harness.fixture import META_FILE, FixtureMeta, FixtureWriter, make_span
+from harness.fixture import (
+    CALL_LATENCY_ATTRIBUTE,
+    META_FILE,
+    FixtureMeta,
+    FixtureWriter,
+    make_span,
+)
 from harness.records import LLMRecord, ToolRecord
 from harness.redaction import Redactor
 from harness.replay.record import llm_span
@@ -392,7 +398,7 @@ class ProxyRecorder:
             "url.path": exchange.path,
             "server.address": urlsplit(self.settings.upstream_graph).hostname or "",
             "http.response.status_code": exchange.answered,
-            "harness.proxy.latency_ms": exchange.latency_ms,
+            CALL_LATENCY_ATTRIBUTE: exchange.latency_ms,
             "harness.graph.request_body": _body_text(exchange.request_body, exchange.request_type),
             "harness.graph.response_body": _body_text(
                 exchange.response_body, exchange.response_type

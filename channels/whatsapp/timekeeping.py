@@ -230,8 +230,19 @@ class Timekeeping:
                 await clock.run_until(clock.now())
             else:
                 await asyncio.sleep(0)
-            if self._deliverer is None or not self._deliverer.in_flight:
+            deliverer = self._deliverer
+            if deliverer is None or not deliverer.in_flight:
                 break
+            if isinstance(clock, VirtualClock) and any(
+                clock.is_asleep(task) for task in deliverer.posting_tasks
+            ):
+                # An agent in this process answers its webhook only after waiting on this
+                # clock (a reply in the handler after a pause, a call replayed at its recorded
+                # pace): let that time pass, as it would have.
+                nxt = clock.next_deadline
+                if nxt is not None:
+                    await clock.run_until(nxt, reason="settle")
+                    continue
             await asyncio.sleep(0.001)  # a POST to a remote agent is on the wire
         if real_quiet <= 0:
             return

@@ -45,6 +45,7 @@ from harness.replay.playback import (
     ReplayResult,
     ReplayStatus,
     plan_from_fixture,
+    recorded_calls,
     replay_fixture,
     settings_differences,
 )
@@ -90,6 +91,7 @@ __all__ = [
     "parse_verdict",
     "plan_from_fixture",
     "record_scenario",
+    "recorded_calls",
     "rename_in_records",
     "renamed_id",
     "renamed_ids",

@@ -25,9 +25,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from harness.channel import ChannelSession, ChannelSetup, UserSpec
+from harness.channel import ChannelSession, ChannelSetup, RecordedCall, UserSpec
 from harness.exceptions import ConfigError, HarnessError
-from harness.fixture import Fixture
+from harness.fixture import CALL_LATENCY_ATTRIBUTE, Fixture
 from harness.inflight import running_on
 from harness.prompts import override
 from harness.recording import Recording
@@ -55,6 +55,7 @@ __all__ = [
     "ReplayResult",
     "ReplayStatus",
     "plan_from_fixture",
+    "recorded_calls",
     "replay_fixture",
     "settings_differences",
 ]
@@ -323,6 +324,22 @@ def _pointing_at_replay(
     return item
 
 
+def recorded_calls(fixture: Fixture) -> list[RecordedCall]:
+    """The agent's calls to the channel's API in a chat recorded live, in the order made."""
+    calls: list[tuple[int, RecordedCall]] = []
+    for span in fixture.raw("spans"):
+        attributes = span.get("attributes") or {}
+        latency = attributes.get(CALL_LATENCY_ATTRIBUTE)
+        method, path = attributes.get("http.request.method"), attributes.get("url.path")
+        if isinstance(latency, int | float) and isinstance(method, str) and isinstance(path, str):
+            start = span.get("start_time_unix_nano")
+            calls.append(
+                (start if isinstance(start, int) else 0, RecordedCall(method, path, latency))
+            )
+    calls.sort(key=lambda pair: pair[0])
+    return [call for _, call in calls]
+
+
 def _media_index(fixture: Fixture) -> dict[str, str]:
     index = fixture.path / "media" / "index.json"
     if not index.is_file():
@@ -392,6 +409,7 @@ async def replay_fixture(
         # At a URL the messages the user types get ids of this replay's own, too.
         namespace=salt if runner.options.target_url else "",
         real_work_limit=runner.options.real_work_limit,
+        recorded_calls=recorded_calls(fixture),
     )
     session: ChannelSession | None = None
     conversation: Conversation | None = None

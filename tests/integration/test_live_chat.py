@@ -102,10 +102,10 @@ async def _clear_of_a_minute_boundary(room: float = 25.0) -> None:
     """Wait, if need be, until a chat of up to ``room`` seconds ends in the minute it starts.
 
     The agent's prompt shows the time to the minute. The replay reproduces the
-    instants messages arrived and the model's latency, but not how long the
-    agent's own calls to the Graph API took live (a few milliseconds to a few
-    hundred): a prompt built just after a minute turned live can be built just
-    before it in the replay, and the replay then rightly says the prompt differs.
+    instants messages arrived, the model's latency and the Graph API's, but not
+    the agent's own processing time (milliseconds): a prompt built just after a
+    minute turned live could, very rarely, be built just before it in the
+    replay, and the replay would then rightly say the prompt differs.
     """
     second = datetime.now(UTC).second + datetime.now(UTC).microsecond / 1e6
     if second > 60 - room:

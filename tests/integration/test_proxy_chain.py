@@ -51,7 +51,7 @@ from harness.cli.main import cli
 from harness.clock import SystemClock, VirtualClock
 from harness.fixture import load_fixture
 from harness.recording import Recording, store_key
-from harness.replay.playback import plan_from_fixture, replay_fixture
+from harness.replay.playback import plan_from_fixture, recorded_calls, replay_fixture
 from harness.store import MemoryStore, RedisStore
 from harness.suites.runner import Runner, RunOptions
 from harness.trace import InboundMessage, LLMExchange, OutboundSend, ToolCall
@@ -168,6 +168,13 @@ async def test_a_recorded_chat_replays_offline_to_the_same_conversation(tmp_path
     assert [e for e in fixture.events if isinstance(e, LLMExchange)]
     # every status of every reply came through the proxy
     assert len(recorded.statuses("read")) == len(recorded.replies())
+    # the agent's Graph API calls, in order, with how long each took, for the replay to take
+    calls = recorded_calls(fixture)
+    graph_spans = [s for s in fixture.raw("spans") if "http.request.method" in s["attributes"]]
+    assert len(calls) == len(graph_spans) >= 2 * len(recorded.replies())
+    assert calls[0].method == "POST"
+    assert calls[0].path == f"/{chain.config.api_version}/{chain.config.phone_number_id}/messages"
+    assert all(c.latency_ms > 0 for c in calls)
     result = await replay_fixture(Runner(RunOptions()), fixture)
     assert result.status == "same", (result.changes, result.divergences, result.error)
     assert result.unused == 0
