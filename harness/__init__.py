@@ -344,6 +344,7 @@ _OWNERS: dict[str, str] = {
     "parse_spec": "harness.suites.invariants",
     "parse_verdict": "harness.replay.judge",
     "plan_from_fixture": "harness.replay.playback",
+    "recorded_calls": "harness.replay.playback",
     "publish_offset": "harness.remote",
     "publish_records": "harness.recording",
     "quote": "harness.divergence",
