@@ -21,13 +21,14 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol
+from urllib.parse import urlencode
 
 import httpx
 
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.envelope import batch_webhooks
 from channels.whatsapp.faults import FaultDice
-from channels.whatsapp.signing import SignedBody
+from channels.whatsapp.signing import SIGNATURE_HEADER, SignedBody
 from harness.clock import Clock
 from harness.exceptions import HandshakeError
 from harness.inflight import BusyTransport
@@ -131,15 +132,92 @@ def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000.0, 3)
 
 
-class AsgiTarget(_HttpxTarget):
-    """An agent that is an ASGI app in this process, reached through ``httpx.ASGITransport``."""
+class AsgiTarget:
+    """An agent that is an ASGI app in this process, called directly.
+
+    The app gets the request an HTTP client would send it (the same headers,
+    in the same order, with the same bytes and signature), without a client's
+    URL parsing, cookie jar and redirect handling in between. An exception the
+    app raises propagates, as from ``httpx.ASGITransport``.
+    """
 
     def __init__(self, app: Any, path: str = "/webhook", *, timeout: float = 10.0) -> None:
-        client = httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://agent.local"
-        )
-        super().__init__(client, path, timeout)
+        self._app = app
+        self._path = path
+        self._raw_path = path.encode()
         self.description = f"in-process app {path}"
+        self._headers = [
+            (b"host", b"agent.local"),
+            (b"accept", b"*/*"),
+            (b"accept-encoding", b"gzip, deflate"),
+            (b"connection", b"keep-alive"),
+            (b"user-agent", META_USER_AGENT.encode()),
+        ]
+
+    async def post(self, body: SignedBody) -> PostResult:
+        """Call the app with the signed POST; its status and body."""
+        started = time.perf_counter()
+        headers = [
+            *self._headers,
+            (b"content-type", b"application/json"),
+            (SIGNATURE_HEADER.lower().encode(), body.signature.encode()),
+            (b"content-length", str(len(body.body)).encode()),
+        ]
+        status, answer = await self._call("POST", headers, b"", body.body)
+        return PostResult(status, None, _ms(started), answer)
+
+    async def get(self, params: dict[str, str]) -> tuple[int, str]:
+        """Call the app with a GET and ``params`` (the verification handshake)."""
+        status, answer = await self._call("GET", self._headers, urlencode(params).encode(), b"")
+        return status, answer.decode("utf-8", "replace")
+
+    async def aclose(self) -> None:
+        """Nothing to release: no connection is kept."""
+
+    async def _call(
+        self, method: str, headers: list[tuple[bytes, bytes]], query: bytes, body: bytes
+    ) -> tuple[int, bytes]:
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": method,
+            "headers": headers,
+            "scheme": "http",
+            "path": self._path,
+            "raw_path": self._raw_path,
+            "query_string": query,
+            "server": ("agent.local", None),
+            "client": ("127.0.0.1", 123),
+            "root_path": "",
+        }
+        sent = False
+        done = asyncio.Event()
+        status = 500
+        chunks: list[bytes] = []
+
+        async def receive() -> dict[str, Any]:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await done.wait()  # the app listens for the client going away: only once answered
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            elif message["type"] == "http.response.body":
+                chunks.append(message.get("body", b""))
+                if not message.get("more_body", False):
+                    done.set()
+
+        try:
+            await self._app(scope, receive, send)
+        finally:
+            done.set()
+        return status, b"".join(chunks)
 
 
 class UrlTarget(_HttpxTarget):

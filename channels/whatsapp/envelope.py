@@ -199,7 +199,9 @@ def build_webhook(
         contacts=contacts,
         errors=errors,
     )
-    return WebhookPayload(entry=[Entry(id=waba_id, changes=[Change(value=value)])]).to_dict()
+    # The envelope's own fields are fixed: written out directly, as the models would dump them.
+    change = {"value": value.to_dict(), "field": "messages"}
+    return {"object": "whatsapp_business_account", "entry": [{"id": waba_id, "changes": [change]}]}
 
 
 def parse_webhook(body: bytes | bytearray | str | Mapping[str, Any]) -> WebhookPayload:

@@ -9,6 +9,7 @@ Meta's error objects in ``errors``.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -80,15 +81,25 @@ class MetaModel(BaseModel):
     def _omit_absent(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
         if isinstance(data, dict):
-            for name, field in type(self).model_fields.items():
-                if getattr(self, name) is None:
-                    data.pop(field.serialization_alias or field.alias or name, None)
+            values = self.__dict__
+            for name, key in _dumped_names(type(self)):
+                if values.get(name, data) is None:
+                    data.pop(key, None)
         return data
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON-ready dict Meta would send for this model."""
         data: dict[str, Any] = self.model_dump(mode="json")
         return data
+
+
+@functools.cache
+def _dumped_names(model: type[BaseModel]) -> tuple[tuple[str, str], ...]:
+    """Each declared field of ``model`` with the key it is dumped under."""
+    return tuple(
+        (name, field.serialization_alias or field.alias or name)
+        for name, field in model.model_fields.items()
+    )
 
 
 def format_timestamp(value: TimestampLike) -> str:
