@@ -299,9 +299,12 @@ async def test_hold_keeps_auto_advance_from_jumping() -> None:
     assert clock.now() == at(60)
 
 
-def test_hold_on_a_real_clock_is_a_no_op() -> None:
-    with hold(SystemClock()):
-        pass
+def test_hold_on_a_real_clock_leaves_time_running() -> None:
+    clock = SystemClock()
+    with hold(clock, "a model call"):
+        before = clock.now()
+        time.sleep(0.002)
+        assert clock.now() > before
 
 
 # -- jumps ---------------------------------------------------------------------------

@@ -113,6 +113,33 @@ async def test_key_ignores_dict_order_and_volatile_params() -> None:
     assert "metadata" not in records[1].request
 
 
+# What changes from one run to the next without changing what is asked: per-request ids,
+# user tags and the SDK's transport options (as the Anthropic SDK names them).
+_RUN_TO_RUN = {
+    "metadata": ({"user_id": "u1"}, {"user_id": "u2"}),
+    "request_id": ("req_1", "req_2"),
+    "timeout": (10.0, 600),
+    "extra_headers": ({"X-Trace": "a"}, {"X-Trace": "b"}),
+    "extra_query": ({"beta": "1"}, {"beta": "2"}),
+    "idempotency_key": ("k-1", "k-2"),
+}
+
+
+@pytest.mark.parametrize("param", sorted(_RUN_TO_RUN))
+async def test_a_param_that_changes_from_run_to_run_does_not_change_the_key(param: str) -> None:
+    first, second = _RUN_TO_RUN[param]
+    records = await recorded(ask(), ask(**{param: first}), ask(**{param: second}))
+    assert len({record.key for record in records}) == 1
+    assert all(param not in record.request for record in records)
+
+
+async def test_a_recording_made_with_one_timeout_replays_with_another() -> None:
+    records = await recorded(ask(timeout=10.0, extra_headers={"X-Trace": "a"}))
+    replayer = RecordingLLMClient(None, "replay", records=records)
+    answer = await replayer.create(**ask(timeout=30.0, extra_headers={"X-Trace": "b"}))
+    assert answer.content == (TextBlock(text="answer 1"),)
+
+
 async def test_key_changes_with_anything_that_is_asked() -> None:
     records = await recorded(ask(), ask(temperature=0.3), ask(top_k=3), ask(system=SYSTEM + "!"))
 

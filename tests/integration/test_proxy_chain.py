@@ -286,9 +286,10 @@ async def test_a_proxy_killed_mid_conversation_leaves_a_fixture_that_loads(
             await sim.say(ANA, "A table on friday at 8pm please")
             await sim.settle()
             before = sim.conversation()
-            await sim.tap(ANA, "confirm")
+            tapped = await sim.tap(ANA, "confirm")
             settling = asyncio.create_task(sim.settle())
-            await asyncio.sleep(0.15)  # the second turn is under way ...
+            # The second turn is under way (the proxy has passed the tap to the agent) ...
+            await _delivered(sim, tapped)
             process.send_signal(signal.SIGKILL)  # ... when the proxy dies
             await process.wait()
             await settling
@@ -310,6 +311,16 @@ async def test_a_proxy_killed_mid_conversation_leaves_a_fixture_that_loads(
     assert len(acknowledged) - len(delivered) <= 1
     assert plan_from_fixture(fixture)[0].text == "A table on friday at 8pm please"
     assert not [e for e in fixture.events if isinstance(e, ToolCall)]  # no store, no tool calls
+
+
+async def _delivered(sim: WhatsAppSimulator, wamid: str, within: float = 10.0) -> None:
+    """Wait until the agent (through the proxy) has taken message ``wamid``."""
+    deadline = time.monotonic() + within
+    while not any(
+        e.kind == "delivery" and wamid in e.items and e.status_code == 200 for e in sim.events
+    ):
+        assert time.monotonic() < deadline, f"{wamid} was not delivered in {within} s"
+        await asyncio.sleep(0.005)
 
 
 def _stub_agent() -> Starlette:

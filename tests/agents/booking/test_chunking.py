@@ -33,12 +33,38 @@ def test_joining_the_pieces_restores_the_words(
     assert " ".join(pieces).split() == text.split()
 
 
-@given(size=st.integers(min_value=0, max_value=3 * TEXT_LIMIT))
+# Meta's limit, written as Meta documents it rather than read from the code under test.
+META_TEXT_LIMIT = 4096
+
+
+@given(size=st.integers(min_value=0, max_value=3 * META_TEXT_LIMIT // 5))
 def test_the_default_limit_is_metas_4096(size: int) -> None:
     text = " ".join(["word"] * size)
     pieces = split_message(text)
-    assert all(len(piece) <= 4096 for piece in pieces)
+    assert all(len(piece) <= META_TEXT_LIMIT for piece in pieces)
     assert " ".join(pieces) == text
+
+
+@pytest.mark.parametrize(
+    ("length", "pieces"),
+    [
+        (4095, [4095]),
+        (4096, [4096]),
+        (4097, [4096, 1]),
+        (8192, [4096, 4096]),
+        (8193, [4096] * 2 + [1]),
+    ],
+)
+def test_a_reply_is_cut_exactly_at_4096_characters(length: int, pieces: list[int]) -> None:
+    # One unbroken word: the only cut is the hard one, exactly at the limit.
+    assert [len(p) for p in split_message("é" * length)] == pieces
+    assert TEXT_LIMIT == META_TEXT_LIMIT
+
+
+def test_words_fill_a_piece_up_to_exactly_4096() -> None:
+    first = "a" * 4090 + " bcdef"  # 4096 characters: fits whole
+    assert split_message(first + " g") == [first, "g"]
+    assert split_message("a" * 4090 + " bcdefg") == ["a" * 4090, "bcdefg"]
 
 
 def test_short_text_is_one_piece_and_blank_text_none() -> None:

@@ -85,9 +85,14 @@ FRIDAY = {
 }  # fmt: skip
 
 
-def test_it_is_an_llm_client() -> None:
+async def test_it_answers_as_an_llm_client_does() -> None:
     model: LLMClient = ScriptedModel()
-    assert model is not None
+    response = await model.create(
+        model="claude-sonnet-4-6", messages=[_user("hello")], max_tokens=256, tools=TOOL_SCHEMAS
+    )
+    assert response.stop_reason in ("end_turn", "tool_use")
+    assert response.content
+    assert response.usage.input_tokens > 0
 
 
 async def test_a_day_leads_to_search_slots_in_the_messages_shape() -> None:

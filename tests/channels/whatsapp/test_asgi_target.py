@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import MutableMapping
 from typing import Any
 
 import httpx
@@ -16,12 +17,12 @@ class Seen:
     """An ASGI app that keeps what it was called with and answers 202 with a body."""
 
     def __init__(self, *, fail: bool = False) -> None:
-        self.scopes: list[dict[str, Any]] = []
+        self.scopes: list[MutableMapping[str, Any]] = []
         self.bodies: list[bytes] = []
         self.after_answer: list[str] = []
         self.fail = fail
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         self.scopes.append(scope)
         body, more = b"", True
         while more:
@@ -38,7 +39,7 @@ class Seen:
         self.after_answer.append((await receive())["type"])
 
 
-def _view(scope: dict[str, Any]) -> dict[str, Any]:
+def _view(scope: MutableMapping[str, Any]) -> dict[str, Any]:
     return {k: scope[k] for k in ("method", "path", "raw_path", "query_string", "headers")}
 
 
