@@ -101,6 +101,15 @@ def test_canonical_json_sorts_keys_and_is_compact() -> None:
     assert len(canonical_key({})) == 64
 
 
+def test_keys_are_sorted_past_what_orjson_can_write() -> None:
+    # An integer over 64 bits takes the standard library's path; keys are sorted there too.
+    big = 2**70
+    assert canonical_json({"b": big, "a": [{"d": 1, "c": 2}]}) == (
+        '{"a":[{"c":2,"d":1}],"b":1180591620717411303424}'
+    )
+    assert canonical_key({"b": big, "a": 1}) == canonical_key({"a": 1, "b": big})
+
+
 async def test_key_ignores_dict_order_and_volatile_params() -> None:
     records = await recorded(
         ask(),

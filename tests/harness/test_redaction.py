@@ -31,6 +31,8 @@ def test_all_is_sorted() -> None:
         "X-API-Key",
         "api_key",
         "apiKey",
+        "ANTHROPIC_API_KEY",
+        "openai.api-key",
         "access_token",
         "accessToken",
         "ACCESS_TOKEN",

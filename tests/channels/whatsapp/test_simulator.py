@@ -5,8 +5,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, MutableMapping
 from datetime import timedelta
+from typing import Any
 
 import httpx
 import pytest
@@ -243,6 +244,43 @@ async def test_non_200_is_retried_on_the_schedule() -> None:
     assert [m.duplicate for m in copies] == [False, True, True]
     assert [r.text for r in sim.conversation().replies()] == ["echo: hello"]
     await sim.aclose()
+
+
+@pytest.mark.parametrize("first", [201, 204, 302, 403, 429])
+async def test_any_answer_but_200_is_retried(first: int) -> None:
+    # Meta retries a delivery that gets "any status other than 200", a success code included.
+    answers = [first, 200]
+
+    async def agent(scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        await receive()
+        if scope["method"] == "GET":  # the verification handshake
+            challenge = dict(
+                pair.split("=", 1) for pair in scope["query_string"].decode().split("&")
+            )["hub.challenge"]
+            status, body = 200, challenge.encode()
+        else:
+            status, body = answers.pop(0), b""
+        await send({"type": "http.response.start", "status": status, "headers": []})
+        await send({"type": "http.response.body", "body": body})
+
+    sim = WhatsAppSimulator(SimulatorConfig(), clock=VirtualClock())
+    sim.connect(agent)
+    sim.add_user(WA_ID, "Ana")
+    await sim.say(WA_ID, "hello")
+    await sim.settle()
+    attempts = [e for e in sim.events if isinstance(e, DeliveryAttempt)]
+    assert [a.status_code for a in attempts] == [first, 200]
+    await sim.aclose()
+
+
+def test_the_default_retry_schedule_is_metas() -> None:
+    # whatsapp-cloud-api.md: at 0 s, 10 s, 1 min, 10 min, 1 h, then hourly, for 7 days.
+    offsets = SimulatorConfig().retry_offsets()
+    assert offsets[:7] == [0, 10, 60, 600, 3600, 7200, 10800]
+    assert all(later - earlier == 3600 for earlier, later in zip(offsets[4:], offsets[5:]))
+    assert offsets[-1] <= 7 * 24 * 3600 < offsets[-1] + 3600
 
 
 async def test_retries_stop_after_seven_days() -> None:

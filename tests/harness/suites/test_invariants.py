@@ -1036,6 +1036,16 @@ def test_a_free_text_after_the_window_closed_is_a_violation_with_its_failed_stat
     assert violation.events == (late, failed)
 
 
+def test_a_free_text_the_channel_saw_outside_the_window_is_a_violation_before_any_status() -> None:
+    # The run ended before Meta's failed status came: what the channel saw is enough.
+    log = Log()
+    log.user("hi")
+    late = log.agent("Still there?", after=25 * 3600, in_window=False)
+    violation = one(check(log.conversation(), ["no_freeform_outside_window"]))
+    assert violation.events == (late,)
+    assert violation.message == ("a free-form text message went out with the 24-hour window closed")
+
+
 def test_a_send_refused_with_131047_and_a_stray_failed_status_are_violations() -> None:
     log = Log()
     log.user("hi")
