@@ -714,6 +714,24 @@ def test_a_confirmation_allows_one_call_and_a_redelivered_yes_confirms_nothing()
     assert violation.messages[-1] == f"[turn 2] {FRIDAY_CALL}"
 
 
+def test_a_second_call_on_a_used_confirmation_says_so_and_never_that_nothing_was_proposed() -> None:
+    log = Log()
+    log.user("Friday at 9")
+    log.agent("Friday 9:00: shall I book it?")
+    yes = log.user("yes")
+    first = log.tool("book_appointment", FRIDAY)
+    log.agent("Booked!")
+    log.redeliver(yes)
+    again = log.tool("book_appointment", FRIDAY)
+    found = action_only_after_confirmation(log.conversation(), proposal="shall I")
+    violation = one(found)
+    assert "proposed anything" not in violation.message
+    assert violation.message == (
+        "book_appointment was called again with no new proposal since its call in turn 2"
+    )
+    assert violation.events == (first, again)
+
+
 def test_action_only_after_confirmation_parameters() -> None:
     log = Log()
     log.agent("Cancel booking BK-0001?")
