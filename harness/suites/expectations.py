@@ -187,11 +187,13 @@ def check_expectation(
     def at(*shown: Event) -> tuple[int, ...]:
         return tuple(where[id(e)] for e in shown)
 
-    replies = [
+    # What the agent tried to say (refused sends included: they show why a reply is missing).
+    tried = [
         e
         for e in recent
-        if isinstance(e, OutboundSend) and e.is_message and e.ok and (e.user in (user, None))
+        if isinstance(e, OutboundSend) and e.is_message and (e.user in (user, None))
     ]
+    replies = [e for e in tried if e.ok]
     calls = [e for e in recent if isinstance(e, ToolCall) and e.user in (user, None)]
     turn = conversation.turns[-1].index if conversation.turns else None
     texts = [reply_text(r) for r in replies]
@@ -205,9 +207,9 @@ def check_expectation(
 
     for needle in expect.reply_contains or ():
         if needle.lower() not in joined.lower():
-            problems.append((f"no reply contains {needle!r}", at(*replies)))
+            problems.append((f"no reply contains {needle!r}", at(*tried)))
     if expect.reply_matches is not None and not re.search(expect.reply_matches, joined):
-        problems.append((f"no reply matches /{expect.reply_matches}/", at(*replies)))
+        problems.append((f"no reply matches /{expect.reply_matches}/", at(*tried)))
     for needle in expect.reply_not_contains or ():
         containing = [
             r for r, text in zip(replies, texts, strict=True) if needle.lower() in text.lower()
@@ -237,7 +239,7 @@ def check_expectation(
                 )
             )
     if expect.replies is not None and len(replies) != expect.replies:
-        problems.append((f"expected {expect.replies} replies, got {len(replies)}", at(*replies)))
+        problems.append((f"expected {expect.replies} replies, got {len(replies)}", at(*tried)))
     last = replies[-1] if replies else None
     if expect.template is not None:
         if last is None:

@@ -392,6 +392,10 @@ def test_an_unmet_expectation_points_at_the_events_that_broke_it() -> None:
         "expected 0 replies, got 1": (3,),
         "a reply contains 'Booked'": (3,),
     }
+    # A missing reply points at what the agent tried to send, refused sends included.
+    refused = [_inbound("hi"), _send("too long", error=REFUSED)]
+    [missing] = _check(_step("{reply_contains: Hello}"), refused)
+    assert missing.events == (1,)
 
 
 def test_a_step_built_in_code_and_a_conversation_without_turns() -> None:
