@@ -11,7 +11,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from harness.cli.judging import judge_exit, judge_options
@@ -21,6 +20,7 @@ from harness.options import parse_settings
 from harness.prompts import parse_prompt_overrides
 from harness.replay.outcome import replay_run
 from harness.replay.playback import Policy
+from harness.report import make_console
 from harness.suites.runner import Runner, RunOptions
 
 __all__ = ["regress_command"]
@@ -77,7 +77,7 @@ def regress_command(
         paths, runner, policy=policy, skew=None, prompts=parse_prompt_overrides(prompts)
     )
     elapsed = time.perf_counter() - started
-    console = Console()
+    console = make_console()
     for result in results:
         if result.status != "same":
             print_result(result, console)

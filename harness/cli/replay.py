@@ -12,7 +12,6 @@ import asyncio
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from harness.cli.judging import judge_exit, judge_options
 from harness.cli.replaying import REPLAY_EXIT, fixture_dirs, print_result, replay_all
@@ -25,6 +24,7 @@ from harness.recording import publish_records
 from harness.records import LLMRecord, ToolRecord
 from harness.replay.outcome import replay_run
 from harness.replay.playback import Policy
+from harness.report import make_console
 from harness.skew import parse_skew
 from harness.store import open_store
 from harness.suites.runner import Runner, RunOptions
@@ -136,7 +136,7 @@ def replay_command(
         prompts=parse_prompt_overrides(list(prompt_specs)),
         notice=lambda line: click.echo(f"note: {line}", err=True),
     )
-    print_result(results[0], Console())
+    print_result(results[0], make_console())
     if report_dir is not None:
         for written in write_reports(replay_run(results, target=runner.target), report_dir):
             click.echo(f"wrote {written}")

@@ -15,6 +15,7 @@ from rich.console import Console
 from harness.exceptions import ConfigError
 from harness.fixture import META_FILE, load_fixture
 from harness.replay.playback import Policy, ReplayResult, replay_fixture, settings_differences
+from harness.report import causes
 from harness.skew import Skew
 from harness.suites.runner import Runner
 
@@ -52,10 +53,14 @@ def print_result(result: ReplayResult, console: Console) -> None:
         console.print(f"  changed {line}", markup=False, highlight=False)
     if len(result.changes) > 12:
         console.print(f"  ... and {len(result.changes) - 12} more changes", markup=False)
-    for violation in result.violations:
-        console.print(f"  ✗ {violation.headline()}", markup=False, highlight=False)
-        for line in violation.messages:
+    for cause in causes(result.violations, result.conversation):
+        console.print(f"  ✗ {cause.lead.headline()}", markup=False, highlight=False)
+        for line in cause.lead.messages:
             console.print(f"      {line}", markup=False, highlight=False)
+        if cause.follows:
+            console.print(f"    {len(cause.follows)} more from the same cause:", markup=False)
+            for follow in cause.follows:
+                console.print(f"      - {follow.headline()}", markup=False, highlight=False)
     if result.error:
         console.print(f"  error: {result.error}", markup=False, highlight=False)
     if result.unused:

@@ -151,3 +151,30 @@ def test_v_prints_a_line_for_each_scenario_as_it_finishes(
     out = capsys.readouterr().out
     assert "PASS  book a table (" in out
     assert "PASS  book another table (" in out
+
+
+def _table_rows(out: str) -> list[str]:
+    return [line for line in out.splitlines() if ".yaml " in line and "direct " in line]
+
+
+def test_the_table_lists_failures_with_their_files_and_counts_the_passes(
+    suite: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _run() == EXIT_FAILED
+    out = capsys.readouterr().out
+    rows = _table_rows(out)
+    assert [row.split()[:3] for row in rows] == [
+        ["wrong", "day", "expected"],
+        ["also", "wrong", "suite/d_also_wrong.yaml"],
+    ]
+    assert "suite/b_wrong_day.yaml" in rows[0]
+    assert "2 passed (-v lists them)" in out.splitlines()
+
+
+def test_with_v_the_table_lists_the_passes_too(
+    suite: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _run("-v") == EXIT_FAILED
+    out = capsys.readouterr().out
+    assert len(_table_rows(out)) == 4
+    assert "(-v lists them)" not in out
