@@ -3,10 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import xml.etree.ElementTree as ET
+from io import StringIO
 from pathlib import Path
 
-from harness.report import causes, load_json, result_line, scenario_causes, write_json
-from harness.results import Violation, ViolationKind
+import pytest
+from rich.console import Console
+
+from harness.report import (
+    causes,
+    junit_xml,
+    load_json,
+    print_summary,
+    result_line,
+    scenario_causes,
+    write_json,
+)
+from harness.results import RunResult, Violation, ViolationKind
 from harness.suites.runner import Runner, RunOptions
 from harness.suites.scenario import load_scenario
 from harness.trace import Conversation, Event, ToolCall
@@ -76,12 +89,20 @@ def test_violations_about_no_action_and_causes_of_other_messages_stand_alone() -
     assert [c.lead for c in causes(found, None)] == found  # no conversation: nothing to group
 
 
-def test_a_redelivered_confirm_under_no_dedupe_leads_with_the_repeated_booking() -> None:
+@pytest.fixture(scope="module")
+def no_dedupe() -> RunResult:
+    """The bundled redelivered-Confirm scenario against the agent with no_dedupe planted."""
     scenario = load_scenario(SUITE / "redelivered_confirm_books_once.yaml")
     options = RunOptions(
         target="agents.booking:agent_factory", agent_settings={"BOOKING_REGRESSIONS": "no_dedupe"}
     )
-    result = asyncio.run(Runner(options).run_scenario(scenario))
+    return asyncio.run(Runner(options).run([scenario]))
+
+
+def test_a_redelivered_confirm_under_no_dedupe_leads_with_the_repeated_booking(
+    no_dedupe: RunResult,
+) -> None:
+    [result] = no_dedupe.scenarios
     assert len(result.violations) == 4  # one bug, four broken rules
     [cause] = scenario_causes(result)
     assert cause.lead.rule == "no_repeated_side_effects"
@@ -95,13 +116,32 @@ def test_a_redelivered_confirm_under_no_dedupe_leads_with_the_repeated_booking()
     assert "proposed anything" not in " ".join(v.message for v in result.violations)
 
 
-def test_report_json_keeps_every_violation_in_the_order_found(tmp_path: Path) -> None:
-    scenario = load_scenario(SUITE / "redelivered_confirm_books_once.yaml")
-    options = RunOptions(
-        target="agents.booking:agent_factory", agent_settings={"BOOKING_REGRESSIONS": "no_dedupe"}
-    )
-    runner = Runner(options)
-    run = asyncio.run(runner.run([scenario]))
-    loaded = load_json(write_json(run, tmp_path / "report.json"))
-    assert loaded.scenarios[0].violations == run.scenarios[0].violations
+def test_the_console_shows_one_headline_and_what_followed_under_it(no_dedupe: RunResult) -> None:
+    console = Console(record=True, width=400, color_system=None, file=StringIO())
+    print_summary(no_dedupe, console)
+    lines = console.export_text().splitlines()
+    headlines = [line for line in lines if line.startswith("  ✗ ")]
+    assert len(headlines) == 1
+    assert headlines[0].startswith("  ✗ no_repeated_side_effects at turn 2")
+    start = lines.index("    3 more from the same cause:")
+    assert lines[start + 1].startswith("      - expect at turn 2 (line 12): ")
+    assert lines[start + 3].startswith("      - action_only_after_confirmation at turn 2")
+
+
+def test_junit_names_the_cause_and_keeps_every_violation(no_dedupe: RunResult) -> None:
+    root = ET.fromstring(junit_xml(no_dedupe).split("\n", 1)[1])
+    failure = root.find("testsuite/testcase/failure")
+    assert failure is not None
+    assert failure.get("type") == "no_repeated_side_effects"
+    assert (failure.get("message") or "").startswith("no_repeated_side_effects at turn 2")
+    body = failure.text or ""
+    assert body.startswith("1. [invariant] no_repeated_side_effects\n")
+    assert "4. [invariant] action_only_after_confirmation (from the same cause as 1)" in body
+
+
+def test_report_json_keeps_every_violation_in_the_order_found(
+    no_dedupe: RunResult, tmp_path: Path
+) -> None:
+    loaded = load_json(write_json(no_dedupe, tmp_path / "report.json"))
+    assert loaded.scenarios[0].violations == no_dedupe.scenarios[0].violations
     assert loaded.scenarios[0].violations[0].rule == "expect"  # not reordered by cause
