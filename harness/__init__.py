@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from harness.divergence import *
     from harness.durations import *
     from harness.exceptions import *
+    from harness.failures import *
     from harness.files import *
     from harness.fixture import *
     from harness.inflight import *
@@ -286,6 +287,7 @@ _OWNERS: dict[str, str] = {
     "clip": "harness.divergence",
     "clock_key": "harness.remote",
     "close_agent": "harness.channel",
+    "collecting_failures": "harness.failures",
     "constraint_honored": "harness.suites.builtin_invariants",
     "current_clock": "harness.inflight",
     "current_scope": "harness.remote",
@@ -297,6 +299,7 @@ _OWNERS: dict[str, str] = {
     "eventual_part": "harness.suites.expectations",
     "every_inbound_answered": "harness.suites.builtin_invariants",
     "explain_agent_error": "harness.agent_contract",
+    "failure_line": "harness.failures",
     "fetch_records": "harness.recording",
     "field_name": "harness.suites.yamlpos",
     "find_project": "harness.project",
@@ -359,6 +362,7 @@ _OWNERS: dict[str, str] = {
     "render_transcript": "harness.replay.judge",
     "replay_fixture": "harness.replay.playback",
     "reply_text": "harness.suites.expectations",
+    "report_failure": "harness.failures",
     "request_body": "harness.llm",
     "resolve": "harness.suites.invariants",
     "resolve_target": "harness.project",

@@ -41,7 +41,11 @@ def fixture_dirs(paths: tuple[Path, ...]) -> list[Path]:
 
 
 def print_result(result: ReplayResult, console: Console) -> None:
-    """A replay's status, then what diverged, changed, failed or went unused, a line each."""
+    """A replay's status, then what diverged, changed, failed or went unused, a line each.
+
+    Violations are shown by cause (:mod:`harness.report.causes`); the agent's
+    own background work that failed is a line each (``agent: ...``).
+    """
     console.print(
         f"{result.status.upper():<9} {result.fixture} ({result.duration_s:.2f}s)",
         markup=False,
@@ -63,6 +67,8 @@ def print_result(result: ReplayResult, console: Console) -> None:
                 console.print(f"      - {follow.headline()}", markup=False, highlight=False)
     if result.error:
         console.print(f"  error: {result.error}", markup=False, highlight=False)
+    for line in result.agent_errors:
+        console.print(f"  agent: {line}", markup=False, highlight=False)
     if result.unused:
         console.print(f"  {result.unused} recorded answers were never asked for", markup=False)
 

@@ -265,6 +265,10 @@ def _details(scenario: ScenarioResult, console: Console) -> None:
         console.print(line, soft_wrap=True)
     if scenario.status == "error":
         console.print(_indented(scenario.error or "could not be run", 2), soft_wrap=True)
+    for failure in scenario.agent_errors:
+        line = Text("  ! agent: ", style="magenta")
+        line.append(failure)
+        console.print(line, soft_wrap=True)
     _violations(scenario, console)
     if scenario.reproduce:
         console.print(Text("  Reproduce with:", style="bold"))
@@ -300,7 +304,7 @@ def print_summary(
             console.print(Text(rest + " (-v lists them)"), soft_wrap=True)
         console.print()
     for scenario in run.scenarios:
-        if scenario.status != "passed" or scenario.skipped:
+        if scenario.status != "passed" or scenario.skipped or scenario.agent_errors:
             _details(scenario, console)
     total = len(run.scenarios)
     noun = "scenario" if total == 1 else "scenarios"

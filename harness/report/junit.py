@@ -5,7 +5,8 @@ reporters read: ``testsuites > testsuite > testcase``, with ``failure`` for
 a scenario whose invariants or expectations failed, ``error`` for one
 that could not be run to its end and ``skipped`` for one its channel does
 not play; the steps a played scenario skipped are listed in its
-``system-out``. A failure's message is the headline of the
+``system-out``, and the failures of the agent's own background work
+in its ``system-err``, a line each. A failure's message is the headline of the
 violation that names its first cause (:mod:`harness.report.causes`) and
 its body lists every violation, by cause, with the conversation lines that
 show it, and the YAML that reproduces it.
@@ -115,6 +116,9 @@ def _testcase(parent: ET.Element, scenario: ScenarioResult) -> None:
     if scenario.skipped and scenario.status != "skipped":
         out = ET.SubElement(case, "system-out")
         out.text = xml_safe("".join(f"skipped {s.headline()}\n" for s in scenario.skipped))
+    if scenario.agent_errors:
+        err = ET.SubElement(case, "system-err")
+        err.text = xml_safe("".join(f"agent: {line}\n" for line in scenario.agent_errors))
 
 
 def junit_xml(run: RunResult) -> str:
