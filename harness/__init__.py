@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from harness.plugins import *
     from harness.project import *
     from harness.prompts import *
+    from harness.providers import *
     from harness.recording import *
     from harness.records import *
     from harness.redaction import *
@@ -72,6 +73,7 @@ if TYPE_CHECKING:
 #: The module that owns each public name: each module's whole ``__all__``.
 _OWNERS: dict[str, str] = {
     "ACTIONS": "harness.suites.steps",
+    "ANTHROPIC": "harness.providers",
     "AgentAnnouncement": "harness.remote",
     "AgentContractError": "harness.exceptions",
     "AgentEnvironment": "harness.channel",
@@ -167,6 +169,7 @@ _OWNERS: dict[str, str] = {
     "META_FILE": "harness.fixture",
     "MemoryStore": "harness.store",
     "MessageRef": "harness.references",
+    "ModelCount": "harness.providers",
     "NON_MESSAGE_SEND_TYPES": "harness.trace",
     "NO_TARGET": "harness.project",
     "NamedSpec": "harness.suites.invariants",
@@ -205,6 +208,7 @@ _OWNERS: dict[str, str] = {
     "SCENARIO_HEADER": "harness.remote",
     "SCHEMA_VERSION": "harness.fixture",
     "SECRET_OPTIONS": "harness.replay.record",
+    "STAND_IN": "harness.providers",
     "STATUSES": "harness.suites.steps",
     "STEP_TAGS": "harness.suites.steps",
     "STEP_TYPES": "harness.suites.steps",
@@ -272,6 +276,7 @@ _OWNERS: dict[str, str] = {
     "agent_clock": "harness.channel",
     "agent_key": "harness.remote",
     "agent_replies": "harness.references",
+    "answered_by": "harness.providers",
     "bind": "harness.suites.invariants",
     "brief": "harness.suites.registry",
     "build_agent": "harness.agent_contract",
@@ -293,11 +298,13 @@ _OWNERS: dict[str, str] = {
     "current_scope": "harness.remote",
     "current_user": "harness.acting",
     "describe": "harness.suites.yamlpos",
+    "describe_provider": "harness.providers",
     "diff_conversations": "harness.replay.diff",
     "dump_yaml": "harness.suites.yamlpos",
     "events_key": "harness.remote",
     "eventual_part": "harness.suites.expectations",
     "every_inbound_answered": "harness.suites.builtin_invariants",
+    "exchange_label": "harness.providers",
     "explain_agent_error": "harness.agent_contract",
     "failure_line": "harness.failures",
     "fetch_records": "harness.recording",
@@ -326,6 +333,7 @@ _OWNERS: dict[str, str] = {
     "MAX_FILE_BYTES": "harness.suites.yamlpos",
     "message_ids": "harness.references",
     "message_text": "harness.divergence",
+    "model_counts": "harness.providers",
     "needs_quiet": "harness.suites.expectations",
     "never_reasks": "harness.suites.builtin_invariants",
     "no_freeform_outside_window": "harness.suites.builtin_invariants",
@@ -345,6 +353,7 @@ _OWNERS: dict[str, str] = {
     "parse_spec": "harness.suites.invariants",
     "parse_verdict": "harness.replay.judge",
     "plan_from_fixture": "harness.replay.playback",
+    "provider_of": "harness.providers",
     "publish_offset": "harness.remote",
     "publish_records": "harness.recording",
     "quote": "harness.divergence",
@@ -375,6 +384,7 @@ _OWNERS: dict[str, str] = {
     "settings_differences": "harness.replay.playback",
     "settings_check": "harness.channel",
     "settings_from": "harness.suites.target",
+    "span_provider_attributes": "harness.providers",
     "started_on": "harness.suites.expectations",
     "step_action": "harness.suites.steps",
     "store_key": "harness.recording",

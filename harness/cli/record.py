@@ -21,6 +21,7 @@ from harness.exceptions import ConfigError
 from harness.llm import AnthropicClient, ToolUseBlock
 from harness.llm_recorder import RecordingLLMClient
 from harness.options import parse_settings
+from harness.providers import answered_by
 from harness.records import LLMRecord, ToolRecord
 from harness.replay.judge import Judge, save_verdicts
 from harness.suites.runner import Runner, RunOptions
@@ -40,7 +41,8 @@ def _describe(record: LLMRecord | ToolRecord) -> str:
         f"tool_use {block.name}" if isinstance(block, ToolUseBlock) else "text" for block in blocks
     )
     tokens = f"{record.input_tokens:,} -> {record.output_tokens:,} tokens"
-    return f"model {record.model}: {said or 'nothing'} ({tokens})"
+    who = answered_by(record.provider, record.model)
+    return f"model {who}: {said or 'nothing'} ({tokens})"
 
 
 @click.command("record")

@@ -14,7 +14,13 @@ import click
 from rich.table import Table
 
 from harness.cli.judging import judge_exit, judge_options
-from harness.cli.replaying import REPLAY_EXIT, fixture_dirs, print_result, replay_all
+from harness.cli.replaying import (
+    REPLAY_EXIT,
+    fixture_dirs,
+    print_models,
+    print_result,
+    replay_all,
+)
 from harness.cli.run import write_reports
 from harness.options import parse_settings
 from harness.prompts import parse_prompt_overrides
@@ -92,6 +98,7 @@ def regress_command(
     console.print(table)
     worst = max((REPLAY_EXIT[r.status] for r in results), default=0)
     same = sum(1 for r in results if r.status == "same")
+    print_models(results, console)
     console.print(f"{len(results)} fixtures: {same} same, {len(results) - same} not", markup=False)
     if report_dir is not None:
         run = replay_run(results, target=runner.target, started_at=started_at, duration_s=elapsed)

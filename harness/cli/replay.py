@@ -14,7 +14,13 @@ from pathlib import Path
 import click
 
 from harness.cli.judging import judge_exit, judge_options
-from harness.cli.replaying import REPLAY_EXIT, fixture_dirs, print_result, replay_all
+from harness.cli.replaying import (
+    REPLAY_EXIT,
+    fixture_dirs,
+    print_models,
+    print_result,
+    replay_all,
+)
 from harness.cli.run import write_reports
 from harness.exceptions import ConfigError
 from harness.fixture import Fixture, load_fixture
@@ -136,7 +142,9 @@ def replay_command(
         prompts=parse_prompt_overrides(list(prompt_specs)),
         notice=lambda line: click.echo(f"note: {line}", err=True),
     )
-    print_result(results[0], make_console())
+    console = make_console()
+    print_result(results[0], console)
+    print_models(results, console)
     if report_dir is not None:
         for written in write_reports(replay_run(results, target=runner.target), report_dir):
             click.echo(f"wrote {written}")

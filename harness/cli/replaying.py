@@ -7,19 +7,20 @@ Exit codes by a replay's status: 0 the replay matched (or only changed),
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rich.console import Console
 
 from harness.exceptions import ConfigError
 from harness.fixture import META_FILE, load_fixture
+from harness.replay.outcome import replay_scenario_result
 from harness.replay.playback import Policy, ReplayResult, replay_fixture, settings_differences
-from harness.report import causes
+from harness.report import causes, run_models
 from harness.skew import Skew
 from harness.suites.runner import Runner
 
-__all__ = ["REPLAY_EXIT", "fixture_dirs", "print_result", "replay_all"]
+__all__ = ["REPLAY_EXIT", "fixture_dirs", "print_models", "print_result", "replay_all"]
 
 #: The exit code of each replay status.
 REPLAY_EXIT = {"same": 0, "changed": 0, "failed": 1, "error": 1, "diverged": 3}
@@ -71,6 +72,12 @@ def print_result(result: ReplayResult, console: Console) -> None:
         console.print(f"  agent: {line}", markup=False, highlight=False)
     if result.unused:
         console.print(f"  {result.unused} recorded answers were never asked for", markup=False)
+
+
+def print_models(results: Sequence[ReplayResult], console: Console) -> None:
+    """Who answered the replays' model calls, one line each (``model: 5 model calls ...``)."""
+    for count in run_models(replay_scenario_result(result) for result in results):
+        console.print(f"model: {count.label}", markup=False, highlight=False)
 
 
 def replay_all(

@@ -7,6 +7,7 @@ produces one file, atomically.
 
 from __future__ import annotations
 
+from harness.report.answers import run_models
 from harness.report.causes import Cause, causes, scenario_causes
 from harness.report.console import SuiteProgress, make_console, print_summary, result_line
 from harness.report.diff_html import DiffRow, diff_rows, render_diff_html, write_diff_html
@@ -28,6 +29,7 @@ __all__ = [
     "render_html",
     "report_data",
     "result_line",
+    "run_models",
     "scenario_causes",
     "write_diff_html",
     "write_html",

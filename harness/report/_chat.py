@@ -16,6 +16,7 @@ from collections import defaultdict, deque
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
+from harness.providers import STAND_IN, exchange_label
 from harness.report._content import inbound_content, send_content
 from harness.report._items import (
     Bubble,
@@ -308,9 +309,10 @@ class _Layout:
                 flagged=flagged,
             )
         if isinstance(event, LLMExchange):
-            text = f"model call · {event.model} · {event.input_tokens}→{event.output_tokens} tokens"
-            if event.source == "recorded":
-                text += " · recorded"
+            tokens = f"{event.input_tokens}→{event.output_tokens} tokens"
+            if event.provider == STAND_IN:
+                tokens += " (estimated)"  # a stand-in counts characters, not tokens
+            text = f"model call · {exchange_label(event)} · {tokens}"
             chip = Chip(text, "llm", title=f"stop: {event.stop_reason or '?'} · key {event.key}")
             return Note(at=event.at, event=index, chip=chip, flagged=flagged)
         if isinstance(event, ClockJump):

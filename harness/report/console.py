@@ -9,7 +9,9 @@ for each scenario that did not pass, its violations by cause (the one that
 names the cause leads, with the conversation lines that show it, and those
 that follow from it are listed under it; see :mod:`harness.report.causes`)
 and the YAML that reproduces the failure, and for each scenario its channel
-could not play (or played in part) what was skipped and why. Nothing here
+could not play (or played in part) what was skipped and why, then who
+answered the run's model calls (``model: 57 model calls: the offline
+stand-in (no model), asked for claude-sonnet-4-6``). Nothing here
 depends on colour: every status is also written as a word, and off a
 terminal no line is ever wrapped (:func:`make_console`).
 """
@@ -33,6 +35,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
+from harness.report.answers import run_models
 from harness.report.causes import scenario_causes
 from harness.results import RunResult, ScenarioResult
 
@@ -306,6 +309,8 @@ def print_summary(
     for scenario in run.scenarios:
         if scenario.status != "passed" or scenario.skipped or scenario.agent_errors:
             _details(scenario, console)
+    for count in run_models(run):
+        console.print(Text(f"model: {count.label}", style="dim"), soft_wrap=True)
     total = len(run.scenarios)
     noun = "scenario" if total == 1 else "scenarios"
     errors = "error" if run.errors == 1 else "errors"

@@ -31,6 +31,7 @@ from markupsafe import Markup
 from harness.files import write_atomic
 from harness.report._chat import scenario_view
 from harness.report._items import ScenarioView
+from harness.report.answers import run_models
 from harness.results import RunResult
 
 __all__ = ["render_html", "write_html"]
@@ -94,6 +95,7 @@ def render_html(run: RunResult) -> str:
         failing=failing,
         others=others,
         others_summary=_passing_summary(others),
+        models=run_models(run),
         # our own files, not user data: inlined as they are
         css=Markup(_read("report.css")),
         script=Markup(_read("report.js")),

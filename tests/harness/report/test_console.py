@@ -123,6 +123,7 @@ def test_a_run_that_passed_is_one_line_and_the_totals() -> None:
     lines = [line for line in _summary(passed).splitlines() if line]
     assert lines == [
         "1 passed (-v lists them)",
+        "model: 1 model call: claude-x via an unrecorded provider",
         "1 scenario: 1 passed, 0 failed, 0 errors in 0.12s",
     ]
 

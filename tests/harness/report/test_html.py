@@ -18,6 +18,7 @@ from harness.trace import (
     DeliveryAttempt,
     ErrorInfo,
     Event,
+    LLMExchange,
     OutboundSend,
     StatusUpdate,
 )
@@ -397,8 +398,52 @@ def test_receipts_typing_and_model_calls_are_tiny_chips(page: Element) -> None:
     notes = [n.find("span", "chip") for n in _section(page, "passed").find_all("div", "note")]
     assert [(n.attrs["class"], n.text) for n in notes] == [
         ("chip chip-receipt", "✓✓ marked as read"),
-        ("chip chip-llm", "model call · claude-x · 812→64 tokens"),
+        ("chip chip-llm", "model call · claude-x via an unrecorded provider · 812→64 tokens"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("provider", "source", "chip"),
+    [
+        (
+            "offline-stand-in",
+            "live",
+            "model call · the offline stand-in (no model), asked for claude-sonnet-4-6"
+            " · 1877→44 tokens (estimated)",
+        ),
+        (
+            "offline-stand-in",
+            "recorded",
+            "model call · recorded: the offline stand-in (no model), asked for claude-sonnet-4-6"
+            " · 1877→44 tokens (estimated)",
+        ),
+        (
+            "anthropic",
+            "live",
+            "model call · claude-sonnet-4-6 via the Anthropic API · 1877→44 tokens",
+        ),
+    ],
+)
+def test_a_model_call_names_who_answered_it(provider: str, source: str, chip: str) -> None:
+    exchange = LLMExchange(
+        at=at(2),
+        user=USER,
+        key="k",
+        model="claude-sonnet-4-6",
+        input_tokens=1877,
+        output_tokens=44,
+        provider=provider,
+        source=source,  # type: ignore[arg-type]  # a literal, parametrized
+    )
+    events: list[Event] = [*inbound(0, "w.1", "hi", "d1"), exchange, reply(3, "w.o", "hello")]
+    conversation = Conversation.from_events(events)
+    scenario = ScenarioResult(name="s", status="passed", conversation=conversation)
+    page = parse(render_html(RunResult(scenarios=(scenario,))))
+    assert page.find("span", "chip-llm").text == chip
+    assert "model call · claude-sonnet-4-6 ·" not in page.find("section").text
+    [models] = page.find_all("span", "models")
+    assert models.attrs["data-provider"] == provider
+    assert models.text.startswith("model: 1 model call")
 
 
 def test_clock_jumps_are_dividers(page: Element) -> None:

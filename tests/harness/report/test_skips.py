@@ -85,7 +85,22 @@ def test_the_summary_lists_every_skip_with_its_place_and_reason() -> None:
 
 def test_the_json_report_keeps_every_skip(tmp_path: Path) -> None:
     data = json.loads(write_json(_run(), tmp_path / "report.json").read_text(encoding="utf-8"))
-    assert data["summary"] == {"passed": 1, "failed": 0, "errors": 0, "skipped": 1, "total": 2}
+    assert data["summary"] == {
+        "passed": 1,
+        "failed": 0,
+        "errors": 0,
+        "skipped": 1,
+        "total": 2,
+        "models": [
+            {
+                "provider": None,
+                "model": "claude-x",
+                "source": "live",
+                "calls": 1,
+                "label": "1 model call: claude-x via an unrecorded provider",
+            }
+        ],
+    }
     partly, whole = data["scenarios"]
     assert whole["status"] == "skipped"
     assert whole["skipped"] == [

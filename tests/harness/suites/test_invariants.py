@@ -586,7 +586,17 @@ def _at(seconds: float = 0) -> datetime:
         (StatusUpdate(at=_at(), user="ana", wamid="o", status="read"), "status read"),
         (
             LLMExchange(at=_at(), key="k", model="claude-x", stop_reason="tool_use"),
-            "llm claude-x (stop tool_use)",
+            "llm claude-x via an unrecorded provider (stop tool_use)",
+        ),
+        (
+            LLMExchange(at=_at(), key="k", model="claude-x", provider="anthropic"),
+            "llm claude-x via the Anthropic API",
+        ),
+        (
+            LLMExchange(
+                at=_at(), key="k", model="claude-x", provider="offline-stand-in", source="recorded"
+            ),
+            "llm recorded: the offline stand-in (no model), asked for claude-x",
         ),
         (ClockJump(at=_at(90000), previous=_at(), reason="wait"), "clock +1d1h (wait)"),
         (
