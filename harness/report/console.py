@@ -18,6 +18,7 @@ terminal no line is ever wrapped (:func:`make_console`).
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -209,6 +210,16 @@ class SuiteProgress:
         )
 
 
+def _shown(path: str) -> str:
+    """A scenario's file as the reader typed it: relative to the current folder when inside it."""
+    if not path or not Path(path).is_absolute():
+        return path
+    try:
+        return str(Path(path).relative_to(Path.cwd()))
+    except ValueError:
+        return path
+
+
 def _table(scenarios: list[ScenarioResult]) -> Table:
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     table.add_column("Scenario", overflow="fold")
@@ -222,7 +233,7 @@ def _table(scenarios: list[ScenarioResult]) -> Table:
         violations = str(len(scenario.violations)) if played else "-"
         table.add_row(
             Text(scenario.name),
-            Text(scenario.path),
+            Text(_shown(scenario.path)),
             Text(scenario.channel),
             Text(_LABELS[scenario.status], style=_STYLES[scenario.status]),
             violations,
@@ -255,7 +266,7 @@ def _violations(scenario: ScenarioResult, console: Console) -> None:
 
 def _details(scenario: ScenarioResult, console: Console) -> None:
     where = ", ".join(
-        part for part in (scenario.path, scenario.channel, f"seed {scenario.seed}") if part
+        part for part in (_shown(scenario.path), scenario.channel, f"seed {scenario.seed}") if part
     )
     heading = Text()
     heading.append(_LABELS[scenario.status], style=_STYLES[scenario.status])
