@@ -33,7 +33,7 @@ class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]  # its stream is
 
 
 class OneLineFormatter(logging.Formatter):
-    """``error: agents.booking.front: sending to 5511987654321 failed (LLMAPIError: ...)``."""
+    """``error: mybot: CRM update failed (TimeoutError: the CRM took too long)``."""
 
     def format(self, record: logging.LogRecord) -> str:
         """The record on one line, its exception (if any) as ``Type: message``."""
