@@ -24,6 +24,7 @@ from harness.options import parse_settings
 from harness.providers import answered_by
 from harness.records import LLMRecord, ToolRecord
 from harness.replay.judge import Judge, save_verdicts
+from harness.report import scenario_causes
 from harness.suites.runner import Runner, RunOptions
 from harness.suites.scenario import load_scenario
 from harness.tape import RecordMode
@@ -124,8 +125,10 @@ def record_command(
         verdict = asyncio.run(verdict_judge.evaluate(result.conversation, scenario=loaded.name))
         save_verdicts(out, [verdict], records=verdict_judge.records, secrets=(key,))
         click.echo(verdict.headline())
-    for violation in result.violations:
-        click.echo(f"  {violation.headline()}")
+    for cause in scenario_causes(result):
+        click.echo(f"  {cause.lead.headline()}")
+        for follow in cause.follows:
+            click.echo(f"    from the same cause: {follow.headline()}")
     if result.error:
         click.echo(f"  error: {result.error}")
     ctx.exit(0 if result.status == "passed" else 1)
