@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from harness.divergence import *
     from harness.durations import *
     from harness.exceptions import *
+    from harness.failures import *
     from harness.files import *
     from harness.fixture import *
     from harness.inflight import *
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from harness.plugins import *
     from harness.project import *
     from harness.prompts import *
+    from harness.providers import *
     from harness.recording import *
     from harness.records import *
     from harness.redaction import *
@@ -71,6 +73,7 @@ if TYPE_CHECKING:
 #: The module that owns each public name: each module's whole ``__all__``.
 _OWNERS: dict[str, str] = {
     "ACTIONS": "harness.suites.steps",
+    "ANTHROPIC": "harness.providers",
     "AgentAnnouncement": "harness.remote",
     "AgentContractError": "harness.exceptions",
     "AgentEnvironment": "harness.channel",
@@ -168,6 +171,7 @@ _OWNERS: dict[str, str] = {
     "META_FILE": "harness.fixture",
     "MemoryStore": "harness.store",
     "MessageRef": "harness.references",
+    "ModelCount": "harness.providers",
     "NON_MESSAGE_SEND_TYPES": "harness.trace",
     "NO_TARGET": "harness.project",
     "NamedSpec": "harness.suites.invariants",
@@ -206,6 +210,7 @@ _OWNERS: dict[str, str] = {
     "SCENARIO_HEADER": "harness.remote",
     "SCHEMA_VERSION": "harness.fixture",
     "SECRET_OPTIONS": "harness.replay.record",
+    "STAND_IN": "harness.providers",
     "STATUSES": "harness.suites.steps",
     "STEP_TAGS": "harness.suites.steps",
     "STEP_TYPES": "harness.suites.steps",
@@ -273,6 +278,7 @@ _OWNERS: dict[str, str] = {
     "agent_clock": "harness.channel",
     "agent_key": "harness.remote",
     "agent_replies": "harness.references",
+    "answered_by": "harness.providers",
     "bind": "harness.suites.invariants",
     "brief": "harness.suites.registry",
     "build_agent": "harness.agent_contract",
@@ -288,17 +294,21 @@ _OWNERS: dict[str, str] = {
     "clip": "harness.divergence",
     "clock_key": "harness.remote",
     "close_agent": "harness.channel",
+    "collecting_failures": "harness.failures",
     "constraint_honored": "harness.suites.builtin_invariants",
     "current_clock": "harness.inflight",
     "current_scope": "harness.remote",
     "current_user": "harness.acting",
     "describe": "harness.suites.yamlpos",
+    "describe_provider": "harness.providers",
     "diff_conversations": "harness.replay.diff",
     "dump_yaml": "harness.suites.yamlpos",
     "events_key": "harness.remote",
     "eventual_part": "harness.suites.expectations",
     "every_inbound_answered": "harness.suites.builtin_invariants",
+    "exchange_label": "harness.providers",
     "explain_agent_error": "harness.agent_contract",
+    "failure_line": "harness.failures",
     "fetch_records": "harness.recording",
     "field_name": "harness.suites.yamlpos",
     "find_project": "harness.project",
@@ -325,6 +335,7 @@ _OWNERS: dict[str, str] = {
     "MAX_FILE_BYTES": "harness.suites.yamlpos",
     "message_ids": "harness.references",
     "message_text": "harness.divergence",
+    "model_counts": "harness.providers",
     "needs_quiet": "harness.suites.expectations",
     "never_reasks": "harness.suites.builtin_invariants",
     "no_freeform_outside_window": "harness.suites.builtin_invariants",
@@ -344,6 +355,7 @@ _OWNERS: dict[str, str] = {
     "parse_spec": "harness.suites.invariants",
     "parse_verdict": "harness.replay.judge",
     "plan_from_fixture": "harness.replay.playback",
+    "provider_of": "harness.providers",
     "recorded_calls": "harness.replay.playback",
     "publish_offset": "harness.remote",
     "publish_records": "harness.recording",
@@ -362,6 +374,7 @@ _OWNERS: dict[str, str] = {
     "render_transcript": "harness.replay.judge",
     "replay_fixture": "harness.replay.playback",
     "reply_text": "harness.suites.expectations",
+    "report_failure": "harness.failures",
     "request_body": "harness.llm",
     "resolve": "harness.suites.invariants",
     "resolve_target": "harness.project",
@@ -374,6 +387,7 @@ _OWNERS: dict[str, str] = {
     "settings_differences": "harness.replay.playback",
     "settings_check": "harness.channel",
     "settings_from": "harness.suites.target",
+    "span_provider_attributes": "harness.providers",
     "started_on": "harness.suites.expectations",
     "step_action": "harness.suites.steps",
     "store_key": "harness.recording",

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.exceptions import ConfigError, LLMAPIError, LLMError
+from harness.providers import ANTHROPIC
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -231,6 +232,9 @@ class AnthropicClient:
     Content blocks other than text and tool_use (thinking, server tools) are
     outside this seam and are dropped from the response.
     """
+
+    #: Who answers (:mod:`harness.providers`): Anthropic's Messages API.
+    provider = ANTHROPIC
 
     def __init__(
         self,

@@ -21,6 +21,7 @@ from harness.divergence import Parts, llm_differences, llm_parts, message_text, 
 from harness.exceptions import ConfigError
 from harness.inflight import busy
 from harness.llm import LLMClient, LLMResponse, SystemPrompt, request_body
+from harness.providers import provider_of
 from harness.records import LLMRecord
 from harness.tape import OnMiss, RecordMode, Sink, _Clock, _Recorder
 from harness.trace import LLMExchange
@@ -43,6 +44,7 @@ class _Pending:
     response: LLMResponse
     at: datetime
     latency_ms: float | None = None
+    provider: str | None = None
     record: LLMRecord | None = None
 
 
@@ -113,7 +115,7 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending]):
                     # The model took this long when the chat was recorded: on the run's clock
                     # it takes as long again, so what happened meanwhile keeps its place.
                     await sleep(record.latency_ms / 1000)
-                self._emit_exchange(key, record.response, "recorded", None)
+                self._emit_exchange(key, record.response, "recorded", None, record.provider)
                 return record.response
             if self.on_miss == "raise":
                 now = json.loads(text)
@@ -133,10 +135,16 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending]):
             )
         at = self._clock.now()
         latency = round((time.monotonic() - started) * 1000, 1)
+        provider = provider_of(self._inner)
         if self.mode is not RecordMode.PASSTHROUGH:
-            self._keep(seq, _Pending(key, text, response, at, latency))
-        self._emit_exchange(key, response, "live", at)
+            self._keep(seq, _Pending(key, text, response, at, latency, provider))
+        self._emit_exchange(key, response, "live", at, provider)
         return response
+
+    @property
+    def provider(self) -> str | None:
+        """Who answers live requests (the inner client's provider); None without one."""
+        return None if self._inner is None else provider_of(self._inner)
 
     def _emit_exchange(
         self,
@@ -144,6 +152,7 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending]):
         response: LLMResponse,
         source: Literal["live", "recorded"],
         at: datetime | None,
+        provider: str | None,
     ) -> None:
         if self._sink is None:
             return
@@ -157,6 +166,7 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending]):
                 input_tokens=response.usage.input_tokens,
                 output_tokens=response.usage.output_tokens,
                 source=source,
+                provider=provider,
             )
         )
 
@@ -171,6 +181,7 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending]):
                 output_tokens=item.response.usage.output_tokens,
                 recorded_at=item.at,
                 latency_ms=item.latency_ms,
+                provider=item.provider,
             )
         return item.record
 

@@ -29,6 +29,8 @@ class LLMRecord(_Frozen):
     recorded_at: AwareDatetime
     #: How long the model took to answer, in real milliseconds (a replay takes as long).
     latency_ms: float | None = None
+    #: Who answered (:mod:`harness.providers`); None in recordings made before it was kept.
+    provider: str | None = None
 
 
 class ToolRecord(_Frozen):

@@ -88,6 +88,9 @@ class ScenarioResult(_Model):
     ``skipped`` when the scenario was not played at all (it is meant for
     another channel); ``skipped`` lists that, or the steps and expectations
     a played scenario left out because its channel can't play them.
+    ``agent_errors`` are the failures the agent reported from its own
+    background work while the scenario ran (:mod:`harness.failures`), one
+    line each.
     """
 
     name: str
@@ -102,6 +105,7 @@ class ScenarioResult(_Model):
     faults: dict[str, JsonValue] = Field(default_factory=dict)
     reproduce: str = ""
     skipped: tuple[Skip, ...] = ()
+    agent_errors: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:

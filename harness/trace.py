@@ -160,7 +160,13 @@ class StatusUpdate(_Event):
 
 
 class LLMExchange(_Event):
-    """One call to the language model, summarised; the full exchange lives in the fixture."""
+    """One call to the language model, summarised; the full exchange lives in the fixture.
+
+    ``model`` is the model the agent asked for; ``provider`` is who answered
+    (:mod:`harness.providers`: ``anthropic``, ``offline-stand-in`` ...; None
+    when nobody recorded it), and ``source`` whether it answered then
+    (``live``) or its recorded answer was replayed (``recorded``).
+    """
 
     kind: Literal["llm"] = "llm"
     key: str
@@ -169,6 +175,7 @@ class LLMExchange(_Event):
     input_tokens: int = 0
     output_tokens: int = 0
     source: Source = "live"
+    provider: str | None = None
 
 
 class ToolCall(_Event):

@@ -37,6 +37,7 @@ from harness.acting import acting_for
 from harness.agent import DirectMessage, DirectOption, DirectReply, DirectTurn
 from harness.clock import Clock
 from harness.exceptions import LLMError
+from harness.failures import report_failure
 from harness.llm import LLMClient
 from harness.store import Store
 from harness.tape import RecordMode
@@ -303,7 +304,9 @@ class BookingAgent:
         if error is not None:
             self.errors.append(error)
             del self.errors[:-_KEPT_ERRORS]  # the latest ones: a long-lived agent must not grow
-            _log.error("background task failed", exc_info=error)
+            # In a harness run the failure is the scenario's to report; elsewhere it is logged.
+            if not report_failure(error, "background task"):
+                _log.error("background task failed", exc_info=error)
 
     @property
     def idle(self) -> bool:

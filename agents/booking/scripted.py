@@ -39,6 +39,7 @@ from agents.booking.language import (
 )
 from agents.booking.reading import ChatEvent, RequestReading, read_request
 from harness.llm import LLMResponse, SystemPrompt, TextBlock, ToolUseBlock, Usage
+from harness.providers import STAND_IN
 
 __all__ = ["ScriptedModel"]
 
@@ -47,6 +48,9 @@ _REFERENCE = re.compile(r"\bbk-?(\d+)\b", re.IGNORECASE)
 
 class ScriptedModel:
     """An :class:`~harness.llm.LLMClient` that answers from rules instead of a network call."""
+
+    #: Who answers: no model, rules (reports name it so, see :mod:`harness.providers`).
+    provider = STAND_IN
 
     def __init__(self, *, chars_per_token: int = 4) -> None:
         self.chars_per_token = chars_per_token

@@ -497,6 +497,7 @@ class ProxyRecorder:
                 stop_reason=record.response.stop_reason,
                 input_tokens=record.input_tokens,
                 output_tokens=record.output_tokens,
+                provider=record.provider,
             )
         )
 

@@ -1,9 +1,11 @@
 """Log records and warnings on the command line: one line each, never a traceback.
 
 The agent under test runs inside the command (in-process runs and replays)
-and logs what goes wrong in its own background work, often with the
-exception attached. On the terminal each record becomes one line, the
-exception reduced to its type and message; the run's results say the rest.
+and may log what goes wrong, often with the exception attached. (Failures of
+its background work that it reports through :mod:`harness.failures` are not
+logged at all: the scenario's result lists them.) On the terminal each
+record becomes one line, the exception reduced to its type and message; the
+run's results say the rest.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]  # its stream is
 
 
 class OneLineFormatter(logging.Formatter):
-    """``warning: agents.booking.core: background task failed (Divergence: ...)``."""
+    """``error: mybot: CRM update failed (TimeoutError: the CRM took too long)``."""
 
     def format(self, record: logging.LogRecord) -> str:
         """The record on one line, its exception (if any) as ``Type: message``."""

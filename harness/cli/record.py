@@ -21,8 +21,10 @@ from harness.exceptions import ConfigError
 from harness.llm import AnthropicClient, ToolUseBlock
 from harness.llm_recorder import RecordingLLMClient
 from harness.options import parse_settings
+from harness.providers import answered_by
 from harness.records import LLMRecord, ToolRecord
 from harness.replay.judge import Judge, save_verdicts
+from harness.report import scenario_causes
 from harness.suites.runner import Runner, RunOptions
 from harness.suites.scenario import load_scenario
 from harness.tape import RecordMode
@@ -40,7 +42,8 @@ def _describe(record: LLMRecord | ToolRecord) -> str:
         f"tool_use {block.name}" if isinstance(block, ToolUseBlock) else "text" for block in blocks
     )
     tokens = f"{record.input_tokens:,} -> {record.output_tokens:,} tokens"
-    return f"model {record.model}: {said or 'nothing'} ({tokens})"
+    who = answered_by(record.provider, record.model)
+    return f"model {who}: {said or 'nothing'} ({tokens})"
 
 
 @click.command("record")
@@ -122,8 +125,10 @@ def record_command(
         verdict = asyncio.run(verdict_judge.evaluate(result.conversation, scenario=loaded.name))
         save_verdicts(out, [verdict], records=verdict_judge.records, secrets=(key,))
         click.echo(verdict.headline())
-    for violation in result.violations:
-        click.echo(f"  {violation.headline()}")
+    for cause in scenario_causes(result):
+        click.echo(f"  {cause.lead.headline()}")
+        for follow in cause.follows:
+            click.echo(f"    from the same cause: {follow.headline()}")
     if result.error:
         click.echo(f"  error: {result.error}")
     ctx.exit(0 if result.status == "passed" else 1)

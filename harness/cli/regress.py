@@ -11,16 +11,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from harness.cli.judging import judge_exit, judge_options
-from harness.cli.replaying import REPLAY_EXIT, fixture_dirs, print_result, replay_all
+from harness.cli.replaying import (
+    REPLAY_EXIT,
+    fixture_dirs,
+    print_models,
+    print_result,
+    replay_all,
+)
 from harness.cli.run import write_reports
 from harness.options import parse_settings
 from harness.prompts import parse_prompt_overrides
 from harness.replay.outcome import replay_run
 from harness.replay.playback import Policy
+from harness.report import make_console
 from harness.suites.runner import Runner, RunOptions
 
 __all__ = ["regress_command"]
@@ -77,7 +83,7 @@ def regress_command(
         paths, runner, policy=policy, skew=None, prompts=parse_prompt_overrides(prompts)
     )
     elapsed = time.perf_counter() - started
-    console = Console()
+    console = make_console()
     for result in results:
         if result.status != "same":
             print_result(result, console)
@@ -92,6 +98,7 @@ def regress_command(
     console.print(table)
     worst = max((REPLAY_EXIT[r.status] for r in results), default=0)
     same = sum(1 for r in results if r.status == "same")
+    print_models(results, console)
     console.print(f"{len(results)} fixtures: {same} same, {len(results) - same} not", markup=False)
     if report_dir is not None:
         run = replay_run(results, target=runner.target, started_at=started_at, duration_s=elapsed)

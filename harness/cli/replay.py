@@ -12,10 +12,15 @@ import asyncio
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from harness.cli.judging import judge_exit, judge_options
-from harness.cli.replaying import REPLAY_EXIT, fixture_dirs, print_result, replay_all
+from harness.cli.replaying import (
+    REPLAY_EXIT,
+    fixture_dirs,
+    print_models,
+    print_result,
+    replay_all,
+)
 from harness.cli.run import write_reports
 from harness.exceptions import ConfigError
 from harness.fixture import Fixture, load_fixture
@@ -25,6 +30,7 @@ from harness.recording import publish_records
 from harness.records import LLMRecord, ToolRecord
 from harness.replay.outcome import replay_run
 from harness.replay.playback import Policy
+from harness.report import make_console
 from harness.skew import parse_skew
 from harness.store import open_store
 from harness.suites.runner import Runner, RunOptions
@@ -136,7 +142,9 @@ def replay_command(
         prompts=parse_prompt_overrides(list(prompt_specs)),
         notice=lambda line: click.echo(f"note: {line}", err=True),
     )
-    print_result(results[0], Console())
+    console = make_console()
+    print_result(results[0], console)
+    print_models(results, console)
     if report_dir is not None:
         for written in write_reports(replay_run(results, target=runner.target), report_dir):
             click.echo(f"wrote {written}")

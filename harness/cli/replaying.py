@@ -7,18 +7,20 @@ Exit codes by a replay's status: 0 the replay matched (or only changed),
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rich.console import Console
 
 from harness.exceptions import ConfigError
 from harness.fixture import META_FILE, load_fixture
+from harness.replay.outcome import replay_scenario_result
 from harness.replay.playback import Policy, ReplayResult, replay_fixture, settings_differences
+from harness.report import causes, run_models
 from harness.skew import Skew
 from harness.suites.runner import Runner
 
-__all__ = ["REPLAY_EXIT", "fixture_dirs", "print_result", "replay_all"]
+__all__ = ["REPLAY_EXIT", "fixture_dirs", "print_models", "print_result", "replay_all"]
 
 #: The exit code of each replay status.
 REPLAY_EXIT = {"same": 0, "changed": 0, "failed": 1, "error": 1, "diverged": 3}
@@ -40,7 +42,11 @@ def fixture_dirs(paths: tuple[Path, ...]) -> list[Path]:
 
 
 def print_result(result: ReplayResult, console: Console) -> None:
-    """A replay's status, then what diverged, changed, failed or went unused, a line each."""
+    """A replay's status, then what diverged, changed, failed or went unused, a line each.
+
+    Violations are shown by cause (:mod:`harness.report.causes`); the agent's
+    own background work that failed is a line each (``agent: ...``).
+    """
     console.print(
         f"{result.status.upper():<9} {result.fixture} ({result.duration_s:.2f}s)",
         markup=False,
@@ -52,14 +58,26 @@ def print_result(result: ReplayResult, console: Console) -> None:
         console.print(f"  changed {line}", markup=False, highlight=False)
     if len(result.changes) > 12:
         console.print(f"  ... and {len(result.changes) - 12} more changes", markup=False)
-    for violation in result.violations:
-        console.print(f"  ✗ {violation.headline()}", markup=False, highlight=False)
-        for line in violation.messages:
+    for cause in causes(result.violations, result.conversation):
+        console.print(f"  ✗ {cause.lead.headline()}", markup=False, highlight=False)
+        for line in cause.lead.messages:
             console.print(f"      {line}", markup=False, highlight=False)
+        if cause.follows:
+            console.print(f"    {len(cause.follows)} more from the same cause:", markup=False)
+            for follow in cause.follows:
+                console.print(f"      - {follow.headline()}", markup=False, highlight=False)
     if result.error:
         console.print(f"  error: {result.error}", markup=False, highlight=False)
+    for line in result.agent_errors:
+        console.print(f"  agent: {line}", markup=False, highlight=False)
     if result.unused:
         console.print(f"  {result.unused} recorded answers were never asked for", markup=False)
+
+
+def print_models(results: Sequence[ReplayResult], console: Console) -> None:
+    """Who answered the replays' model calls, one line each (``model: 5 model calls ...``)."""
+    for count in run_models(replay_scenario_result(result) for result in results):
+        console.print(f"model: {count.label}", markup=False, highlight=False)
 
 
 def replay_all(

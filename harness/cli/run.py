@@ -19,7 +19,14 @@ from harness.cli.project import find_project, resolve_target
 from harness.durations import parse_duration
 from harness.exceptions import ConfigError
 from harness.options import parse_settings
-from harness.report import SuiteProgress, print_summary, write_html, write_json, write_junit
+from harness.report import (
+    SuiteProgress,
+    make_console,
+    print_summary,
+    write_html,
+    write_json,
+    write_junit,
+)
 from harness.results import RunResult
 from harness.suites.runner import Runner, RunOptions
 from harness.suites.scenario import Scenario, load_scenarios
@@ -110,7 +117,12 @@ def _seconds(text: str, option: str) -> float:
     is_flag=True,
     help="List the scenarios the selection picks, without running them.",
 )
-@click.option("-v", "verbose", is_flag=True, help="A line for each scenario as it finishes.")
+@click.option(
+    "-v",
+    "verbose",
+    is_flag=True,
+    help="A line for each scenario as it finishes, and every scenario in the table.",
+)
 @click.option("-q", "terse", is_flag=True, help="No progress and no table: failures and totals.")
 @click.option(
     "--seed",
@@ -259,12 +271,15 @@ def run_command(
         f"{len(scenarios)} {noun} against {runner.target} (from {source}), "
         f"through the {channel} channel"
     )
+    console = make_console()
     if terse:
         run = asyncio.run(runner.run(scenarios))
     else:
-        with SuiteProgress(len(scenarios), enabled=False if verbose else None) as progress:
+        with SuiteProgress(
+            len(scenarios), console=console, enabled=False if verbose else None
+        ) as progress:
             run = asyncio.run(runner.run(scenarios, on_result=progress.advance))
-    print_summary(run, table=not terse)
+    print_summary(run, console, table=not terse, verbose=verbose)
     cache.update(run.scenarios)
     if len(run.scenarios) < len(scenarios):
         left = len(scenarios) - len(run.scenarios)

@@ -90,7 +90,9 @@ class Cassette:
         with FixtureWriter(self.path, meta, overwrite=True) as writer:
             for index, record in enumerate(llm, start=1):
                 writer.append("llm", record)
-                writer.append("spans", llm_span(record, index, self.name))
+                carried = index <= len(self.old_llm)  # replayed into this recording
+                span = llm_span(record, index, self.name, source="recorded" if carried else "live")
+                writer.append("spans", span)
             for tool in [*self.old_tools, *self.new_tools]:
                 writer.append("tools", tool)
             if conversation is not None:

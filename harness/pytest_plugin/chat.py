@@ -59,7 +59,7 @@ def assert_invariants(trace: Conversation, invariants: Iterable[SpecLike]) -> No
     if violations:
         count = len(violations)
         lines = [f"{count} invariant violation{'' if count == 1 else 's'}:"]
-        lines.extend(render_violations(violations))
+        lines.extend(render_violations(violations, trace))
         raise InvariantsFailed("\n".join(lines))
 
 

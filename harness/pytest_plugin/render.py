@@ -9,17 +9,28 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from harness.report.causes import causes
 from harness.results import ScenarioResult, Violation
+from harness.trace import Conversation
 
 __all__ = ["render_result", "render_violations"]
 
 
-def render_violations(violations: Iterable[Violation]) -> list[str]:
-    """Each violation's headline (rule, turn, line, what), then the messages involved."""
+def render_violations(
+    violations: Iterable[Violation], conversation: Conversation | None = None
+) -> list[str]:
+    """Each cause's headline (rule, turn, line, what), the messages involved, what followed.
+
+    With the ``conversation`` they were found in, violations with one cause
+    are one headline, the others listed under it (:mod:`harness.report.causes`).
+    """
     lines: list[str] = []
-    for violation in violations:
-        lines.append(f"✗ {violation.headline()}")
-        lines.extend(f"    {message}" for message in violation.messages)
+    for cause in causes(list(violations), conversation):
+        lines.append(f"✗ {cause.lead.headline()}")
+        lines.extend(f"    {message}" for message in cause.lead.messages)
+        if cause.follows:
+            lines.append(f"  {len(cause.follows)} more from the same cause:")
+            lines.extend(f"    - {follow.headline()}" for follow in cause.follows)
     return lines
 
 
@@ -33,7 +44,8 @@ def render_result(result: ScenarioResult, notes: Sequence[str] = ()) -> str:
         count = len(result.violations)
         lines.append(f"failed: {count} violation{'' if count == 1 else 's'}")
     lines.append("")
-    lines.extend(render_violations(result.violations))
+    lines.extend(render_violations(result.violations, result.conversation))
+    lines.extend(f"agent: {line}" for line in result.agent_errors)
     for skip in result.skipped:
         lines.append(f"- skipped {skip.headline()}")
     for note in notes:

@@ -61,6 +61,7 @@ def replay_scenario_result(result: ReplayResult) -> ScenarioResult:
         violations=tuple(violations),
         error=result.error if status == "error" else None,
         conversation=result.conversation,
+        agent_errors=result.agent_errors,
     )
 
 

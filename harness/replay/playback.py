@@ -19,14 +19,17 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from harness.agent_contract import loop_errors
 from harness.channel import ChannelSession, ChannelSetup, RecordedCall, UserSpec
 from harness.exceptions import ConfigError, HarnessError
+from harness.failures import collecting_failures, failure_line
 from harness.fixture import CALL_LATENCY_ATTRIBUTE, Fixture
 from harness.inflight import running_on
 from harness.prompts import override
@@ -101,6 +104,8 @@ class ReplayResult(BaseModel):
     unused: int = 0
     duration_s: float = 0.0
     conversation: Conversation | None = None
+    #: Failures the agent reported from its own background work (:mod:`harness.failures`).
+    agent_errors: tuple[str, ...] = ()
 
 
 def plan_from_fixture(fixture: Fixture) -> list[ReplayAction]:
@@ -414,19 +419,27 @@ async def replay_fixture(
     session: ChannelSession | None = None
     conversation: Conversation | None = None
     error: str | None = None
+    agent_errors: list[str] = []
     try:
         with override(prompts or {}):
             session = runner.plugin.factory(setup)
-            # Real work the agent starts (model calls, store and HTTP requests) holds this clock.
-            with running_on(session.clock):
-                try:
-                    await session.start()
-                    await _play(session, actions, times, fixture, end, ids)
-                    conversation = session.conversation()
-                finally:
-                    if conversation is None:
+            # Real work the agent starts (model calls, store and HTTP requests) holds this clock;
+            # what fails in its background work (reported, or raised and never looked at)
+            # is this replay's to report, a line each, never a traceback on the terminal.
+            crashes: AbstractAsyncContextManager[list[BaseException]] = (
+                loop_errors() if runner.factory is not None else nullcontext([])
+            )
+            with running_on(session.clock), collecting_failures() as agent_errors:
+                async with crashes as crashed:
+                    try:
+                        await session.start()
+                        await _play(session, actions, times, fixture, end, ids)
                         conversation = session.conversation()
-                    await session.close()
+                    finally:
+                        if conversation is None:
+                            conversation = session.conversation()
+                        await session.close()
+            agent_errors.extend(failure_line(e, "background task") for e in crashed)
     except HarnessError as exc:
         error = str(exc)
     except Exception as exc:  # the agent crashed: a result, not a crash of ours
@@ -475,6 +488,7 @@ async def replay_fixture(
         unused=len(recording.unused()),
         duration_s=round(time.perf_counter() - started, 4),
         conversation=conversation,
+        agent_errors=tuple(agent_errors),
     )
 
 

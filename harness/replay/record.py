@@ -17,11 +17,12 @@ import mimetypes
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from harness.channel import ChannelSession
 from harness.files import write_atomic
 from harness.fixture import FixtureMeta, FixtureWriter, make_span
+from harness.providers import span_provider_attributes
 from harness.recording import Recording
 from harness.records import LLMRecord, ToolRecord
 from harness.results import ScenarioResult
@@ -37,11 +38,21 @@ __all__ = ["SECRET_OPTIONS", "llm_span", "record_scenario"]
 SECRET_OPTIONS = frozenset({"app_secret", "verify_token", "access_token"})
 
 
-def llm_span(record: LLMRecord, index: int, run: str, *, key: str | None = None) -> dict[str, Any]:
+def llm_span(
+    record: LLMRecord,
+    index: int,
+    run: str,
+    *,
+    key: str | None = None,
+    source: Literal["live", "recorded"] = "live",
+) -> dict[str, Any]:
     """The OpenTelemetry-shaped span of one model exchange (GenAI attribute names).
 
     ``run`` and ``index`` seed its ids, so a recording's spans are the same every
     time; ``key`` replaces the record's request key when it was recomputed.
+    The span names who answered (:func:`harness.providers.span_provider_attributes`):
+    the live API, the offline stand-in, or, with ``source="recorded"``, an
+    earlier recording of either replayed into this one.
     """
     digest = hashlib.sha256(f"{run}:{index}".encode()).hexdigest()
     at = int(record.recorded_at.timestamp() * 1e9)
@@ -52,7 +63,7 @@ def llm_span(record: LLMRecord, index: int, run: str, *, key: str | None = None)
         start_time_unix_nano=at,
         end_time_unix_nano=at,
         attributes={
-            "gen_ai.system": "anthropic",
+            **span_provider_attributes(record.provider, source),
             "gen_ai.operation.name": "chat",
             "gen_ai.request.model": record.model,
             "gen_ai.response.model": record.response.model,
@@ -105,10 +116,11 @@ async def record_scenario(
     llm_records: list[LLMRecord] = []
     with FixtureWriter(out, meta, overwrite=overwrite, secrets=known_secrets) as writer:
 
-        def keep_llm(record: LLMRecord) -> None:
+        def keep_llm(record: LLMRecord, source: Literal["live", "recorded"] = "live") -> None:
             llm_records.append(record)
             writer.append("llm", record)
-            writer.append("spans", llm_span(record, len(llm_records), scenario.name))
+            span = llm_span(record, len(llm_records), scenario.name, source=source)
+            writer.append("spans", span)
             if progress is not None:
                 progress(record)
 
@@ -134,7 +146,7 @@ async def record_scenario(
         else:
             old_llm, old_tools = recorded
             for old in old_llm:
-                keep_llm(old)
+                keep_llm(old, "recorded")
             for old_tool in old_tools:
                 keep_tool(old_tool)
             recording = Recording(
@@ -174,7 +186,7 @@ async def record_scenario(
         if media:
             _write_media_index(writer, media)
     if llm_records:
-        _patch_model(Path(out), llm_records[0].model)
+        _patch_model(Path(out), llm_records[0])
     return result
 
 
@@ -189,9 +201,10 @@ def _write_media_index(writer: FixtureWriter, media: Mapping[str, str]) -> None:
     write_atomic(writer.path / "media" / "index.json", text)
 
 
-def _patch_model(root: Path, model: str) -> None:
-    """Name the model the conversation was recorded with in ``meta.json``."""
+def _patch_model(root: Path, first: LLMRecord) -> None:
+    """Name in ``meta.json`` the model the conversation asked for, and who answered."""
     path = root / "meta.json"
     data = json.loads(path.read_text(encoding="utf-8"))
-    data["model"] = model
+    data["model"] = first.model
+    data["provider"] = first.provider
     write_atomic(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")

@@ -16,6 +16,7 @@ from collections import defaultdict, deque
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
+from harness.providers import STAND_IN, exchange_label
 from harness.report._content import inbound_content, send_content
 from harness.report._items import (
     Bubble,
@@ -28,6 +29,7 @@ from harness.report._items import (
     ToolCard,
     TurnBlock,
 )
+from harness.report.causes import Cause, scenario_causes
 from harness.results import ScenarioResult, Violation
 from harness.trace import (
     ClockJump,
@@ -307,9 +309,10 @@ class _Layout:
                 flagged=flagged,
             )
         if isinstance(event, LLMExchange):
-            text = f"model call · {event.model} · {event.input_tokens}→{event.output_tokens} tokens"
-            if event.source == "recorded":
-                text += " · recorded"
+            tokens = f"{event.input_tokens}→{event.output_tokens} tokens"
+            if event.provider == STAND_IN:
+                tokens += " (estimated)"  # a stand-in counts characters, not tokens
+            text = f"model call · {exchange_label(event)} · {tokens}"
             chip = Chip(text, "llm", title=f"stop: {event.stop_reason or '?'} · key {event.key}")
             return Note(at=event.at, event=index, chip=chip, flagged=flagged)
         if isinstance(event, ClockJump):
@@ -353,7 +356,7 @@ class _Layout:
             positions[turn.index] = sorted(indexes)
         return positions
 
-    def layout(self, by_turn: dict[int, list[Violation]]) -> list[Item]:
+    def layout(self, by_turn: dict[int, list[Cause]]) -> list[Item]:
         """Turns and loose events in log order, with date dividers where the day changes."""
         positions = self._turn_positions()
         owner: dict[int, int] = {i: t for t, indexes in positions.items() for i in indexes}
@@ -376,11 +379,11 @@ class _Layout:
                 top.append((positions[turn][0], blocks[turn]))
             if item is not None:
                 blocks[turn].items.append(item)
-        for turn, violations in by_turn.items():
+        for turn, found in by_turn.items():
             if turn not in blocks:
                 blocks[turn] = TurnBlock(turn, users.get(turn, ""))
                 top.append((len(self.log), blocks[turn]))
-            blocks[turn].violations.extend(violations)
+            blocks[turn].causes.extend(found)
         ordered = [item for _, item in sorted(top, key=lambda pair: pair[0])]
         _add_dates(ordered, None)
         return ordered
@@ -419,14 +422,16 @@ def scenario_view(result: ScenarioResult, position: int, taken: Iterable[str] = 
         anchor += "-x"
     conversation = result.conversation
     turns = {t.index for t in conversation.turns} if conversation is not None else set()
-    by_turn: dict[int, list[Violation]] = defaultdict(list)
-    top: list[Violation] = []
-    for violation in result.violations:
-        if violation.turn is not None and violation.turn in turns:
-            by_turn[violation.turn].append(violation)
+    found = scenario_causes(result)
+    by_turn: dict[int, list[Cause]] = defaultdict(list)
+    top: list[Cause] = []
+    for cause in found:
+        turn = cause.lead.turn
+        if turn is not None and turn in turns:
+            by_turn[turn].append(cause)
         else:
-            top.append(violation)
+            top.append(cause)
     items: list[Item] = []
     if conversation is not None:
         items = _Layout(conversation, result.violations).layout(dict(by_turn))
-    return ScenarioView(anchor, result, items, top, _fault_profile(result))
+    return ScenarioView(anchor, result, items, found, top, _fault_profile(result))

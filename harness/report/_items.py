@@ -11,7 +11,8 @@ from datetime import datetime
 from typing import ClassVar, TypeAlias
 
 from harness.report._content import Button, ListSection
-from harness.results import ScenarioResult, Violation
+from harness.report.causes import Cause
+from harness.results import ScenarioResult
 
 __all__ = [
     "Bubble",
@@ -110,13 +111,17 @@ class Divider:
 
 @dataclass
 class TurnBlock:
-    """One turn: the user's burst, what the agent did, and the violations found there."""
+    """One turn: the user's burst, what the agent did, and the causes of failure found there.
+
+    A cause sits at the turn of the violation that names it; what follows
+    from it is drawn inside it, wherever that happened.
+    """
 
     kind: ClassVar[str] = "turn"
     index: int
     user: str
     items: list[Item] = field(default_factory=list)
-    violations: list[Violation] = field(default_factory=list)
+    causes: list[Cause] = field(default_factory=list)
 
     @property
     def number(self) -> int:
@@ -129,13 +134,25 @@ Item: TypeAlias = Bubble | ToolCard | Note | Divider | TurnBlock
 
 @dataclass
 class ScenarioView:
-    """Everything the report shows about one scenario."""
+    """Everything the report shows about one scenario.
+
+    ``causes`` are all of its causes of failure, the first first (the page
+    lists their headlines before the chat); ``top_causes`` those drawn above
+    the chat because they belong to no turn of it.
+    """
 
     anchor: str
     result: ScenarioResult
     items: list[Item]
-    top_violations: list[Violation]
+    causes: list[Cause]
+    top_causes: list[Cause]
     faults: list[str]
+
+    def turn_anchor(self, cause: Cause) -> str | None:
+        """The id of the turn a cause is drawn at, if it is drawn at one."""
+        if any(top is cause for top in self.top_causes) or cause.lead.turn is None:
+            return None
+        return f"{self.anchor}-turn-{cause.lead.turn + 1}"
 
     @property
     def failing(self) -> bool:

@@ -3,16 +3,24 @@
 :class:`SuiteProgress` shows a bar with the scenario count, the scenario in
 flight and the pass/fail counts on a terminal, and falls back to one plain
 line per scenario (``PASS  happy booking (0.12s)``) when the output is a
-file or a CI log. :func:`print_summary` prints the results table and, for
-each scenario that did not pass, its violations, the conversation lines that
-show them and the YAML that reproduces the failure, and for each scenario
-its channel could not play (or played in part) what was skipped and why.
-Nothing here depends on colour: every status is also written as a word.
+file or a CI log. :func:`print_summary` prints a table of the scenarios that
+failed, with their files (the passing ones are one line, ``12 passed``), and,
+for each scenario that did not pass, its violations by cause (the one that
+names the cause leads, with the conversation lines that show it, and those
+that follow from it are listed under it; see :mod:`harness.report.causes`)
+and the YAML that reproduces the failure, and for each scenario its channel
+could not play (or played in part) what was skipped and why, then who
+answered the run's model calls (``model: 57 model calls: the offline
+stand-in (no model), asked for claude-sonnet-4-6``). Nothing here
+depends on colour: every status is also written as a word, and off a
+terminal no line is ever wrapped (:func:`make_console`).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from rich import box
 from rich.console import Console
@@ -28,9 +36,11 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
+from harness.report.answers import run_models
+from harness.report.causes import scenario_causes
 from harness.results import RunResult, ScenarioResult
 
-__all__ = ["SuiteProgress", "print_summary", "result_line"]
+__all__ = ["SuiteProgress", "make_console", "print_summary", "result_line"]
 
 _LABELS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "skipped": "SKIP"}
 _STYLES = {"passed": "green", "failed": "bold red", "error": "bold magenta", "skipped": "yellow"}
@@ -40,6 +50,25 @@ _CURRENT_WIDTH = 40
 def _first_line(text: str) -> str:
     stripped = text.strip()
     return stripped.splitlines()[0] if stripped else ""
+
+
+#: How wide a console that is not a terminal is: so wide that nothing is ever wrapped.
+_UNWRAPPED = 1_000_000
+
+
+def make_console(**options: Any) -> Console:
+    """A rich console (``options`` as for ``Console``) that never breaks a line off a terminal.
+
+    On a terminal rich wraps to the window; piped or redirected it would
+    wrap at 80 columns, breaking a long message, a JSON argument or a table
+    row across lines that ``grep`` and log readers then see in pieces. Off a
+    terminal this console writes every line whole, however long.
+    """
+    console = Console(**options)
+    if not console.is_terminal:
+        console.soft_wrap = True
+        console.width = _UNWRAPPED
+    return console
 
 
 def result_line(result: ScenarioResult) -> str:
@@ -56,9 +85,11 @@ def result_line(result: ScenarioResult) -> str:
     if result.status == "failed":
         if not result.violations:
             return f"{label}: failed"
-        more = len(result.violations) - 1
-        extra = f" (+{more} more)" if more else ""
-        return f"{label}: {result.violations[0].headline()}{extra}"
+        found = scenario_causes(result)
+        notes = [f"+{len(found[0].follows)} from the same cause"] if found[0].follows else []
+        notes += [f"+{sum(len(c.violations) for c in found[1:])} more"] if found[1:] else []
+        extra = f" ({', '.join(notes)})" if notes else ""
+        return f"{label}: {found[0].lead.headline()}{extra}"
     return f"{label}: {_first_line(result.error or '') or 'could not be run'}"
 
 
@@ -80,7 +111,7 @@ class SuiteProgress:
         enabled: bool | None = None,
         transient: bool = False,
     ) -> None:
-        self.console = console if console is not None else Console()
+        self.console = console if console is not None else make_console()
         self.total = total
         self.enabled = self.console.is_terminal if enabled is None else enabled
         self.passed = 0
@@ -179,18 +210,30 @@ class SuiteProgress:
         )
 
 
-def _table(run: RunResult) -> Table:
+def _shown(path: str) -> str:
+    """A scenario's file as the reader typed it: relative to the current folder when inside it."""
+    if not path or not Path(path).is_absolute():
+        return path
+    try:
+        return str(Path(path).relative_to(Path.cwd()))
+    except ValueError:
+        return path
+
+
+def _table(scenarios: list[ScenarioResult]) -> Table:
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     table.add_column("Scenario", overflow="fold")
+    table.add_column("File", overflow="fold")
     table.add_column("Channel")
     table.add_column("Status")
     table.add_column("Violations", justify="right")
     table.add_column("Time", justify="right")
-    for scenario in run.scenarios:
+    for scenario in scenarios:
         played = scenario.status not in ("error", "skipped")
         violations = str(len(scenario.violations)) if played else "-"
         table.add_row(
             Text(scenario.name),
+            Text(_shown(scenario.path)),
             Text(scenario.channel),
             Text(_LABELS[scenario.status], style=_STYLES[scenario.status]),
             violations,
@@ -204,9 +247,26 @@ def _indented(text: str, indent: int, style: str = "") -> Text:
     return Text("\n".join(pad + line for line in text.splitlines()), style=style)
 
 
+def _violations(scenario: ScenarioResult, console: Console) -> None:
+    """Each cause's leading violation with the lines that show it, then what followed from it."""
+    for cause in scenario_causes(scenario):
+        line = Text("  ✗ ", style="red")
+        line.append(cause.lead.headline())
+        console.print(line, soft_wrap=True)
+        for message in cause.lead.messages:
+            console.print(_indented(message, 6, style="dim"), soft_wrap=True)
+        if cause.follows:
+            more = len(cause.follows)
+            console.print(
+                Text(f"    {more} more from the same cause:", style="dim"), soft_wrap=True
+            )
+            for follow in cause.follows:
+                console.print(Text(f"      - {follow.headline()}"), soft_wrap=True)
+
+
 def _details(scenario: ScenarioResult, console: Console) -> None:
     where = ", ".join(
-        part for part in (scenario.path, scenario.channel, f"seed {scenario.seed}") if part
+        part for part in (_shown(scenario.path), scenario.channel, f"seed {scenario.seed}") if part
     )
     heading = Text()
     heading.append(_LABELS[scenario.status], style=_STYLES[scenario.status])
@@ -219,31 +279,49 @@ def _details(scenario: ScenarioResult, console: Console) -> None:
         console.print(line, soft_wrap=True)
     if scenario.status == "error":
         console.print(_indented(scenario.error or "could not be run", 2), soft_wrap=True)
-    for violation in scenario.violations:
-        line = Text("  ✗ ", style="red")
-        line.append(violation.headline())
+    for failure in scenario.agent_errors:
+        line = Text("  ! agent: ", style="magenta")
+        line.append(failure)
         console.print(line, soft_wrap=True)
-        for message in violation.messages:
-            console.print(_indented(message, 6, style="dim"), soft_wrap=True)
+    _violations(scenario, console)
     if scenario.reproduce:
         console.print(Text("  Reproduce with:", style="bold"))
         console.print(_indented(scenario.reproduce.rstrip("\n"), 4, style="cyan"), soft_wrap=True)
     console.print()
 
 
-def print_summary(run: RunResult, console: Console | None = None, *, table: bool = True) -> None:
-    """Print the results table, what went wrong in each failing scenario, and the totals.
+def _unlisted(scenarios: list[ScenarioResult]) -> str:
+    """``12 passed`` (and ``2 skipped``): the rows a table without ``-v`` leaves out."""
+    passed = sum(1 for s in scenarios if s.status == "passed")
+    skipped = sum(1 for s in scenarios if s.status == "skipped")
+    parts = [f"{passed} passed"] if passed else []
+    parts += [f"{skipped} skipped"] if skipped else []
+    return ", ".join(parts)
 
-    ``table=False`` leaves the table out (``harness run -q``).
+
+def print_summary(
+    run: RunResult, console: Console | None = None, *, table: bool = True, verbose: bool = False
+) -> None:
+    """Print the failing scenarios as a table, what went wrong in each, and the totals.
+
+    The table lists the scenarios that failed or could not run, with their
+    file; those that passed (or were skipped) are one line, ``12 passed``,
+    unless ``verbose`` (``harness run -v``) lists every scenario. ``table=False``
+    leaves the table out (``harness run -q``).
     """
-    console = console if console is not None else Console()
-    if table:
-        if run.scenarios:
-            console.print(_table(run))
+    console = console if console is not None else make_console()
+    if table and run.scenarios:
+        listed = [s for s in run.scenarios if verbose or s.status in ("failed", "error")]
+        if listed:
+            console.print(_table(listed))
+        if not verbose and (rest := _unlisted(list(run.scenarios))):
+            console.print(Text(rest + " (-v lists them)"), soft_wrap=True)
         console.print()
     for scenario in run.scenarios:
-        if scenario.status != "passed" or scenario.skipped:
+        if scenario.status != "passed" or scenario.skipped or scenario.agent_errors:
             _details(scenario, console)
+    for count in run_models(run):
+        console.print(Text(f"model: {count.label}", style="dim"), soft_wrap=True)
     total = len(run.scenarios)
     noun = "scenario" if total == 1 else "scenarios"
     errors = "error" if run.errors == 1 else "errors"
@@ -257,4 +335,4 @@ def print_summary(run: RunResult, console: Console | None = None, *, table: bool
         totals.append(", ")
         totals.append(f"{run.skipped} skipped", style="yellow")
     totals.append(f" in {run.duration_s:.2f}s")
-    console.print(totals)
+    console.print(totals, soft_wrap=True)

@@ -1,12 +1,17 @@
 """``report.html``: one self-contained page that draws every conversation as a chat.
 
-Each scenario is a ``<section class="scenario" data-status="...">`` holding
-its facts, its conversation as WhatsApp-like bubbles (virtual timestamps,
-delivery ticks, tool calls inline, channel faults marked on the bubbles they
-touched) and its violations, highlighted at the turn where they happened.
-Filter links (All / Passed / Failed / Errors) set the page's hash; a few
-lines of inline script hide the sections that don't match, so
-``report.html#failed`` opens on the failures.
+The page opens on what failed: the scenarios that failed or could not run
+come first, and those that passed (or were skipped) follow folded in one
+``<details>``, closed until opened. Each scenario is a ``<section
+class="scenario" data-status="...">`` holding its facts, the headline of
+each cause of its failure (:mod:`harness.report.causes`), its conversation
+as WhatsApp-like bubbles (virtual timestamps, delivery ticks, tool calls
+inline, channel faults marked on the bubbles they touched) and its
+violations, highlighted at the turn where they happened, the ones that
+follow from a cause drawn inside it. Filter links (All / Passed / Failed /
+Errors) set the page's hash; a few lines of inline script hide the sections
+that don't match (and open the folded ones when they are asked for), so
+``report.html#failed`` shows only the failures.
 
 The template, its CSS and its script ship as package data and are inlined
 at render time: the page needs no other file and no network. Jinja2 runs
@@ -15,6 +20,7 @@ with autoescaping on, since every message in a chat is untrusted text.
 
 from __future__ import annotations
 
+from collections import Counter
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -25,6 +31,7 @@ from markupsafe import Markup
 from harness.files import write_atomic
 from harness.report._chat import scenario_view
 from harness.report._items import ScenarioView
+from harness.report.answers import run_models
 from harness.results import RunResult
 
 __all__ = ["render_html", "write_html"]
@@ -66,12 +73,29 @@ def _views(run: RunResult) -> list[ScenarioView]:
     return views
 
 
+def _passing_summary(views: list[ScenarioView]) -> str:
+    """``12 passed, 2 skipped``: the heading of the folded group of scenarios that did not fail."""
+    counts = Counter(view.result.status for view in views)
+    return ", ".join(f"{counts[s]} {s}" for s in ("passed", "skipped") if counts[s])
+
+
 def render_html(run: RunResult) -> str:
-    """The report page for a run, as one HTML document with its CSS and script inlined."""
+    """The report page for a run, as one HTML document with its CSS and script inlined.
+
+    Scenarios that failed or could not run come first, in run order; the
+    others follow, folded under one line (``12 passed``) until opened.
+    """
+    views = _views(run)
+    failing = [view for view in views if view.failing]
+    others = [view for view in views if not view.failing]
     template = _environment().get_template(_PAGE)
     return template.render(
         run=run,
-        scenarios=_views(run),
+        scenarios=[*failing, *others],
+        failing=failing,
+        others=others,
+        others_summary=_passing_summary(others),
+        models=run_models(run),
         # our own files, not user data: inlined as they are
         css=Markup(_read("report.css")),
         script=Markup(_read("report.js")),

@@ -1,8 +1,11 @@
 """``report.json``: the whole run as data, loadable back into a :class:`RunResult`.
 
 The file is ``RunResult.model_dump(mode="json")`` with one extra top-level
-key, ``summary`` (passed, failed, errors, skipped, total), so a dashboard can read the
-outcome without knowing the model.
+key, ``summary`` (passed, failed, errors, skipped, total, and ``models``: who
+answered the run's model calls, counted, each with the line reports show),
+so a dashboard can read the outcome without knowing the model. Each model
+call in a conversation names its ``provider`` (``offline-stand-in``,
+``anthropic`` ...) and its ``source`` (``live`` or ``recorded``).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from pydantic import ValidationError
 
 from harness.exceptions import ConfigError
 from harness.files import write_atomic
+from harness.report.answers import run_models
 from harness.results import RunResult
 
 __all__ = ["load_json", "report_data", "write_json"]
@@ -29,6 +33,16 @@ def report_data(run: RunResult) -> dict[str, Any]:
         "errors": run.errors,
         "skipped": run.skipped,
         "total": len(run.scenarios),
+        "models": [
+            {
+                "provider": count.provider,
+                "model": count.model,
+                "source": count.source,
+                "calls": count.calls,
+                "label": count.label,
+            }
+            for count in run_models(run)
+        ],
     }
     return data
 

@@ -5,9 +5,11 @@ reporters read: ``testsuites > testsuite > testcase``, with ``failure`` for
 a scenario whose invariants or expectations failed, ``error`` for one
 that could not be run to its end and ``skipped`` for one its channel does
 not play; the steps a played scenario skipped are listed in its
-``system-out``. A failure's message is the first
-violation's headline and its body lists every violation, the conversation
-lines that show it, and the YAML that reproduces it.
+``system-out``, and the failures of the agent's own background work
+in its ``system-err``, a line each. A failure's message is the headline of the
+violation that names its first cause (:mod:`harness.report.causes`) and
+its body lists every violation, by cause, with the conversation lines that
+show it, and the YAML that reproduces it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from datetime import UTC
 from pathlib import Path
 
 from harness.files import write_atomic
+from harness.report.causes import scenario_causes
 from harness.results import RunResult, ScenarioResult
 
 __all__ = ["junit_xml", "write_junit", "xml_safe"]
@@ -48,21 +51,30 @@ def _set(element: ET.Element, **attrs: str) -> None:
 
 
 def _failure_body(scenario: ScenarioResult) -> str:
-    """Every violation of a failed scenario as plain text, then the reproducing YAML."""
+    """Every violation of a failed scenario as plain text, by cause, then the reproducing YAML.
+
+    Each cause's leading violation is numbered first; those that follow from
+    it come next, each saying which one they follow.
+    """
     lines: list[str] = []
-    for number, violation in enumerate(scenario.violations, start=1):
-        lines.append(f"{number}. [{violation.kind}] {violation.rule}")
-        if violation.turn is not None:
-            lines.append(f"   turn: {violation.turn + 1}")
-        if violation.step is not None:
-            lines.append(f"   step: {violation.step}")
-        if violation.line is not None:
-            lines.append(f"   line: {violation.line}")
-        lines.append(f"   message: {violation.message}")
-        if violation.messages:
-            lines.append("   messages:")
-            lines.extend(f"     {message}" for message in violation.messages)
-        lines.append("")
+    number = 0
+    for cause in scenario_causes(scenario):
+        lead = number + 1
+        for violation in cause.violations:
+            number += 1
+            same = f" (from the same cause as {lead})" if number != lead else ""
+            lines.append(f"{number}. [{violation.kind}] {violation.rule}{same}")
+            if violation.turn is not None:
+                lines.append(f"   turn: {violation.turn + 1}")
+            if violation.step is not None:
+                lines.append(f"   step: {violation.step}")
+            if violation.line is not None:
+                lines.append(f"   line: {violation.line}")
+            lines.append(f"   message: {violation.message}")
+            if violation.messages:
+                lines.append("   messages:")
+                lines.extend(f"     {message}" for message in violation.messages)
+            lines.append("")
     if scenario.reproduce:
         lines.append("Reproduce with:")
         lines.extend(f"  {line}" for line in scenario.reproduce.rstrip("\n").splitlines())
@@ -84,7 +96,8 @@ def _testcase(parent: ET.Element, scenario: ScenarioResult) -> None:
     for key, value in props.items():
         _set(ET.SubElement(properties, "property"), name=key, value=value)
     if scenario.status == "failed":
-        first = scenario.violations[0] if scenario.violations else None
+        found = scenario_causes(scenario)
+        first = found[0].lead if found else None
         failure = ET.SubElement(case, "failure")
         _set(
             failure,
@@ -103,6 +116,9 @@ def _testcase(parent: ET.Element, scenario: ScenarioResult) -> None:
     if scenario.skipped and scenario.status != "skipped":
         out = ET.SubElement(case, "system-out")
         out.text = xml_safe("".join(f"skipped {s.headline()}\n" for s in scenario.skipped))
+    if scenario.agent_errors:
+        err = ET.SubElement(case, "system-err")
+        err.text = xml_safe("".join(f"agent: {line}\n" for line in scenario.agent_errors))
 
 
 def junit_xml(run: RunResult) -> str:

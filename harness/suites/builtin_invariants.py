@@ -131,7 +131,8 @@ def action_only_after_confirmation(
     agent message sent since the previous call of ``tool`` (the proposal; with
     ``proposal``, only agent messages matching that regex propose, and a new
     proposal voids a confirmation given to an earlier one), and one
-    confirmation allows one call. Reported at the turn of the unconfirmed call.
+    confirmation allows one call (a second one is reported as a call again, with
+    the earlier call). Reported at the turn of the unconfirmed call.
     """
     rule = "action_only_after_confirmation"
     t = Transcript(conversation)
@@ -140,6 +141,7 @@ def action_only_after_confirmation(
     proposed: dict[str | None, int] = {}
     confirmed: dict[str | None, int] = {}
     said: dict[str | None, list[int]] = {}
+    called: dict[str | None, int] = {}  # each user's previous call of the tool
     for i, event in enumerate(t.events):
         user = t.user(i)
         if isinstance(event, OutboundSend) and event.is_message:
@@ -158,6 +160,12 @@ def action_only_after_confirmation(
                 if user in proposed:
                     message = f"{tool} was called before the user confirmed the agent's proposal"
                     shown = [proposed[user], *said.get(user, [])[-3:], i]
+                elif user in called:  # a proposal there was, but an earlier call used it up
+                    earlier = _turn_no(t, called[user])
+                    message = (
+                        f"{tool} was called again with no new proposal since its call in {earlier}"
+                    )
+                    shown = [called[user], *said.get(user, [])[-3:], i]
                 else:
                     message = f"{tool} was called before the agent proposed anything to confirm"
                     shown = [*said.get(user, [])[-3:], i]
@@ -165,6 +173,7 @@ def action_only_after_confirmation(
             proposed.pop(user, None)
             confirmed.pop(user, None)
             said[user] = []
+            called[user] = i
 
 
 # -- never re-ask ------------------------------------------------------------------

@@ -181,11 +181,19 @@ def check_expectation(
         step = with_dates(step, start)
     expect = step.expect
     recent: list[Event] = list(conversation.events[since:])
-    replies = [
+    # Each problem names the events that show it, by their index in the log.
+    where = {id(event): since + offset for offset, event in enumerate(recent)}
+
+    def at(*shown: Event) -> tuple[int, ...]:
+        return tuple(where[id(e)] for e in shown)
+
+    # What the agent tried to say (refused sends included: they show why a reply is missing).
+    tried = [
         e
         for e in recent
-        if isinstance(e, OutboundSend) and e.is_message and e.ok and (e.user in (user, None))
+        if isinstance(e, OutboundSend) and e.is_message and (e.user in (user, None))
     ]
+    replies = [e for e in tried if e.ok]
     calls = [e for e in recent if isinstance(e, ToolCall) and e.user in (user, None)]
     turn = conversation.turns[-1].index if conversation.turns else None
     texts = [reply_text(r) for r in replies]
@@ -195,53 +203,66 @@ def check_expectation(
         for e in recent
         if isinstance(e, OutboundSend | ToolCall) and (e.user in (user, None))
     )
-    problems: list[str] = []
+    problems: list[tuple[str, tuple[int, ...]]] = []
 
     for needle in expect.reply_contains or ():
         if needle.lower() not in joined.lower():
-            problems.append(f"no reply contains {needle!r}")
+            problems.append((f"no reply contains {needle!r}", at(*tried)))
     if expect.reply_matches is not None and not re.search(expect.reply_matches, joined):
-        problems.append(f"no reply matches /{expect.reply_matches}/")
+        problems.append((f"no reply matches /{expect.reply_matches}/", at(*tried)))
     for needle in expect.reply_not_contains or ():
-        if needle.lower() in joined.lower():
-            problems.append(f"a reply contains {needle!r}")
+        containing = [
+            r for r, text in zip(replies, texts, strict=True) if needle.lower() in text.lower()
+        ]
+        if containing:
+            problems.append((f"a reply contains {needle!r}", at(*containing)))
     if (expect.tool_called or expect.tool_not_called) and not conversation.observes("tool"):
-        problems.append(unobserved("expect", "tool", kind_of="expectation").message)
+        problems.append((unobserved("expect", "tool", kind_of="expectation").message, ()))
     else:
         for expected in expect.tool_called or ():
             if not _calls(calls, expected):
                 made = ", ".join(c.name for c in calls) or "none"
-                problems.append(f"{_describe_tool(expected)} was not called (calls: {made})")
+                problems.append(
+                    (f"{_describe_tool(expected)} was not called (calls: {made})", at(*calls))
+                )
         for expected in expect.tool_not_called or ():
-            if _calls(calls, expected):
-                problems.append(f"{_describe_tool(expected)} was called")
+            if found := _calls(calls, expected):
+                problems.append((f"{_describe_tool(expected)} was called", at(*found)))
     if expect.no_reply_within is not None:
         early = [r for r in replies if r.at - step_at <= expect.no_reply_within]
         if early:
             problems.append(
-                f"the agent replied within {expect.no_reply_within.total_seconds():g}s"
-                f" ({len(early)} message{'s' if len(early) > 1 else ''})"
+                (
+                    f"the agent replied within {expect.no_reply_within.total_seconds():g}s"
+                    f" ({len(early)} message{'s' if len(early) > 1 else ''})",
+                    at(*early),
+                )
             )
     if expect.replies is not None and len(replies) != expect.replies:
-        problems.append(f"expected {expect.replies} replies, got {len(replies)}")
+        problems.append((f"expected {expect.replies} replies, got {len(replies)}", at(*tried)))
     last = replies[-1] if replies else None
     if expect.template is not None:
         if last is None:
-            problems.append("no reply to check for a template")
+            problems.append(("no reply to check for a template", ()))
         elif last.is_template != expect.template:
             problems.append(
-                "the last reply was a template"
-                if last.is_template
-                else "the last reply was not a template"
+                (
+                    "the last reply was a template"
+                    if last.is_template
+                    else "the last reply was not a template",
+                    at(last),
+                )
             )
     if expect.status is not None:
         if last is None or last.wamid is None:
-            problems.append(f"no reply whose status could be {expect.status}")
+            problems.append((f"no reply whose status could be {expect.status}", ()))
         else:
             reached = {s.status for s in conversation.statuses() if s.wamid == last.wamid}
             if expect.status not in reached:
                 seen = ", ".join(sorted(reached)) or "none"
-                problems.append(f"the last reply never reached {expect.status} (statuses: {seen})")
+                problems.append(
+                    (f"the last reply never reached {expect.status} (statuses: {seen})", at(last))
+                )
 
     return [
         Violation(
@@ -252,6 +273,7 @@ def check_expectation(
             step=step.index,
             line=step.line,
             messages=shown,
+            events=events,
         )
-        for problem in problems
+        for problem, events in problems
     ]

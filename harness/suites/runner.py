@@ -40,6 +40,7 @@ from harness.agent_contract import explain_agent_error, loop_errors
 from harness.channel import AgentFactory, ChannelSession, ChannelSetup, UserSpec, settings_check
 from harness.clock import DEFAULT_REAL_WORK_LIMIT
 from harness.exceptions import ConfigError, HarnessError, StepError
+from harness.failures import collecting_failures
 from harness.inflight import running_on
 from harness.plugins import ChannelPlugin, load_channel_plugins
 from harness.recording import Recording
@@ -105,6 +106,7 @@ class _Progress:
     violations: list[Violation] = field(default_factory=list)
     turns_after: list[int] = field(default_factory=list)
     skipped: list[Skip] = field(default_factory=list)
+    agent_errors: list[str] = field(default_factory=list)
 
 
 class Runner:
@@ -373,11 +375,12 @@ class Runner:
             crashes: AbstractAsyncContextManager[list[BaseException]] = (
                 loop_errors() if self.factory is not None else nullcontext([])
             )
-            with running_on(session.clock):
+            with running_on(session.clock), collecting_failures() as agent_errors:
                 async with crashes as crashed:
                     conversation, error = await self._run(
                         scenario, session, users, progress, checks, before_close, fit
                     )
+            progress.agent_errors.extend(agent_errors)
             if crashed and error is None:
                 error = explain_agent_error(crashed[0])
         violations = tuple(progress.violations)
@@ -399,6 +402,7 @@ class Runner:
                 else ""
             ),
             skipped=tuple(progress.skipped),
+            agent_errors=tuple(progress.agent_errors),
         )
 
     async def _run(

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from harness.durations import format_duration
+from harness.providers import exchange_label
 from harness.results import Violation
 from harness.trace import (
     EVENT_ADAPTER,
@@ -87,7 +88,7 @@ def _body(event: Event, name: str, to: str) -> str:
         return f"status {event.status}{errors}"
     if isinstance(event, LLMExchange):
         stop = f" (stop {event.stop_reason})" if event.stop_reason else ""
-        return f"llm {event.model}{stop}"
+        return f"llm {exchange_label(event)}{stop}"
     if isinstance(event, ClockJump):
         jumped = format_duration(event.at - event.previous, plus=True)
         return f"clock {jumped}" + (f" ({event.reason})" if event.reason else "")

@@ -1,9 +1,12 @@
 // Filters the report by status. The filter lives in the page's hash
 // (#all, #passed, #failed, #error, #skipped) so a link can open the report filtered;
 // any other hash is a scenario or turn anchor and shows it.
+// The scenarios that did not fail sit in a folded <details>: it opens when they are
+// asked for (their filter, or an anchor inside), and disappears when none is shown.
 (function () {
   "use strict";
   var FILTERS = ["all", "passed", "failed", "error", "skipped"];
+  var FOLDED = ["passed", "skipped"];
   var current = "all";
 
   function apply() {
@@ -14,6 +17,18 @@
         items[i].removeAttribute("hidden");
       } else {
         items[i].setAttribute("hidden", "");
+      }
+    }
+    var folded = document.querySelector("details.passing");
+    if (folded) {
+      var shown = folded.querySelectorAll(".scenario:not([hidden])").length;
+      if (shown) {
+        folded.removeAttribute("hidden");
+      } else {
+        folded.setAttribute("hidden", "");
+      }
+      if (FOLDED.indexOf(current) >= 0) {
+        folded.open = true;
       }
     }
     var links = document.querySelectorAll("[data-filter]");
@@ -37,6 +52,10 @@
     }
     apply();
     if (target) {
+      var fold = target.closest("details");
+      if (fold) {
+        fold.open = true;
+      }
       target.scrollIntoView();
     }
   }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import itertools
 import json
 from collections.abc import AsyncIterator, MutableMapping
 from datetime import timedelta
@@ -279,7 +280,7 @@ def test_the_default_retry_schedule_is_metas() -> None:
     # whatsapp-cloud-api.md: at 0 s, 10 s, 1 min, 10 min, 1 h, then hourly, for 7 days.
     offsets = SimulatorConfig().retry_offsets()
     assert offsets[:7] == [0, 10, 60, 600, 3600, 7200, 10800]
-    assert all(later - earlier == 3600 for earlier, later in zip(offsets[4:], offsets[5:]))
+    assert all(later - earlier == 3600 for earlier, later in itertools.pairwise(offsets[4:]))
     assert offsets[-1] <= 7 * 24 * 3600 < offsets[-1] + 3600
 
 

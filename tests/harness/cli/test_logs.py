@@ -1,11 +1,17 @@
-"""Log records on the command line are one line each: no traceback reaches the terminal."""
+"""Log records on the command line are one line each: no traceback reaches the terminal.
+
+The agent's own background work that fails during a replay is not logged at all: the
+result reports it, a line per failure.
+"""
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from harness.cli.logs import OneLineFormatter
@@ -25,21 +31,35 @@ def test_a_record_with_an_exception_is_one_line() -> None:
     assert line == "error: agents.x: task failed (ValueError: the store said no)"
 
 
-def test_an_agent_failing_in_a_replay_logs_one_line_not_a_traceback(tmp_path: Path) -> None:
+def test_an_agent_failing_in_a_replay_is_reported_in_the_result_not_logged(
+    tmp_path: Path,
+) -> None:
     prompt = tmp_path / "system.md"
     prompt.write_text("You are a rude assistant.\n", encoding="utf-8")
+    reports = tmp_path / "reports"
     done = subprocess.run(
-        [sys.executable, "-m", "harness", "replay", str(FIXTURE), "--prompt", f"system={prompt}"],
+        [
+            *(sys.executable, "-m", "harness", "replay", str(FIXTURE)),
+            *("--prompt", f"system={prompt}", "--report-dir", str(reports)),
+        ],
         capture_output=True,
         text=True,
         cwd=ROOT,
         check=False,
     )
     assert done.returncode == 3  # the changed prompt diverges from the recording
-    assert "Traceback" not in done.stderr + done.stdout
-    lines = [line for line in done.stderr.splitlines() if "background task failed" in line]
-    assert lines
-    assert lines[0].startswith("error: agents.booking.core: background task failed (Divergence:")
+    assert done.stderr == ""  # nothing logged: no traceback, not even a line
+    failure = "background task failed: Divergence: replay diverged: system prompt differs"
+    [line] = [line for line in done.stdout.splitlines() if line.startswith("  agent: ")]
+    assert line.startswith(f"  agent: {failure}")
+    report = json.loads((reports / "report.json").read_text(encoding="utf-8"))
+    [reported] = report["scenarios"][0]["agent_errors"]
+    assert line == f"  agent: {reported}"
+    junit = ET.parse(reports / "junit.xml").getroot()
+    assert (junit.findtext("testsuite/testcase/system-err") or "").startswith(f"agent: {failure}")
+    html = (reports / "report.html").read_text(encoding="utf-8")
+    assert '<ul class="agent-errors"' in html
+    assert f"<li>agent: {failure}" in html
 
 
 def test_a_recording_cut_short_replays_with_its_warning_on_one_line(tmp_path: Path) -> None:

@@ -151,3 +151,60 @@ def test_v_prints_a_line_for_each_scenario_as_it_finishes(
     out = capsys.readouterr().out
     assert "PASS  book a table (" in out
     assert "PASS  book another table (" in out
+
+
+def _table_rows(out: str) -> list[str]:
+    return [line for line in out.splitlines() if ".yaml " in line and "direct " in line]
+
+
+def test_the_table_lists_failures_with_their_files_and_counts_the_passes(
+    suite: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _run() == EXIT_FAILED
+    out = capsys.readouterr().out
+    rows = _table_rows(out)
+    assert [row.split()[:3] for row in rows] == [
+        ["wrong", "day", "expected"],
+        ["also", "wrong", "suite/d_also_wrong.yaml"],
+    ]
+    assert "suite/b_wrong_day.yaml" in rows[0]
+    assert "2 passed (-v lists them)" in out.splitlines()
+
+
+def test_with_v_the_table_lists_the_passes_too(
+    suite: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _run("-v") == EXIT_FAILED
+    out = capsys.readouterr().out
+    assert len(_table_rows(out)) == 4
+    assert "(-v lists them)" not in out
+
+
+def test_the_run_says_the_offline_stand_in_answered_not_the_model_it_names(
+    suite: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _run("-k", "book", "--report-dir", "r") == EXIT_OK
+    lines = capsys.readouterr().out.splitlines()
+    [model] = [line for line in lines if line.startswith("model: ")]
+    assert model.endswith(
+        " model calls: the offline stand-in (no model), asked for claude-sonnet-4-6"
+    )
+    report = json.loads((Path("r") / "report.json").read_text(encoding="utf-8"))
+    [counted] = report["summary"]["models"]
+    assert (counted["provider"], counted["source"]) == ("offline-stand-in", "live")
+    assert model == f"model: {counted['label']}"
+    html = (Path("r") / "report.html").read_text(encoding="utf-8")
+    assert "model call · the offline stand-in (no model), asked for claude-sonnet-4-6" in html
+
+
+def test_record_names_the_offline_stand_in_as_each_answer_is_recorded(
+    suite: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = _harness("record", "suite/a_book.yaml", "--target", TARGET, "--out", "fixture")
+    assert code == EXIT_OK
+    models = [line for line in capsys.readouterr().out.splitlines() if " model " in line]
+    assert models
+    stand_in = "model the offline stand-in (no model), asked for claude-sonnet-4-6: "
+    assert all(line.split("s  ", 1)[1].startswith(stand_in) for line in models)
+    meta = json.loads((Path("fixture") / "meta.json").read_text(encoding="utf-8"))
+    assert (meta["model"], meta["provider"]) == ("claude-sonnet-4-6", "offline-stand-in")

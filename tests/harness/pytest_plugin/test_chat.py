@@ -40,7 +40,8 @@ async def test_a_redelivered_confirm_books_twice_without_dedupe(wa):
     await wa.say("user", "Could I book a table for friday at 9pm?")
     await wa.tap("user", "confirm")
     await wa.redeliver("user")
-    assert_invariants(wa.trace(), ["no_repeated_side_effects"])
+    confirmed = {"action_only_after_confirmation": {"proposal": "shall I (confirm|book)"}}
+    assert_invariants(wa.trace(), [confirmed, "no_repeated_side_effects"])
 """
 
 
@@ -53,10 +54,13 @@ def test_a_test_plays_the_user_and_checks_replies_tools_and_invariants(
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "E *InvariantsFailed: 1 invariant violation:",
+            "E *InvariantsFailed: 2 invariant violations:",
             "E * ✗ no_repeated_side_effects at turn 2: the redelivered message 'Confirm' made "
             "book_appointment run again*",
             "E *     [[]turn 2[]] user user (redelivered): Confirm [[]button confirm[]]",
+            "E *   1 more from the same cause:",
+            "E *     - action_only_after_confirmation at turn 2: book_appointment was called "
+            "again with no new proposal*",
         ]
     )
 

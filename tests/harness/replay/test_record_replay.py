@@ -84,6 +84,9 @@ async def test_meta_names_the_scenario_channel_model_and_keeps_the_scenario(happ
     models = {record["model"] for record in _lines(happy / "llm.jsonl")}
     assert models == {meta["model"]}
     assert meta["model"].startswith("claude-")
+    # ... and who answered it: the offline stand-in, not the model it names.
+    providers = {record["provider"] for record in _lines(happy / "llm.jsonl")}
+    assert providers == {meta["provider"]} == {"offline-stand-in"}
     # The scenario itself travels with the fixture, so a replay needs no YAML file.
     again = parse_scenario(meta["scenario_yaml"])
     assert again.to_yaml() == scenario.to_yaml()
@@ -184,7 +187,11 @@ async def test_spans_use_genai_attribute_names(happy: Path) -> None:
     for span, record in zip(spans, records, strict=True):
         attributes = span["attributes"]
         assert attributes["gen_ai.operation.name"] == "chat"
-        assert attributes["gen_ai.system"] == "anthropic"
+        # The bundled agent answers with its offline stand-in: no span says Anthropic did.
+        assert attributes["gen_ai.provider.name"] == "offline-stand-in"
+        assert attributes["gen_ai.system"] == "offline-stand-in"
+        assert attributes["harness.llm.provider"] == "the offline stand-in (no model)"
+        assert attributes["harness.llm.source"] == "live"
         assert attributes["gen_ai.request.model"] == record.model
         assert attributes["gen_ai.usage.input_tokens"] == record.input_tokens
         assert attributes["gen_ai.usage.output_tokens"] == record.output_tokens

@@ -84,16 +84,48 @@ def _summary(run: RunResult) -> str:
     return console.export_text()
 
 
-def test_summary_table_lists_every_scenario() -> None:
+def _rows(text: str) -> dict[str, list[str]]:
+    rows = [line for line in text.splitlines() if "whatsapp" in line and ".yaml  " in line]
+    return {line.split()[0]: line.split() for line in rows}
+
+
+def test_summary_table_lists_the_failing_scenarios_with_their_files() -> None:
     text = _summary(booking_run())
     header = next(line for line in text.splitlines() if "Scenario" in line)
-    assert header.split() == ["Scenario", "Channel", "Status", "Violations", "Time"]
-    rows = {line.split()[0]: line.split() for line in text.splitlines() if "whatsapp" in line[:40]}
-    assert rows["happy"] == ["happy", "booking", "whatsapp", "PASS", "0", "0.12s"]
-    assert rows["double"] == ["double", "booking", "whatsapp", "FAIL", "2", "0.31s"]
-    assert rows["agent"] == ["agent", "crash", "whatsapp", "ERROR", "-", "0.05s"]
+    assert header.split() == ["Scenario", "File", "Channel", "Status", "Violations", "Time"]
+    rows = _rows(text)
+    assert set(rows) == {"double", "agent"}  # the passing scenario is not a row
+    assert rows["double"] == [
+        *("double", "booking", "scenarios/booking/double.yaml", "whatsapp", "FAIL", "2", "0.31s")
+    ]
+    assert rows["agent"] == [
+        *("agent", "crash", "scenarios/booking/crash.yaml", "whatsapp", "ERROR", "-", "0.05s")
+    ]
+    assert "1 passed (-v lists them)" in text.splitlines()
     assert text.rstrip().splitlines()[-1] == "3 scenarios: 1 passed, 1 failed, 1 error in 0.48s"
     assert "\x1b[" not in text
+
+
+def test_with_v_the_table_lists_every_scenario() -> None:
+    console = Console(record=True, width=120, color_system=None, file=StringIO())
+    print_summary(booking_run(), console, verbose=True)
+    text = console.export_text()
+    rows = _rows(text)
+    assert set(rows) == {"happy", "double", "agent"}
+    assert rows["happy"] == [
+        *("happy", "booking", "scenarios/booking/happy.yaml", "whatsapp", "PASS", "0", "0.12s")
+    ]
+    assert "(-v lists them)" not in text
+
+
+def test_a_run_that_passed_is_one_line_and_the_totals() -> None:
+    passed = RunResult(scenarios=(happy_booking(),), duration_s=0.12)
+    lines = [line for line in _summary(passed).splitlines() if line]
+    assert lines == [
+        "1 passed (-v lists them)",
+        "model: 1 model call: claude-x via an unrecorded provider",
+        "1 scenario: 1 passed, 0 failed, 0 errors in 0.12s",
+    ]
 
 
 def test_summary_details_each_failure_with_its_messages_and_reproduction() -> None:

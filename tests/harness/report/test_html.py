@@ -18,6 +18,7 @@ from harness.trace import (
     DeliveryAttempt,
     ErrorInfo,
     Event,
+    LLMExchange,
     OutboundSend,
     StatusUpdate,
 )
@@ -57,18 +58,37 @@ def test_templates_ship_as_package_data() -> None:
         assert folder.joinpath(name).is_file(), name
 
 
-def test_one_section_per_scenario_with_its_status(page: Element) -> None:
+def test_failures_come_first_and_the_passes_are_folded(page: Element) -> None:
     sections = page.find_all("section", "scenario")
     assert [(s.attrs["data-status"], s.find("h2").text.split(None, 1)[1]) for s in sections] == [
-        ("passed", "happy booking"),
         ("failed", "double booking"),
         ("error", "agent crash"),
+        ("passed", "happy booking"),
     ]
     ids = [s.attrs["id"] for s in sections]
-    assert len(set(ids)) == 3
+    assert ids == [
+        "scenario-2-double-booking",
+        "scenario-3-agent-crash",
+        "scenario-1-happy-booking",
+    ]
+    folded = page.find("details", "passing")
+    assert "open" not in folded.attrs  # closed until opened
+    assert folded.find("summary").text == "1 passed"
+    assert [s.attrs["id"] for s in folded.find_all("section", "scenario")] == [ids[2]]
+    assert all(folded not in s.ancestors() for s in sections[:2])
     nav = page.find_all("li", "nav-item")
-    assert [n.attrs["data-status"] for n in nav] == ["passed", "failed", "error"]
+    assert [n.attrs["data-status"] for n in nav] == ["failed", "error", "passed"]
     assert [n.find("a").attrs["href"] for n in nav] == [f"#{i}" for i in ids]
+
+
+def test_names_are_whole_and_a_run_without_passes_folds_nothing() -> None:
+    failing = parse(render_html(RunResult(scenarios=(double_booking(),))))
+    assert failing.find_all("details", "passing") == []
+    long_name = "a scenario whose name is long " * 8
+    passing = RunResult(scenarios=(ScenarioResult(name=long_name, status="passed"),))
+    page = parse(render_html(passing))
+    assert page.find("details", "passing").find("h2").text.endswith(long_name)
+    assert page.find("li", "nav-item").find("a").text == long_name  # whole, never cut
 
 
 def test_header_has_totals_and_filters(page: Element) -> None:
@@ -378,8 +398,52 @@ def test_receipts_typing_and_model_calls_are_tiny_chips(page: Element) -> None:
     notes = [n.find("span", "chip") for n in _section(page, "passed").find_all("div", "note")]
     assert [(n.attrs["class"], n.text) for n in notes] == [
         ("chip chip-receipt", "✓✓ marked as read"),
-        ("chip chip-llm", "model call · claude-x · 812→64 tokens"),
+        ("chip chip-llm", "model call · claude-x via an unrecorded provider · 812→64 tokens"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("provider", "source", "chip"),
+    [
+        (
+            "offline-stand-in",
+            "live",
+            "model call · the offline stand-in (no model), asked for claude-sonnet-4-6"
+            " · 1877→44 tokens (estimated)",
+        ),
+        (
+            "offline-stand-in",
+            "recorded",
+            "model call · recorded: the offline stand-in (no model), asked for claude-sonnet-4-6"
+            " · 1877→44 tokens (estimated)",
+        ),
+        (
+            "anthropic",
+            "live",
+            "model call · claude-sonnet-4-6 via the Anthropic API · 1877→44 tokens",
+        ),
+    ],
+)
+def test_a_model_call_names_who_answered_it(provider: str, source: str, chip: str) -> None:
+    exchange = LLMExchange(
+        at=at(2),
+        user=USER,
+        key="k",
+        model="claude-sonnet-4-6",
+        input_tokens=1877,
+        output_tokens=44,
+        provider=provider,
+        source=source,  # type: ignore[arg-type]  # a literal, parametrized
+    )
+    events: list[Event] = [*inbound(0, "w.1", "hi", "d1"), exchange, reply(3, "w.o", "hello")]
+    conversation = Conversation.from_events(events)
+    scenario = ScenarioResult(name="s", status="passed", conversation=conversation)
+    page = parse(render_html(RunResult(scenarios=(scenario,))))
+    assert page.find("span", "chip-llm").text == chip
+    assert "model call · claude-sonnet-4-6 ·" not in page.find("section").text
+    [models] = page.find_all("span", "models")
+    assert models.attrs["data-provider"] == provider
+    assert models.text.startswith("model: 1 model call")
 
 
 def test_clock_jumps_are_dividers(page: Element) -> None:
@@ -444,6 +508,25 @@ def test_a_violation_is_highlighted_at_its_turn(page: Element) -> None:
     first_turn = failing.find("div", "turn", data_turn="0")
     assert "violated" not in first_turn.classes
     assert first_turn.find_all("div", "violation") == []
+
+
+def test_a_cause_leads_and_what_follows_is_drawn_inside_it() -> None:
+    scenario = double_booking()
+    lead = scenario.violations[0]
+    follow = Violation(
+        kind="expectation", rule="expect", message="1 booking expected", turn=1, events=lead.events
+    )
+    run = RunResult(scenarios=(scenario.model_copy(update={"violations": (follow, lead)}),))
+    section = parse(render_html(run)).find("section", "scenario")
+    [summary] = section.find_all("ol", "causes")
+    [item] = summary.find_all("li")
+    assert item.find("a").text == lead.headline()
+    assert item.find("a").attrs["href"] == f"#{section.attrs['id']}-turn-2"
+    assert item.find("span", "follow-count").text == "+1 from the same cause"
+    [box] = section.find_all("div", "violation")
+    assert box.attrs["data-rule"] == "no_repeated_side_effects"
+    assert box.find("li", "follow").text == follow.headline()
+    assert box.find("li", "follow").attrs["data-rule"] == "expect"
 
 
 def test_violations_without_a_turn_go_to_the_top(page: Element) -> None:

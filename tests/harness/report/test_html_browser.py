@@ -42,25 +42,28 @@ def _dom(chromium: str, tmp_path: Path, url: str) -> Element:
 def test_the_browser_draws_every_scenario(chromium: str, report: Path, tmp_path: Path) -> None:
     dom = _dom(chromium, tmp_path, report.as_uri())
     sections = dom.find_all("section", "scenario")
-    assert [s.attrs["data-status"] for s in sections] == ["passed", "failed", "error"]
+    assert [s.attrs["data-status"] for s in sections] == ["failed", "error", "passed"]
     assert all("hidden" not in s.attrs for s in sections)
     assert dom.find("body").attrs["data-filter"] == "all"  # the script ran
     pressed = [a.attrs["data-filter"] for a in dom.find_all("a", aria_pressed="true")]
     assert pressed == ["all"]
+    folded = dom.find("details", "passing")
+    assert "open" not in folded.attrs  # the passes wait, folded, under the failures
+    assert "hidden" not in folded.attrs
 
-    failing = sections[1]
+    failing = sections[0]
     violation = failing.find("div", "violation", data_rule="no_repeated_side_effects")
     turn = next(a for a in violation.ancestors() if "turn" in a.classes)
     assert (turn.attrs["data-turn"], turn.find("a", "turn-label").text) == ("1", "Turn 2")
     assert "violated" in turn.classes
-    assert [t.attrs["data-tick"] for t in sections[0].find_all("span", "ticks")] == [
+    assert [t.attrs["data-tick"] for t in sections[2].find_all("span", "ticks")] == [
         "read",
         "delivered",
         "sent",
     ]
     assert failing.find("div", "duplicate").find("span", "chip").text == "duplicate delivery"
-    assert sections[0].find("div", "tool").attrs["data-tool"] == "check_availability"
-    assert sections[0].find("div", "divider-jump").text == "⏩ 25h later · wait 25h"
+    assert sections[2].find("div", "tool").attrs["data-tool"] == "check_availability"
+    assert sections[2].find("div", "divider-jump").text == "⏩ 25h later · wait 25h"
     # the user's <script> stayed text: the page's own script is the only one
     assert len(dom.find_all("script")) == 1
     assert "<script>alert" in failing.find("div", "msg-in").find("div", "text").text
@@ -90,6 +93,48 @@ def test_the_hash_filters_the_scenarios(
     }
     assert listed == shown
     assert dom.find("a", "filter", data_filter=fragment).attrs["aria-pressed"] == "true"
+    folded = dom.find("details", "passing")
+    assert ("hidden" not in folded.attrs) == ("passed" in shown)
+    assert ("open" in folded.attrs) == (fragment == "passed")  # asked for: unfolded
+
+
+def test_an_anchor_to_a_passing_scenario_unfolds_it(
+    chromium: str, report: Path, tmp_path: Path
+) -> None:
+    dom = _dom(chromium, tmp_path, f"{report.as_uri()}#scenario-1-happy-booking")
+    assert "open" in dom.find("details", "passing").attrs
+
+
+# Measures, in the page, every scenario name that its box cuts short or ellipsizes.
+_MEASURE = """<script>
+var cut = [];
+document.querySelectorAll(".sidebar a, .scenario-head h2").forEach(function (box) {
+  if (box.scrollWidth > box.clientWidth + 1 || getComputedStyle(box).textOverflow === "ellipsis") {
+    cut.push(box.textContent);
+  }
+});
+document.body.setAttribute("data-cut", JSON.stringify(cut));
+</script>
+</body>"""
+
+
+def test_no_scenario_name_is_cut_short(chromium: str, tmp_path: Path) -> None:
+    long_name = "the guest books a table for a party of twelve on new year's eve " * 3
+    run = booking_run()
+    named = run.model_copy(
+        update={
+            "scenarios": (*run.scenarios, run.scenarios[0].model_copy(update={"name": long_name}))
+        }
+    )
+    page = write_html(named, tmp_path / "report.html")
+    page.write_text(page.read_text(encoding="utf-8").replace("</body>", _MEASURE), encoding="utf-8")
+    done = _run(
+        chromium, tmp_path / "profile", "--window-size=1280,2000", "--dump-dom", page.as_uri()
+    )
+    dom = parse(done.stdout)
+    assert dom.find("body").attrs["data-cut"] == "[]"
+    links = [a.text for a in dom.find_all("li", "nav-item")]
+    assert long_name.strip() in [text.strip() for text in links]
 
 
 def test_a_scenario_anchor_shows_everything(chromium: str, report: Path, tmp_path: Path) -> None:

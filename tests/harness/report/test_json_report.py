@@ -18,7 +18,22 @@ def test_report_is_the_run_plus_a_summary(tmp_path: Path) -> None:
     run = booking_run()
     path = write_json(run, tmp_path / "out" / "report.json")
     data = json.loads(path.read_text(encoding="utf-8"))
-    assert data["summary"] == {"passed": 1, "failed": 1, "errors": 1, "skipped": 0, "total": 3}
+    assert data["summary"] == {
+        "passed": 1,
+        "failed": 1,
+        "errors": 1,
+        "skipped": 0,
+        "total": 3,
+        "models": [
+            {
+                "provider": None,
+                "model": "claude-x",
+                "source": "live",
+                "calls": 1,
+                "label": "1 model call: claude-x via an unrecorded provider",
+            }
+        ],
+    }
     del data["summary"]
     assert data == run.model_dump(mode="json")
 
@@ -35,6 +50,7 @@ def test_summary_of_an_empty_run() -> None:
         "errors": 0,
         "skipped": 0,
         "total": 0,
+        "models": [],
     }
 
 

@@ -68,9 +68,11 @@ def test_the_summary_lists_every_skip_with_its_place_and_reason() -> None:
     console = Console(record=True, width=200, color_system=None, file=StringIO())
     print_summary(_run(), console)
     lines = console.export_text().splitlines()
-    row = next(line for line in lines if line.startswith("chunked policy"))
-    assert row.split()[2:4] == ["direct", "SKIP"]
-    assert row.split()[4] == "-"
+    assert lines[0] == "1 passed, 1 skipped (-v lists them)"  # no failure: no table
+    console = Console(record=True, width=200, color_system=None, file=StringIO())
+    print_summary(_run(), console, verbose=True)
+    row = next(line for line in console.export_text().splitlines() if "chunked policy" in line)
+    assert row.split()[3:6] == ["direct", "SKIP", "-"]
     start = lines.index("PASS happy booking  (scenarios/booking/happy.yaml, direct, seed 7)")
     assert lines[start + 1 : start + 3] == [
         f"  - skipped steps[3].expect.status (line 9): {NO_STATUS}",
@@ -83,7 +85,22 @@ def test_the_summary_lists_every_skip_with_its_place_and_reason() -> None:
 
 def test_the_json_report_keeps_every_skip(tmp_path: Path) -> None:
     data = json.loads(write_json(_run(), tmp_path / "report.json").read_text(encoding="utf-8"))
-    assert data["summary"] == {"passed": 1, "failed": 0, "errors": 0, "skipped": 1, "total": 2}
+    assert data["summary"] == {
+        "passed": 1,
+        "failed": 0,
+        "errors": 0,
+        "skipped": 1,
+        "total": 2,
+        "models": [
+            {
+                "provider": None,
+                "model": "claude-x",
+                "source": "live",
+                "calls": 1,
+                "label": "1 model call: claude-x via an unrecorded provider",
+            }
+        ],
+    }
     partly, whole = data["scenarios"]
     assert whole["status"] == "skipped"
     assert whole["skipped"] == [

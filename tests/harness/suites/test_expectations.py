@@ -372,8 +372,30 @@ def test_a_violation_names_the_step_its_line_and_the_turn() -> None:
         assert violation.line == 3
         assert violation.turn == conversation.turns[-1].index == 1
         assert violation.messages == shown
-        assert violation.events == ()
+        assert violation.events == (4,)  # Ana's reply: what fell short
     assert found[0].headline() == "expect at turn 2 (line 3): no reply contains 'Saturday'"
+
+
+def test_an_unmet_expectation_points_at_the_events_that_broke_it() -> None:
+    earlier: list[Event] = [_inbound("friday 8pm", wamid="wamid.in0", s=-60)]
+    events = [
+        *earlier,
+        _inbound("Confirm", s=0),
+        _tool("book_appointment", s=1, date="2026-01-02"),
+        _send("Booked!", s=2, wamid="wamid.out1"),
+        _tool("book_appointment", s=3, date="2026-01-02"),
+    ]
+    step = _step("{tool_not_called: book_appointment, replies: 0, reply_not_contains: Booked}")
+    found = {v.message: v.events for v in _check(step, events, since=1)}
+    assert found == {
+        "book_appointment was called": (2, 4),  # both calls, not the user's message
+        "expected 0 replies, got 1": (3,),
+        "a reply contains 'Booked'": (3,),
+    }
+    # A missing reply points at what the agent tried to send, refused sends included.
+    refused = [_inbound("hi"), _send("too long", error=REFUSED)]
+    [missing] = _check(_step("{reply_contains: Hello}"), refused)
+    assert missing.events == (1,)
 
 
 def test_a_step_built_in_code_and_a_conversation_without_turns() -> None:

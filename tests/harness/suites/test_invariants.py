@@ -586,7 +586,17 @@ def _at(seconds: float = 0) -> datetime:
         (StatusUpdate(at=_at(), user="ana", wamid="o", status="read"), "status read"),
         (
             LLMExchange(at=_at(), key="k", model="claude-x", stop_reason="tool_use"),
-            "llm claude-x (stop tool_use)",
+            "llm claude-x via an unrecorded provider (stop tool_use)",
+        ),
+        (
+            LLMExchange(at=_at(), key="k", model="claude-x", provider="anthropic"),
+            "llm claude-x via the Anthropic API",
+        ),
+        (
+            LLMExchange(
+                at=_at(), key="k", model="claude-x", provider="offline-stand-in", source="recorded"
+            ),
+            "llm recorded: the offline stand-in (no model), asked for claude-x",
         ),
         (ClockJump(at=_at(90000), previous=_at(), reason="wait"), "clock +1d1h (wait)"),
         (
@@ -712,6 +722,24 @@ def test_a_confirmation_allows_one_call_and_a_redelivered_yes_confirms_nothing()
     assert violation.turn == 1
     assert violation.events[-1] == again
     assert violation.messages[-1] == f"[turn 2] {FRIDAY_CALL}"
+
+
+def test_a_second_call_on_a_used_confirmation_says_so_and_never_that_nothing_was_proposed() -> None:
+    log = Log()
+    log.user("Friday at 9")
+    log.agent("Friday 9:00: shall I book it?")
+    yes = log.user("yes")
+    first = log.tool("book_appointment", FRIDAY)
+    log.agent("Booked!")
+    log.redeliver(yes)
+    again = log.tool("book_appointment", FRIDAY)
+    found = action_only_after_confirmation(log.conversation(), proposal="shall I")
+    violation = one(found)
+    assert "proposed anything" not in violation.message
+    assert violation.message == (
+        "book_appointment was called again with no new proposal since its call in turn 2"
+    )
+    assert violation.events == (first, again)
 
 
 def test_action_only_after_confirmation_parameters() -> None:
