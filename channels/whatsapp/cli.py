@@ -113,6 +113,14 @@ def simulator_options(command: F) -> F:
     help="Bearer token the control API (/_harness/) requires; needed to serve beyond "
     "loopback. Also read from HARNESS_CONTROL_TOKEN.",
 )
+@click.option(
+    "--throughput-mps",
+    default=80,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Messages per second the business number may send before 130429 (Meta: 80, "
+    "1000 once upgraded).",
+)
 @simulator_options
 def serve_command(
     host: str,
@@ -120,6 +128,7 @@ def serve_command(
     webhook_url: str | None,
     public_url: str | None,
     control_token: str | None,
+    throughput_mps: int,
     app_secret: str,
     verify_token: str,
     access_token: str,
@@ -151,6 +160,7 @@ def serve_command(
         waba_id=waba_id,
         display_phone_number=display_phone_number,
         public_url=public_url or f"http://{host}:{port}",
+        throughput_mps=throughput_mps,
     )
     if seed is not None:
         faults = faults.model_copy(update={"seed": seed})

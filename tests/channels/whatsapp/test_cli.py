@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from channels.whatsapp.cli import is_loopback, serve_command
+from channels.whatsapp.config import SimulatorConfig
 from tests.bots.loopback import free_port
 
 
@@ -84,3 +85,51 @@ async def test_harness_serve_with_a_token_from_the_environment_wants_it_on_the_c
         process.terminate()
         out, _ = await process.communicate()
     assert "(with a control token)" in out.decode()
+
+
+@pytest.mark.network
+async def test_harness_serve_sends_at_the_throughput_it_is_given() -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    process = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "harness", "serve", "--port", str(port), "--throughput-mps", "3"),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    config = SimulatorConfig()
+    template = {"name": "hello_world", "language": {"code": "en_US"}}
+    try:
+        async with httpx.AsyncClient(base_url=base, timeout=10) as client:
+            deadline = time.monotonic() + 20
+            while True:
+                try:
+                    if (await client.get("/openapi.json")).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if process.returncode is not None:
+                    pytest.fail((await process.communicate())[1].decode())
+                assert time.monotonic() < deadline, "harness serve did not start in 20 s"
+                await asyncio.sleep(0.1)
+            codes = []
+            started = time.monotonic()
+            for n in range(8):  # at once: three fit in one second's budget, then one per 1/3 s
+                answer = await client.post(
+                    f"/v25.0/{config.phone_number_id}/messages",
+                    headers={"Authorization": f"Bearer {config.access_token}"},
+                    json={
+                        "messaging_product": "whatsapp",
+                        "to": f"155500000{n:02d}",
+                        "type": "template",
+                        "template": template,
+                    },
+                )
+                codes.append(answer.json().get("error", {}).get("code", answer.status_code))
+            took = time.monotonic() - started
+    finally:
+        process.terminate()
+        await process.communicate()
+    assert codes[:3] == [200, 200, 200]
+    assert set(codes) == {200, 130429}
+    assert codes.count(200) <= 3 + int(took * 3)
