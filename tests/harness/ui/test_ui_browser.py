@@ -8,13 +8,15 @@ unless ``CI`` or ``HARNESS_REQUIRE_BROWSER`` is set: then it fails.
 from __future__ import annotations
 
 import os
-import selectors
+import queue
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
@@ -40,48 +42,54 @@ def prompt_dir(tmp_path: Path) -> Path:
     return folder
 
 
-def _serving_url(process: subprocess.Popen[str], within: float = 30) -> str:
-    """The URL ``harness ui`` prints once it listens."""
-    assert process.stdout is not None
-    deadline = time.monotonic() + within
-    with selectors.DefaultSelector() as selector:
-        selector.register(process.stdout, selectors.EVENT_READ)
-        while time.monotonic() < deadline:
-            if not selector.select(timeout=deadline - time.monotonic()):
-                break
-            line = process.stdout.readline()
-            if not line:
-                break
-            if "serving on " in line:
-                return line.split("serving on ", 1)[1].split()[0]
-    process.kill()
-    raise AssertionError(f"harness ui did not start: {process.communicate()[1][-2000:]}")
+def _pump(stream: IO[str], lines: queue.Queue[str]) -> None:
+    for line in stream:
+        lines.put(line)
 
 
 @pytest.fixture
 def server(prompt_dir: Path, tmp_path: Path) -> Iterator[str]:
+    """``harness ui`` on a free port, and the URL it prints once it listens."""
     command = [
         sys.executable, "-m", "harness", "ui", *(str(FIXTURES / n) for n in NAMES),
         "--port", "0", "--agent-setting", f"BOOKING_PROMPT_DIR={prompt_dir}",
     ]  # fmt: skip
-    process = subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=tmp_path,  # no project here: the agent is the one the fixtures were recorded with
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
+    errors = tmp_path / "stderr.txt"
+    with errors.open("w") as stderr:
+        process = subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            cwd=tmp_path,  # no project here: the agent is the one the fixtures were recorded with
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+    assert process.stdout is not None
+    lines: queue.Queue[str] = queue.Queue()
+    # a thread reads the lines as they come; it ends when the process closes its output
+    reader = threading.Thread(target=_pump, args=(process.stdout, lines), daemon=True)
+    reader.start()
     try:
-        yield _serving_url(process)
+        deadline = time.monotonic() + 60
+        url = None
+        while url is None and (left := deadline - time.monotonic()) > 0:
+            try:
+                line = lines.get(timeout=left)
+            except queue.Empty:
+                break
+            if "serving on " in line:
+                url = line.split("serving on ", 1)[1].split()[0]
+        assert url is not None, f"harness ui did not start: {errors.read_text()[-2000:]}"
+        yield url
     finally:
-        if process.returncode is None:  # still running (it did start)
-            process.terminate()
+        process.terminate()
         try:
-            process.communicate(timeout=10)  # reads and closes its pipes
+            process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             process.kill()
-            process.communicate()
+            process.wait()
+        reader.join(timeout=10)
+        process.stdout.close()
 
 
 @pytest.fixture
