@@ -7,6 +7,7 @@ files, so it listens on 127.0.0.1 and nowhere else.
 
 from __future__ import annotations
 
+import os
 import socket
 from pathlib import Path
 
@@ -45,6 +46,12 @@ def _recorded_target(paths: list[Path]) -> str | None:
 )
 @click.option("--agent-setting", "agent_settings", multiple=True, metavar="KEY=VALUE")
 @click.option(
+    "--live",
+    is_flag=True,
+    help="What the recording can't answer goes to the real Anthropic model "
+    "(needs ANTHROPIC_API_KEY); without it, to the agent's configured model.",
+)
+@click.option(
     "--host",
     default=LOOPBACK_HOST,
     show_default=True,
@@ -55,6 +62,7 @@ def ui_command(
     fixtures: tuple[Path, ...],
     target: str | None,
     agent_settings: tuple[str, ...],
+    live: bool,
     host: str,
     port: int,
 ) -> None:
@@ -71,6 +79,12 @@ def ui_command(
         )
     if not 0 <= port <= 65535:
         raise ConfigError(f"--port {port}: expected 0 to 65535")
+    settings = parse_settings(agent_settings, "--agent-setting")
+    if live:
+        key = os.environ.get("ANTHROPIC_API_KEY")
+        if not key:
+            raise ConfigError("--live needs ANTHROPIC_API_KEY in the environment")
+        settings = {"HARNESS_LLM": "anthropic", "ANTHROPIC_API_KEY": key, **settings}
     project = find_project()
     paths = fixture_dirs(tuple(fixtures) or project.paths or (Path("scenarios"),))
     target = target or project.target or _recorded_target(paths)
@@ -82,7 +96,6 @@ def ui_command(
     from harness.suites.runner import Runner, RunOptions
     from harness.ui import catalog, create_app
 
-    settings = parse_settings(agent_settings, "--agent-setting")
     runner = Runner(
         RunOptions(
             target=target,

@@ -44,6 +44,11 @@ def test_ui_on_a_folder_without_fixtures_is_one_line(
     assert "nowhere: not a fixture directory" in err
 
 
+def test_ui_live_without_an_api_key_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _harness("ui", str(FIXTURES), "--live") == EXIT_USAGE
+    assert capsys.readouterr().err == "error: --live needs ANTHROPIC_API_KEY in the environment\n"
+
+
 def test_ui_is_a_command_of_the_harness(capsys: pytest.CaptureFixture[str]) -> None:
     assert _harness("ui", "--help") == 0
     assert "Edit the agent's prompts, replay recorded chats" in capsys.readouterr().out
