@@ -118,5 +118,6 @@ def ui_command(
     # Listening already: a browser opened on this line waits in the backlog, never refused.
     click.echo(f"harness ui: {len(paths)} fixtures, agent {runner.target}")
     click.echo(f"harness ui: serving on http://{LOOPBACK_HOST}:{bound}/ (Ctrl+C stops)", err=False)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=2)
+    server = uvicorn.Server(config)
     server.run(sockets=[listener])
