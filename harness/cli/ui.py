@@ -18,6 +18,7 @@ from harness.cli.replaying import fixture_dirs
 from harness.exceptions import ConfigError
 from harness.fixture import load_fixture
 from harness.options import parse_settings
+from harness.prompts import declared_prompts
 
 __all__ = ["LOOPBACK_HOST", "ui_command"]
 
@@ -103,6 +104,7 @@ def ui_command(
             import_paths=(str(project.root),) if project.root is not None else (),
         )
     )
+    declared_prompts(runner.factory, settings)  # a bad setting stops here, as one line
     app = create_app(catalog(paths), runner, settings)
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

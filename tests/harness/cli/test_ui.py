@@ -49,6 +49,23 @@ def test_ui_live_without_an_api_key_is_one_line(capsys: pytest.CaptureFixture[st
     assert capsys.readouterr().err == "error: --live needs ANTHROPIC_API_KEY in the environment\n"
 
 
+def test_ui_with_an_agent_setting_the_agent_refuses_is_one_line() -> None:
+    # in a process of its own: were the setting let through, the app would start serving
+    command = [
+        sys.executable, "-m", "harness", "ui", str(FIXTURES), "--port", "0",
+        "--agent-setting", "BOOKING_TIMEZONE=Mars/Olympus",
+    ]  # fmt: skip
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    except subprocess.TimeoutExpired:
+        pytest.fail("harness ui started serving with a setting the agent refuses")
+    assert done.returncode == EXIT_USAGE
+    err = done.stderr
+    assert err.count("\n") == 1
+    assert "BOOKING_TIMEZONE" in err
+    assert "Mars/Olympus" in err
+
+
 def test_ui_is_a_command_of_the_harness(capsys: pytest.CaptureFixture[str]) -> None:
     assert _harness("ui", "--help") == 0
     assert "Edit the agent's prompts, replay recorded chats" in capsys.readouterr().out
