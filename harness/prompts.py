@@ -11,13 +11,22 @@ even when the block raises.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness.exceptions import ConfigError
 
-__all__ = ["overridden", "override", "parse_prompt_overrides"]
+__all__ = [
+    "PromptFile",
+    "PromptFiles",
+    "declared_prompts",
+    "overridden",
+    "override",
+    "parse_prompt_overrides",
+]
 
 _lock = threading.Lock()
 _stacks: dict[str, list[str]] = {}
@@ -62,3 +71,41 @@ def parse_prompt_overrides(specs: tuple[str, ...] | list[str]) -> dict[str, str]
                 f"--prompt {spec!r}: can't read {path.strip()}: {exc.strerror}"
             ) from None
     return prompts
+
+
+@dataclass(frozen=True)
+class PromptFile:
+    """One of an agent's prompts: its name, the file it is saved in, and its text now.
+
+    ``text`` is what the agent would use, which is the file's text when the
+    file exists and otherwise what the agent falls back on (its packaged
+    prompt, say); saving creates the file.
+    """
+
+    name: str
+    path: Path
+    text: str
+
+
+#: What a factory may also carry, as ``factory.prompt_files``: given the agent's settings (as
+#: the agent receives them), its prompts, each with the file it is read from and saved in.
+PromptFiles = Callable[[Mapping[str, str]], Sequence[PromptFile]]
+
+
+def declared_prompts(factory: Any, settings: Mapping[str, str]) -> list[PromptFile]:
+    """The prompts ``factory`` declares for ``settings``, by name; none when it declares none.
+
+    Raises :class:`ConfigError` when the declaration names a prompt twice or
+    gives something other than :class:`PromptFile`.
+    """
+    declare = getattr(factory, "prompt_files", None)
+    if not callable(declare):
+        return []
+    found: list[PromptFile] = []
+    for prompt in declare(settings):
+        if not isinstance(prompt, PromptFile):
+            raise ConfigError(f"prompt_files: expected PromptFile items, got {prompt!r}")
+        if any(p.name == prompt.name for p in found):
+            raise ConfigError(f"prompt_files: the prompt {prompt.name!r} is declared twice")
+        found.append(prompt)
+    return found

@@ -26,7 +26,7 @@ FORBIDDEN = {
 
 # Inside harness: the core is the package's top-level modules; each feature is a
 # subpackage that may use the core and the features ranked below it, never those above.
-FEATURES = {"suites": 1, "replay": 2, "report": 3, "pytest_plugin": 4, "cli": 5}
+FEATURES = {"suites": 1, "replay": 2, "report": 3, "pytest_plugin": 4, "ui": 5, "cli": 6}
 # The package's own facade and entry point gather everything.
 FACADES = {"harness", "harness.__main__"}
 
@@ -262,6 +262,7 @@ NOT_RE_EXPORTED = {
     "harness.cli.replay",
     "harness.cli.replaying",
     "harness.cli.diff",
+    "harness.cli.ui",
     "channels.whatsapp.cli",
 }
 

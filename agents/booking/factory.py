@@ -13,6 +13,8 @@ to the channel's sink, so model calls and tool calls land in the trace.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
 
 from starlette.applications import Starlette
 
@@ -20,6 +22,7 @@ from agents.booking.core import BookingAgent
 from agents.booking.settings import BookingSettings, check_settings, named_settings
 from agents.booking.webhook import build_llm, create_app
 from harness.channel import AgentEnvironment
+from harness.prompts import PromptFile
 from harness.recording import wrap, wrap_tools
 
 __all__ = ["BookingFactory", "agent_factory"]
@@ -60,6 +63,25 @@ class BookingFactory:
     def check_settings(self, settings: Mapping[str, str]) -> dict[str, str]:
         """What is wrong with each setting a scenario gives, by name (none when all are fine)."""
         return check_settings(settings)
+
+    def prompt_files(self, settings: Mapping[str, str]) -> list[PromptFile]:
+        """Where each prompt is saved: ``BOOKING_PROMPT_DIR`` when set, else the packaged file.
+
+        The text is what the agent would read now (with a prompt directory
+        that lacks the file, the packaged prompt it falls back on).
+        """
+        prompt_dir = BookingSettings.from_env(settings, **named_settings(settings)).prompt_dir
+        packaged = resources.files("agents.booking.prompts")
+        found: list[PromptFile] = []
+        for entry in sorted(packaged.iterdir(), key=lambda e: e.name):
+            if not entry.name.endswith(".md"):
+                continue
+            name = entry.name.removesuffix(".md")
+            path = Path(str(entry)) if prompt_dir is None else prompt_dir / entry.name
+            # Read from the files, not through a registry that a replay may be overriding.
+            text = path.read_text(encoding="utf-8") if path.is_file() else entry.read_text("utf-8")
+            found.append(PromptFile(name=name, path=path, text=text))
+        return found
 
 
 #: The booking agent's factory, the harness's default target (``agents.booking:agent_factory``).

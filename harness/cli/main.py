@@ -71,6 +71,7 @@ def _builtin_commands() -> None:
     from harness.cli.replay import replay_command
     from harness.cli.run import run_command
     from harness.cli.schema import schema_command
+    from harness.cli.ui import ui_command  # its web server loads when it runs, not here
 
     commands = (
         diff_command,
@@ -79,6 +80,7 @@ def _builtin_commands() -> None:
         replay_command,
         run_command,
         schema_command,
+        ui_command,
     )
     for command in commands:
         cli.add_command(command)
