@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from harness.channel import *
     from harness.clock import *
     from harness.divergence import *
-    from harness.endpoints import *
     from harness.durations import *
+    from harness.endpoints import *
     from harness.exceptions import *
     from harness.files import *
     from harness.fixture import *
@@ -395,9 +395,11 @@ _OWNERS: dict[str, str] = {
     "OPENAI_PATH": "harness.endpoints",
     "OPENAI_UPSTREAM": "harness.endpoints",
     "OTLP_TRACES_PATH": "harness.endpoints",
+    "Endpoints": "harness.endpoints",
     "ModelEndpoint": "harness.endpoints",
     "OTLPReceiver": "harness.endpoints",
     "Seat": "harness.endpoints",
+    "Stamp": "harness.endpoints",
     "anthropic_error": "harness.endpoints",
     "anthropic_events": "harness.endpoints",
     "anthropic_message": "harness.endpoints",

@@ -213,6 +213,11 @@ from channels.whatsapp.messages import (
     unsupported,
     video,
 )
+from channels.whatsapp.model_options import (
+    model_endpoint_options,
+    model_records_path,
+    serve_recording,
+)
 from channels.whatsapp.openapi import (
     GRAPH_API_VERSIONS,
     VERSION_PATTERN,
@@ -566,6 +571,8 @@ __all__ = [
     "media_kind",
     "message_reply_id",
     "message_text",
+    "model_endpoint_options",
+    "model_records_path",
     "new_bsuid",
     "new_conversation_id",
     "new_fbtrace_id",
@@ -589,6 +596,7 @@ __all__ = [
     "serialize",
     "serve_command",
     "serve_proxy",
+    "serve_recording",
     "shared_graph",
     "sign",
     "simulator_options",

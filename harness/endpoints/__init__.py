@@ -5,9 +5,9 @@ Messages API and OpenAI's Chat Completions, so an agent records and replays
 by pointing its SDK's base URL at a harness server; the OTLP receiver
 (:mod:`harness.endpoints.otlp`) turns the GenAI spans an agent already emits
 into the run's model and tool events. Both are Starlette routes that
-``harness serve``, ``harness proxy`` and ``harness run --target-url`` mount;
-the wire formats live in :mod:`~harness.endpoints.anthropic_wire` and
-:mod:`~harness.endpoints.openai_wire`.
+``harness serve``, ``harness proxy`` and ``harness run --target-url`` mount
+(together, through :mod:`~harness.endpoints.mount`); the wire formats live in
+:mod:`~harness.endpoints.anthropic_wire` and :mod:`~harness.endpoints.openai_wire`.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from harness.endpoints.model import (
     ModelEndpoint,
     Seat,
 )
+from harness.endpoints.mount import Endpoints, Stamp
 from harness.endpoints.openai_wire import (
     check_openai_request,
     openai_chunks,
@@ -45,9 +46,11 @@ __all__ = [
     "OPENAI_PATH",
     "OPENAI_UPSTREAM",
     "OTLP_TRACES_PATH",
+    "Endpoints",
     "ModelEndpoint",
     "OTLPReceiver",
     "Seat",
+    "Stamp",
     "anthropic_error",
     "anthropic_events",
     "anthropic_message",

@@ -195,6 +195,11 @@ class ModelEndpoint:
         self._owns_http = http is None
         self._http = http or httpx.AsyncClient(timeout=timeout)
         self._clients: dict[int, RecordingLLMClient] = {}
+        self._answered = 0
+
+    def answered(self) -> bool:
+        """Whether the endpoint has answered any call yet (an agent is using it)."""
+        return self._answered > 0
 
     def routes(self) -> list[BaseRoute]:
         """``POST /v1/messages`` and ``POST /v1/chat/completions``, for a server to mount."""
@@ -254,6 +259,7 @@ class ModelEndpoint:
             upstream = self._upstreams[dialect.name]
             message = f"the harness could not get an answer from {upstream}: {exc}"
             return JSONResponse(dialect.error(502, message), status_code=502)
+        self._answered += 1
         if body.get("stream"):
             return StreamingResponse(dialect.stream(response, body), media_type="text/event-stream")
         return JSONResponse(dialect.render(response))
