@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+import httpx
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Mount
 from starlette.types import ASGIApp
@@ -60,15 +61,23 @@ class Endpoints:
         anthropic_upstream: str = ANTHROPIC_UPSTREAM,
         openai_upstream: str = OPENAI_UPSTREAM,
         side_effects: Collection[str] = (),
+        http: httpx.AsyncClient | None = None,
+        model_events: bool = True,
     ) -> Endpoints:
-        """Both, writing their events to ``sink``; model spans are left out once the endpoint
-        has answered a call (the agent's calls come through it, and would count twice)."""
+        """Both, writing their events to ``sink``.
+
+        Model spans are left out once the endpoint has answered a call (the
+        agent's calls come through it, and would count twice). Without
+        ``model_events`` the endpoint writes no event of its own (for a
+        recording whose ``on_llm_record`` writes each exchange's event already).
+        """
         model = ModelEndpoint(
             recording,
-            sink=sink,
+            sink=sink if model_events else None,
             clock=clock,
             anthropic_upstream=anthropic_upstream,
             openai_upstream=openai_upstream,
+            http=http,
         )
         otlp = OTLPReceiver(sink, side_effects=side_effects, skip_model_spans=model.answered)
         return cls(model, otlp)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import openai
 import pytest
@@ -36,7 +37,8 @@ ASK = [
     {"role": "user", "content": "Any slot on Friday?"},
 ]
 
-Factory = Callable[[str], openai.AsyncOpenAI]
+# The SDK's request and answer types are unions of many shapes: the tests read them as data.
+Factory = Callable[[str], Any]
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
+from typing import Any
 
 import httpx
 import pytest
@@ -46,7 +47,7 @@ def run_instrumented_agent(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
     provider = TracerProvider(resource=Resource.create({"service.name": "booking-agent"}))
     provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter()))
     tracer = provider.get_tracer("booking-agent")
-    chat = {
+    chat: dict[str, Any] = {
         "gen_ai.operation.name": "chat",
         "gen_ai.request.model": "claude-test-1",
         "gen_ai.response.model": "claude-test-1-20260101",
