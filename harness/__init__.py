@@ -399,6 +399,7 @@ _OWNERS: dict[str, str] = {
     "ModelEndpoint": "harness.endpoints",
     "OTLPReceiver": "harness.endpoints",
     "Seat": "harness.endpoints",
+    "Seating": "harness.endpoints",
     "Stamp": "harness.endpoints",
     "anthropic_error": "harness.endpoints",
     "anthropic_events": "harness.endpoints",
@@ -410,6 +411,7 @@ _OWNERS: dict[str, str] = {
     "openai_error": "harness.endpoints",
     "parse_anthropic_message": "harness.endpoints",
     "parse_openai_completion": "harness.endpoints",
+    "request_key": "harness.endpoints",
     "span_events": "harness.endpoints",
 }
 

@@ -10,6 +10,7 @@ imported from there.
 from __future__ import annotations
 
 from channels.whatsapp.activity import Activity
+from channels.whatsapp.attribution import latest_quoted, request_text
 from channels.whatsapp.channel import (
     MEDIA_SAMPLES,
     WhatsAppChannel,
@@ -257,7 +258,7 @@ from channels.whatsapp.pseudonyms import (
     new_pseudonym_key,
 )
 from channels.whatsapp.remote import RemoteSession
-from channels.whatsapp.router import GraphRouter, Owner, shared_graph
+from channels.whatsapp.router import UPSTREAM_OPTIONS, GraphRouter, Owner, shared_graph
 from channels.whatsapp.sends import (
     MESSAGE_MODELS,
     SEND_REQUEST,
@@ -363,6 +364,7 @@ __all__ = [
     "SEND_REQUEST",
     "SIGNATURE_HEADER",
     "UPLOAD_LIFETIME",
+    "UPSTREAM_OPTIONS",
     "URL_LIFETIME",
     "VERSION_PATTERN",
     "WAMID_PATTERN",
@@ -565,6 +567,7 @@ __all__ = [
     "iter_updates",
     "json_body",
     "largest_size",
+    "latest_quoted",
     "list_reply",
     "load_json",
     "location",
@@ -591,6 +594,7 @@ __all__ = [
     "proxy_command",
     "proxy_main",
     "reaction",
+    "request_text",
     "retry_delays",
     "send_schemas",
     "serialize",

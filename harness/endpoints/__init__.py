@@ -27,6 +27,8 @@ from harness.endpoints.model import (
     OPENAI_UPSTREAM,
     ModelEndpoint,
     Seat,
+    Seating,
+    request_key,
 )
 from harness.endpoints.mount import Endpoints, Stamp
 from harness.endpoints.openai_wire import (
@@ -50,6 +52,7 @@ __all__ = [
     "ModelEndpoint",
     "OTLPReceiver",
     "Seat",
+    "Seating",
     "Stamp",
     "anthropic_error",
     "anthropic_events",
@@ -61,5 +64,6 @@ __all__ = [
     "openai_error",
     "parse_anthropic_message",
     "parse_openai_completion",
+    "request_key",
     "span_events",
 ]

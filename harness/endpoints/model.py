@@ -38,6 +38,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
+from harness.canonical import canonical_key
 from harness.endpoints.anthropic_wire import (
     anthropic_error,
     anthropic_events,
@@ -54,7 +55,7 @@ from harness.endpoints.openai_wire import (
 )
 from harness.exceptions import Divergence, LLMError
 from harness.llm import LLMResponse, SystemPrompt
-from harness.llm_recorder import RecordingLLMClient
+from harness.llm_recorder import VOLATILE_PARAMS, RecordingLLMClient
 from harness.recording import Recording
 from harness.tape import Sink
 
@@ -65,6 +66,8 @@ __all__ = [
     "OPENAI_UPSTREAM",
     "ModelEndpoint",
     "Seat",
+    "Seating",
+    "request_key",
 ]
 
 #: Where the endpoint serves each API (the SDKs' paths under their base URL).
@@ -76,6 +79,8 @@ OPENAI_UPSTREAM: Final = "https://api.openai.com/v1"
 
 #: The recording a request belongs to, and the sink its trace events go to.
 Seat = tuple[Recording, Sink | None]
+#: Finds a request's seat from its body and headers.
+Seating = Callable[[Mapping[str, Any], Mapping[str, str]], Seat]
 
 # Headers that go on to the upstream: credentials and API versions, never written anywhere.
 _FORWARDED: Final = frozenset(
@@ -92,6 +97,11 @@ _FORWARDED: Final = frozenset(
 _RELAYED: Final = frozenset({"content-type", "retry-after", "x-should-retry", "request-id"})
 # Asking for a stream changes how the answer travels, not what it is.
 _UNKEYED: Final = frozenset({"stream", "stream_options"})
+
+
+def request_key(body: Mapping[str, Any], volatile: frozenset[str] = VOLATILE_PARAMS) -> str:
+    """The key a request body is recorded under (as :meth:`ModelEndpoint` computes it)."""
+    return canonical_key({k: v for k, v in body.items() if k not in volatile | _UNKEYED})
 
 
 @dataclass(frozen=True)
@@ -163,7 +173,8 @@ class ModelEndpoint:
     """The two model APIs as Starlette routes, recording into or replaying from a recording.
 
     ``seat`` is the run's :class:`~harness.recording.Recording`, or a
-    function from a request body to the recording (and sink) it belongs to.
+    function from a request's body and headers to the recording (and sink)
+    it belongs to.
     ``sink`` receives an :class:`~harness.trace.LLMExchange` per call (with a
     plain recording); ``clock`` stamps them. ``anthropic_upstream`` and
     ``openai_upstream`` are where record and passthrough send requests
@@ -173,7 +184,7 @@ class ModelEndpoint:
 
     def __init__(
         self,
-        seat: Recording | Callable[[Mapping[str, Any]], Seat],
+        seat: Recording | Seating,
         *,
         sink: Sink | None = None,
         clock: Any = None,
@@ -184,7 +195,7 @@ class ModelEndpoint:
     ) -> None:
         if isinstance(seat, Recording):
             fixed: Seat = (seat, sink)
-            self._seat: Callable[[Mapping[str, Any]], Seat] = lambda _body: fixed
+            self._seat: Seating = lambda _body, _headers: fixed
         else:
             self._seat = seat
         self._clock = clock
@@ -237,7 +248,7 @@ class ModelEndpoint:
         if problem is not None:
             return JSONResponse(dialect.error(400, problem), status_code=400)
         assert isinstance(body, dict)  # dialect.check refuses anything else
-        recording, sink = self._seat(body)
+        recording, sink = self._seat(body, request.headers)
         client = self._client(recording, sink)
         keyed = {k: v for k, v in body.items() if k not in client.volatile and k not in _UNKEYED}
         headers = {k: v for k, v in request.headers.items() if k.lower() in _FORWARDED}

@@ -90,6 +90,15 @@ class Endpoints:
         """A server answering these routes itself and every other path with ``app``."""
         return Starlette(routes=[*self.routes(), Mount("", app=app)])
 
+    def observed(self) -> set[str]:
+        """Which of the agent's own calls these endpoints have seen: ``llm``, ``tool``.
+
+        An agent whose GenAI spans arrive is instrumented, so its tool calls
+        would arrive too: any span counts for both.
+        """
+        seen = {"llm"} if self.model.answered() else set()
+        return seen | ({"llm", "tool"} if self.otlp.accepted else set())
+
     async def aclose(self) -> None:
         """Close the model endpoint's connections to the upstreams."""
         await self.model.aclose()
