@@ -7,7 +7,8 @@ and ``ANTHROPIC_API_KEY`` point at, and its spans go wherever the standard
 ``user.id``). Each text message is one turn: the user's words go to the model
 with the ``book_appointment`` tool; the tool runs when the model asks
 (without asking the user to confirm: the bug a harness invariant catches);
-the model's last text is the reply (an apology when the model call fails).
+the model's last text is the reply (an apology when the model call fails),
+sent once the turn's spans are exported.
 Answers inside the webhook handler.
 Bookings are readable at ``GET /bookings``.
 """
@@ -123,6 +124,8 @@ def create_app(settings: Mapping[str, str]) -> Starlette:
                         answer = await turn(message["from"], message["text"]["body"])
                     except anthropic.APIError:
                         answer = "Sorry, I can't book right now."
+                    # The turn's spans go out before its reply, as a serverless agent's must.
+                    await asyncio.to_thread(provider.force_flush)
                     body = {
                         "messaging_product": "whatsapp",
                         "to": message["from"],
