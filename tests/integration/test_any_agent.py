@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
+from typing import Any
 
 import anthropic
 import pytest
@@ -180,3 +181,50 @@ async def test_model_calls_of_scenarios_played_at_once_are_recorded_each_under_i
     assert [e.kind for e in ana_events] == ["inbound", "llm"]
     assert [e.kind for e in bruno_events] == ["inbound", "llm"]
     assert router.observed == {"llm"}
+
+
+def _books_then_confirms(body: dict[str, Any]) -> Step:
+    """The model's part: book on the user's first word, then say so."""
+    last = body["messages"][-1]["content"]
+    if isinstance(last, str):
+        return ToolUse("book_appointment", {"day": "friday", "time": "10:00"})
+    return Text("Booked!")
+
+
+async def test_scenarios_played_at_once_each_get_their_own_tool_calls(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each user's own words: what tells one scenario's model calls from the other's.
+    scenarios = [
+        parse_scenario(
+            SCENARIO.replace("an SDK agent books", name).replace("Book me in on Friday at 10", said)
+        )
+        for name, said in (
+            ("Ana books", "Friday at 10 for me"),
+            ("Bia books", "Can I come Friday?"),
+        )
+    ]
+    async with (
+        serve_fake_anthropic(_books_then_confirms, delay=0.05) as (upstream, fake),
+        sdk_agent(monkeypatch) as (url, graph),
+    ):
+        options = RunOptions(
+            target_url=f"{url}/webhook",
+            quiet=0.5,
+            expect_timeout=10.0,
+            concurrency=2,
+            channel_options={
+                "graph_url": graph,
+                "serve_graph": True,
+                "anthropic_upstream": upstream,
+            },
+        )
+        run = await Runner(options).run(scenarios)
+    assert len(fake.requests) == 4
+    for result in run.scenarios:
+        assert [v.rule for v in result.violations] == ["action_only_after_confirmation"]
+        assert result.conversation is not None
+        [call] = [e for e in result.conversation.events if isinstance(e, ToolCall)]
+        [user] = {e.user for e in result.conversation.events if isinstance(e, InboundMessage)}
+        assert call.user == user  # its own user's booking, not the other scenario's
+        assert len([e for e in result.conversation.events if isinstance(e, LLMExchange)]) == 2
