@@ -344,6 +344,7 @@ def create_proxy_app(
         side_effects=settings.side_effect_tools,
         http=model_client,
         model_events=False,  # add_llm writes each exchange's event with its record
+        pin_credentials=True,  # Meta's callback URL is public: only the agent's calls count
     )
 
     async def collect() -> None:

@@ -28,6 +28,7 @@ that finds the recording a request belongs to.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -143,6 +144,15 @@ _OPENAI = _Dialect(
 )
 
 
+_JSON: Final = {"content-type": "application/json"}
+
+
+def _credential(headers: Mapping[str, str]) -> str:
+    """A digest of the request's API key (its header's value), never the key itself."""
+    key = headers.get("x-api-key") or headers.get("authorization") or ""
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
 class _UpstreamAnswer(Exception):
     """The upstream refused the request: its answer goes back to the agent unchanged."""
 
@@ -180,6 +190,11 @@ class ModelEndpoint:
     ``openai_upstream`` are where record and passthrough send requests
     (OpenAI's with its ``/v1``, as in ``OPENAI_BASE_URL``); ``http`` is the
     client to send them with (made, and closed by :meth:`aclose`, otherwise).
+    With ``pin_credentials`` (a server others can reach, such as the
+    recording proxy), the first API key the provider accepts is the only one
+    forwarded afterwards, per API: a stranger with a key of their own can
+    neither use the server as a relay nor add calls to the recording. Only a
+    digest of the key is kept, in memory.
     """
 
     def __init__(
@@ -192,6 +207,7 @@ class ModelEndpoint:
         openai_upstream: str = OPENAI_UPSTREAM,
         http: httpx.AsyncClient | None = None,
         timeout: float = 600.0,
+        pin_credentials: bool = False,
     ) -> None:
         if isinstance(seat, Recording):
             fixed: Seat = (seat, sink)
@@ -207,6 +223,8 @@ class ModelEndpoint:
         self._http = http or httpx.AsyncClient(timeout=timeout)
         self._clients: dict[int, RecordingLLMClient] = {}
         self._answered = 0
+        self._pin = pin_credentials
+        self._pinned: dict[str, str] = {}  # API -> sha256 of the accepted key
 
     def answered(self) -> bool:
         """Whether the endpoint has answered any call yet (an agent is using it)."""
@@ -254,7 +272,15 @@ class ModelEndpoint:
         headers = {k: v for k, v in request.headers.items() if k.lower() in _FORWARDED}
 
         async def call() -> LLMResponse:
-            return await self._forward(dialect, body, headers)
+            credential = _credential(headers)
+            pinned = self._pinned.get(dialect.name)
+            if self._pin and pinned is not None and credential != pinned:
+                refusal = dialect.error(403, "this harness server forwards one agent's calls only")
+                raise _UpstreamAnswer(403, json.dumps(refusal).encode(), _JSON)
+            response = await self._forward(dialect, body, headers)
+            if self._pin:
+                self._pinned.setdefault(dialect.name, credential)
+            return response
 
         try:
             response = await client.exchange(keyed, call)

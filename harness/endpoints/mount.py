@@ -63,6 +63,7 @@ class Endpoints:
         side_effects: Collection[str] = (),
         http: httpx.AsyncClient | None = None,
         model_events: bool = True,
+        pin_credentials: bool = False,
     ) -> Endpoints:
         """Both, writing their events to ``sink``.
 
@@ -70,6 +71,7 @@ class Endpoints:
         agent's calls come through it, and would count twice). Without
         ``model_events`` the endpoint writes no event of its own (for a
         recording whose ``on_llm_record`` writes each exchange's event already).
+        ``pin_credentials`` goes to the :class:`ModelEndpoint`.
         """
         model = ModelEndpoint(
             recording,
@@ -78,6 +80,7 @@ class Endpoints:
             anthropic_upstream=anthropic_upstream,
             openai_upstream=openai_upstream,
             http=http,
+            pin_credentials=pin_credentials,
         )
         otlp = OTLPReceiver(sink, side_effects=side_effects, skip_model_spans=model.answered)
         return cls(model, otlp)

@@ -167,3 +167,24 @@ def test_serve_replaying_a_bad_record_names_the_file_and_line(tmp_path: Path) ->
     result = CliRunner().invoke(group, args)
     assert result.exit_code == 2
     assert result.output.startswith(f"error: {records}:1: request: ")
+
+
+async def test_the_proxy_forwards_and_records_the_agents_key_only(tmp_path: Path) -> None:
+    script: list[Step] = [Text("yes"), Text("again")]
+    async with (
+        serve_fake_anthropic(script, delay=0) as (upstream, fake),
+        proxy(tmp_path, upstream) as (url, recorder),
+    ):
+        async with anthropic.AsyncAnthropic(base_url=url, api_key=SECRET) as agent:
+            await agent.messages.create(model=MODEL, max_tokens=16, messages=ASK)
+        async with anthropic.AsyncAnthropic(
+            base_url=url, api_key="sk-ant-stranger", max_retries=0
+        ) as stranger:
+            with pytest.raises(anthropic.PermissionDeniedError) as caught:
+                await stranger.messages.create(model=MODEL, max_tokens=16, messages=ASK)
+        async with anthropic.AsyncAnthropic(base_url=url, api_key=SECRET) as agent:
+            again: Any = await agent.messages.create(model=MODEL, max_tokens=16, messages=ASK)
+    assert "one agent's calls only" in str(caught.value)
+    assert len(fake.requests) == 2  # the stranger's call never left the proxy
+    assert again.content[0].text == "again"
+    assert [event.kind for event in recorder.events] == ["llm", "llm"]
