@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import anthropic
+import httpx
 import pytest
 from starlette.applications import Starlette
 
@@ -228,3 +229,35 @@ async def test_scenarios_played_at_once_each_get_their_own_tool_calls(
         [user] = {e.user for e in result.conversation.events if isinstance(e, InboundMessage)}
         assert call.user == user  # its own user's booking, not the other scenario's
         assert len([e for e in result.conversation.events if isinstance(e, LLMExchange)]) == 2
+
+
+def _tool_span(name: str, **attributes: str) -> dict[str, Any]:
+    pairs = [
+        {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+        {"key": "gen_ai.tool.name", "value": {"stringValue": name}},
+        *({"key": k.replace("_", "."), "value": {"stringValue": v}} for k, v in attributes.items()),
+    ]
+    return {"name": f"execute_tool {name}", "startTimeUnixNano": "1", "attributes": pairs}
+
+
+async def test_spans_of_scenarios_played_at_once_go_to_the_scenario_they_name() -> None:
+    router = GraphRouter(SimulatorConfig(), "127.0.0.1", free_port())
+    sinks: dict[str, list[Event]] = {"a": [], "b": []}
+    for name, user in (("a", "5511900000001"), ("b", "5511900000002")):
+        router.attach(name, Starlette(), router.clock, [user], sink=sinks[name].append)
+    spans = [
+        _tool_span("for_bruno", user_id="5511900000002"),
+        _tool_span("for_ana", harness_scenario="a"),
+        _tool_span("for_nobody"),  # two scenarios run: it can't be told whose it is
+    ]
+    export = {"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}
+    await router.start()
+    try:
+        async with httpx.AsyncClient() as client:
+            answer = await client.post(f"{router.url}/v1/traces", json=export)
+    finally:
+        await router.stop()
+    assert answer.status_code == 200
+    assert [e.name for e in sinks["a"] if isinstance(e, ToolCall)] == ["for_ana"]
+    assert [e.name for e in sinks["b"] if isinstance(e, ToolCall)] == ["for_bruno"]
+    assert (router.otlp.accepted, router.otlp.dropped) == (2, 1)
