@@ -125,7 +125,8 @@ class GraphRouter:
         self.model = ModelEndpoint(
             self._seat, anthropic_upstream=anthropic_upstream, openai_upstream=openai_upstream
         )
-        self.otlp = OTLPReceiver(self._span_sink, routed=True)
+        # Model spans of an agent whose calls come through the endpoint would count twice.
+        self.otlp = OTLPReceiver(self._span_sink, routed=True, skip_model_spans=self.model.answered)
         self._endpoints = Starlette(routes=[*self.model.routes(), *self.otlp.routes()])
 
     @property

@@ -148,7 +148,9 @@ def _inbound(user: str, text: str) -> InboundMessage:
 async def test_model_calls_of_scenarios_played_at_once_are_recorded_each_under_its_own() -> None:
     config = SimulatorConfig()
     port = free_port()
-    async with serve_fake_anthropic([Text("for Ana"), Text("for Bruno")], delay=0) as (up, _f):
+    async with serve_fake_anthropic(
+        [Text("Saturday at 9 is free."), Text("Friday it is.")], delay=0
+    ) as (up, _f):
         router = GraphRouter(config, "127.0.0.1", port, anthropic_upstream=up)
         ana: list[LLMRecord] = []
         bruno: list[LLMRecord] = []
@@ -175,10 +177,22 @@ async def test_model_calls_of_scenarios_played_at_once_are_recorded_each_under_i
                     await sdk.messages.create(
                         model="claude-test-1", max_tokens=64, messages=messages
                     )
+            # The same call reported as a span too: it came through the endpoint already.
+            chat = {
+                "name": "chat",
+                "startTimeUnixNano": "1",
+                "attributes": [
+                    {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+                    {"key": "user.id", "value": {"stringValue": "5511900000001"}},
+                ],
+            }
+            export = {"resourceSpans": [{"scopeSpans": [{"spans": [chat]}]}]}
+            async with httpx.AsyncClient() as client:
+                await client.post(f"{router.url}/v1/traces", json=export)
         finally:
             await router.stop()
-    assert [r.response.text for r in bruno] == ["for Ana"]  # Bruno asked first
-    assert [r.response.text for r in ana] == ["for Bruno"]
+    assert [r.response.text for r in bruno] == ["Saturday at 9 is free."]  # Bruno asked first
+    assert [r.response.text for r in ana] == ["Friday it is."]
     assert [e.kind for e in ana_events] == ["inbound", "llm"]
     assert [e.kind for e in bruno_events] == ["inbound", "llm"]
     assert router.observed == {"llm"}
