@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from harness.clock import *
     from harness.divergence import *
     from harness.durations import *
+    from harness.endpoints import *
     from harness.exceptions import *
     from harness.failures import *
     from harness.files import *
@@ -404,6 +405,31 @@ _OWNERS: dict[str, str] = {
     "wrap": "harness.recording",
     "wrap_tools": "harness.recording",
     "write_atomic": "harness.files",
+    "ANTHROPIC_ERROR_TYPES": "harness.endpoints",
+    "ANTHROPIC_PATH": "harness.endpoints",
+    "ANTHROPIC_UPSTREAM": "harness.endpoints",
+    "MODEL_OPERATIONS": "harness.endpoints",
+    "OPENAI_PATH": "harness.endpoints",
+    "OPENAI_UPSTREAM": "harness.endpoints",
+    "OTLP_TRACES_PATH": "harness.endpoints",
+    "Endpoints": "harness.endpoints",
+    "ModelEndpoint": "harness.endpoints",
+    "OTLPReceiver": "harness.endpoints",
+    "Seat": "harness.endpoints",
+    "Seating": "harness.endpoints",
+    "Stamp": "harness.endpoints",
+    "anthropic_error": "harness.endpoints",
+    "anthropic_events": "harness.endpoints",
+    "anthropic_message": "harness.endpoints",
+    "check_anthropic_request": "harness.endpoints",
+    "check_openai_request": "harness.endpoints",
+    "openai_chunks": "harness.endpoints",
+    "openai_completion": "harness.endpoints",
+    "openai_error": "harness.endpoints",
+    "parse_anthropic_message": "harness.endpoints",
+    "parse_openai_completion": "harness.endpoints",
+    "request_key": "harness.endpoints",
+    "span_events": "harness.endpoints",
 }
 
 __all__ = sorted([*_OWNERS, "__version__"])

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -103,6 +103,29 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending]):
             params=params,
             exclude=self.volatile,
         )
+
+        async def call() -> LLMResponse:
+            assert self._inner is not None  # __init__ refuses a missing inner client here
+            return await self._inner.create(
+                model=model,
+                messages=messages,
+                max_tokens=max_tokens,
+                system=system,
+                tools=tools,
+                **params,
+            )
+
+        return await self.exchange(body, call)
+
+    async def exchange(
+        self, body: Mapping[str, Any], call: Callable[[], Awaitable[LLMResponse]]
+    ) -> LLMResponse:
+        """Answer the request ``body`` (already without volatile params) per the mode.
+
+        ``call`` asks the real model when the mode says so; the harness's model
+        endpoint uses this with the body an SDK sent, so a request keys the
+        same whether it came through :meth:`create` or over HTTP.
+        """
         raw = canonical_bytes(body)
         key = hashlib.sha256(raw).hexdigest()
         text = raw.decode()
@@ -120,19 +143,11 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending]):
             if self.on_miss == "raise":
                 now = json.loads(text)
                 raise self._diverged(key, llm_parts(now), lambda r: llm_differences(r.request, now))
-        assert self._inner is not None  # __init__ refuses a missing inner client for these modes
         seq = self._log.reserve() if self.mode is not RecordMode.PASSTHROUGH else 0
         # A real model takes real time: virtual time must not jump over the call.
         started = time.monotonic()
-        with busy(f"model call ({model})"):
-            response = await self._inner.create(
-                model=model,
-                messages=messages,
-                max_tokens=max_tokens,
-                system=system,
-                tools=tools,
-                **params,
-            )
+        with busy(f"model call ({body.get('model')})"):
+            response = await call()
         at = self._clock.now()
         latency = round((time.monotonic() - started) * 1000, 1)
         provider = provider_of(self._inner)

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from harness.exceptions import ConfigError, Divergence
-from harness.llm import LLMClient, LLMResponse, SystemPrompt
+from harness.llm import LLMClient, LLMResponse
 from harness.llm_recorder import RecordingLLMClient
 from harness.records import LLMRecord, ToolRecord
 from harness.store import Store, open_store
@@ -46,27 +46,13 @@ class _Watched(RecordingLLMClient):
         super().__init__(*args, **kwargs)
         self._recording = recording
 
-    async def create(
-        self,
-        *,
-        model: str,
-        messages: Sequence[Mapping[str, Any]],
-        max_tokens: int,
-        system: SystemPrompt | None = None,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        **params: Any,
+    async def exchange(
+        self, body: Mapping[str, Any], call: Callable[[], Awaitable[LLMResponse]]
     ) -> LLMResponse:
         """Answer as the recorder does; note a divergence before raising it."""
         await self._recording.ensure_loaded()
         try:
-            return await super().create(
-                model=model,
-                messages=messages,
-                max_tokens=max_tokens,
-                system=system,
-                tools=tools,
-                **params,
-            )
+            return await super().exchange(body, call)
         except Divergence as exc:
             self._recording.diverged(exc, self._clock.now())
             raise

@@ -11,7 +11,7 @@ import pytest
 TEST_REDIS_URL = os.environ.get("HARNESS_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 _REQUIRE_REDIS = bool(os.environ.get("CI")) or bool(os.environ.get("HARNESS_REQUIRE_REDIS"))
 
-_CLEARED_PREFIXES = ("ANTHROPIC_", "HARNESS_", "BOOKING_", "WHATSAPP_")
+_CLEARED_PREFIXES = ("ANTHROPIC_", "OPENAI_", "OTEL_", "HARNESS_", "BOOKING_", "WHATSAPP_")
 _CLEARED_NAMES = ("REDIS_URL",)
 
 

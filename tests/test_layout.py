@@ -308,6 +308,7 @@ NOT_IMPORTED = {
     "pytest-xdist": "a pytest plugin: -n spreads the tests over processes",
     "mypy": "a command: the type check",
     "ruff": "a command: lint and format",
+    "types-protobuf": "type stubs for the protobuf classes the OTLP receiver reads",
 }
 
 

@@ -10,6 +10,7 @@ imported from there.
 from __future__ import annotations
 
 from channels.whatsapp.activity import Activity
+from channels.whatsapp.attribution import latest_quoted, request_text
 from channels.whatsapp.channel import (
     MEDIA_SAMPLES,
     WhatsAppChannel,
@@ -213,6 +214,11 @@ from channels.whatsapp.messages import (
     unsupported,
     video,
 )
+from channels.whatsapp.model_options import (
+    model_endpoint_options,
+    model_records_path,
+    serve_recording,
+)
 from channels.whatsapp.openapi import (
     GRAPH_API_VERSIONS,
     VERSION_PATTERN,
@@ -252,7 +258,7 @@ from channels.whatsapp.pseudonyms import (
     new_pseudonym_key,
 )
 from channels.whatsapp.remote import RemoteSession
-from channels.whatsapp.router import GraphRouter, Owner, shared_graph
+from channels.whatsapp.router import UPSTREAM_OPTIONS, GraphRouter, Owner, shared_graph
 from channels.whatsapp.sends import (
     MESSAGE_MODELS,
     SEND_REQUEST,
@@ -358,6 +364,7 @@ __all__ = [
     "SEND_REQUEST",
     "SIGNATURE_HEADER",
     "UPLOAD_LIFETIME",
+    "UPSTREAM_OPTIONS",
     "URL_LIFETIME",
     "VERSION_PATTERN",
     "WAMID_PATTERN",
@@ -560,12 +567,15 @@ __all__ = [
     "iter_updates",
     "json_body",
     "largest_size",
+    "latest_quoted",
     "list_reply",
     "load_json",
     "location",
     "media_kind",
     "message_reply_id",
     "message_text",
+    "model_endpoint_options",
+    "model_records_path",
     "new_bsuid",
     "new_conversation_id",
     "new_fbtrace_id",
@@ -584,11 +594,13 @@ __all__ = [
     "proxy_command",
     "proxy_main",
     "reaction",
+    "request_text",
     "retry_delays",
     "send_schemas",
     "serialize",
     "serve_command",
     "serve_proxy",
+    "serve_recording",
     "shared_graph",
     "sign",
     "simulator_options",

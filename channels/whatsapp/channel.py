@@ -18,13 +18,15 @@ from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.faults import FaultProfile
 from channels.whatsapp.latency import RecordedLatency
 from channels.whatsapp.remote import RemoteSession
-from channels.whatsapp.router import GraphRouter
+from channels.whatsapp.router import UPSTREAM_OPTIONS, GraphRouter
 from channels.whatsapp.server import BackgroundServer
 from channels.whatsapp.simulator import WhatsAppSimulator
 from harness.agent_contract import build_agent
 from harness.channel import AgentEnvironment, ChannelSetup, agent_clock, close_agent
 from harness.clock import VirtualClock
+from harness.endpoints import Endpoints, Stamp
 from harness.exceptions import ConfigError
+from harness.recording import Recording
 from harness.store import MemoryStore
 from harness.trace import Conversation, Event
 
@@ -62,6 +64,9 @@ class WhatsAppChannel:
             raise ConfigError("the WhatsApp channel needs an agent factory or a target URL")
         self.setup = setup
         options = dict(setup.options)
+        # Where the model endpoint sends what it records: not the simulator's business.
+        self._upstreams = {name: options.pop(name) for name in UPSTREAM_OPTIONS if name in options}
+        self._endpoints: Endpoints | None = None
         self._graph_url: str | None = options.pop("graph_url", None)
         self._serve_graph = bool(options.pop("serve_graph", False))
         self._server: BackgroundServer | None = None
@@ -124,12 +129,27 @@ class WhatsAppChannel:
             remote = self._remote
             if self._router is not None:
                 users = [key for u in self.sim.users for key in (u.wa_id, u.user_id) if key]
-                self._router.attach(remote.scope, remote.graph_app(), self.clock, users)
+                self._router.attach(
+                    remote.scope,
+                    remote.graph_app(),
+                    self.clock,
+                    users,
+                    recording=self.setup.recording or Recording(),
+                    sink=self.sim.record,
+                    events=self.sim.events,
+                )
                 router = self._router
                 self.sim.on_inbound = lambda wamid: router.message_sent(remote.scope, wamid)
             elif self._serve_graph:
                 url = httpx.URL(self.config.public_url)
-                self._server = BackgroundServer(remote.graph_app(), url.host, url.port or 80)
+                self._endpoints = Endpoints.for_recording(
+                    self.setup.recording or Recording(),
+                    self.sim.record,
+                    clock=Stamp(self.clock),
+                    **self._upstreams,
+                )
+                app = self._endpoints.around(remote.graph_app())
+                self._server = BackgroundServer(app, url.host, url.port or 80)
                 await self._server.start()
             await remote.start()
             return
@@ -276,7 +296,14 @@ class WhatsAppChannel:
     def conversation(self) -> Conversation:
         """The trace so far, saying which of the agent's own calls could be seen."""
         if self._remote is not None:
-            observed: tuple[str, ...] | None = self._remote.observed
+            reported = self._remote.observed
+            observed: tuple[str, ...] | None = reported
+            seen = self._router.observed if self._router is not None else set()
+            if self._endpoints is not None:
+                seen = self._endpoints.observed()
+            if not seen <= set(reported):
+                # The agent's SDK or its spans reached the model endpoint or the OTLP receiver.
+                observed = tuple(sorted({*reported, *seen}))
         else:
             observed = None if self._observed is None else tuple(sorted(self._observed))
         return self.sim.conversation(channel=self.name, observed=observed)
@@ -291,6 +318,8 @@ class WhatsAppChannel:
         await self.sim.aclose()
         if self._server is not None:
             await self._server.stop()
+        if self._endpoints is not None:
+            await self._endpoints.aclose()
         if self._client is not None:
             await self._client.aclose()
 

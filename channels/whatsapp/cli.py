@@ -16,6 +16,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -23,10 +24,14 @@ import click
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.control import control_app
 from channels.whatsapp.faults import FaultProfile
+from channels.whatsapp.model_options import model_endpoint_options, serve_recording
 from channels.whatsapp.server import BackgroundServer
 from channels.whatsapp.simulator import WhatsAppSimulator
 from harness.clock import VirtualClock
+from harness.endpoints import Endpoints, Stamp
 from harness.exceptions import ConfigError
+from harness.recording import Recording
+from harness.tape import RecordMode
 
 __all__ = ["is_loopback", "serve_command", "simulator_options"]
 
@@ -121,6 +126,20 @@ def simulator_options(command: F) -> F:
     help="Messages per second the business number may send before 130429 (Meta: 80, "
     "1000 once upgraded).",
 )
+@click.option(
+    "--model-mode",
+    type=click.Choice([mode.value for mode in RecordMode]),
+    default=RecordMode.PASSTHROUGH.value,
+    show_default=True,
+    help="What /v1/messages and /v1/chat/completions do: record, replay or pass through.",
+)
+@click.option(
+    "--model-records",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The model exchanges to replay, or to record into: a fixture or an llm.jsonl.",
+)
+@model_endpoint_options
 @simulator_options
 def serve_command(
     host: str,
@@ -129,6 +148,11 @@ def serve_command(
     public_url: str | None,
     control_token: str | None,
     throughput_mps: int,
+    model_mode: str,
+    model_records: Path | None,
+    anthropic_upstream: str,
+    openai_upstream: str,
+    side_effect_tools: tuple[str, ...],
     app_secret: str,
     verify_token: str,
     access_token: str,
@@ -165,8 +189,34 @@ def serve_command(
     if seed is not None:
         faults = faults.model_copy(update={"seed": seed})
     run = _Run(seed, run_id or secrets.token_hex(6))
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(config, faults, host, port, webhook_url, run, token))
+    recording, close_records = serve_recording(model_mode, model_records)
+    model = _Model(recording, anthropic_upstream, openai_upstream, side_effect_tools)
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(_serve(config, faults, host, port, webhook_url, run, token, model))
+    finally:
+        close_records()
+
+
+@dataclass(frozen=True)
+class _Model:
+    """How the model endpoint and the OTLP receiver are set up."""
+
+    recording: Recording
+    anthropic_upstream: str
+    openai_upstream: str
+    side_effect_tools: tuple[str, ...]
+
+    def endpoints(self, sim: WhatsAppSimulator) -> Endpoints:
+        """Both, writing their events into the simulator's trace."""
+        return Endpoints.for_recording(
+            self.recording,
+            sim.record,
+            clock=Stamp(sim.clock),
+            anthropic_upstream=self.anthropic_upstream,
+            openai_upstream=self.openai_upstream,
+            side_effects=self.side_effect_tools,
+        )
 
 
 async def _serve(
@@ -177,18 +227,24 @@ async def _serve(
     webhook_url: str | None,
     run: _Run,
     token: str | None,
+    model: _Model,
 ) -> None:
     clock = VirtualClock(datetime.now(UTC).replace(microsecond=0))
     sim = WhatsAppSimulator(config, clock=clock, faults=faults, seed=run.seed, run_id=run.run_id)
     if webhook_url:
         sim.connect(webhook_url)
-    server = BackgroundServer(control_app(sim, token=token), host, port)
+    endpoints = model.endpoints(sim)
+    server = BackgroundServer(endpoints.around(control_app(sim, token=token)), host, port)
     await server.start()
     click.echo(
         f"fake Graph API on {server.url}/{config.api_version}/{config.phone_number_id}/messages"
     )
     guard = " (with a control token)" if token else ""
     click.echo(f"control API on {server.url}/_harness/{guard} (OpenAPI: {server.url}/openapi.json)")
+    click.echo(
+        f"model endpoint ({model.recording.mode.value}) on {server.url}: ANTHROPIC_BASE_URL="
+        f"{server.url}, OPENAI_BASE_URL={server.url}/v1; OTLP traces at {server.url}/v1/traces"
+    )
     if webhook_url:
         click.echo(f"delivering webhooks to {webhook_url}")
     if run.seed is not None:
@@ -201,6 +257,7 @@ async def _serve(
         with contextlib.suppress(asyncio.CancelledError):
             await pacer
         await server.stop()
+        await endpoints.aclose()
         await sim.aclose()
 
 

@@ -23,7 +23,11 @@ headers are redacted at write time. With a pseudonym key, users' numbers, ids an
 in everything written (:mod:`channels.whatsapp.pseudonyms`); what the agent
 receives is never changed.
 
-An agent that records its model and tool calls into a
+An agent whose model SDK points at the proxy (``ANTHROPIC_BASE_URL``, or
+``OPENAI_BASE_URL`` with ``/v1``) has its model calls recorded into the
+fixture on their way to the provider, and one that exports its OpenTelemetry
+spans to the proxy's ``/v1/traces`` has its tool calls recorded as events
+(:mod:`harness.endpoints`). An agent that records its model and tool calls into a
 :class:`~harness.store.Store` under a fixture id (see
 :meth:`harness.recording.Recording.in_store`) has them collected into the
 same fixture (:class:`RecordingCollector`), so the chat replays fully offline.
@@ -56,7 +60,10 @@ from channels.whatsapp.proxy_exchange import GraphExchange, parse_json_or_none
 from channels.whatsapp.proxy_record import ProxyRecorder
 from channels.whatsapp.proxy_settings import ProxySettings
 from channels.whatsapp.signing import SIGNATURE_HEADER, verify
+from harness.endpoints import Endpoints
 from harness.exceptions import SignatureError
+from harness.recording import Recording
+from harness.tape import RecordMode
 
 __all__ = [
     "WEBHOOK_PATH",
@@ -313,6 +320,7 @@ def create_proxy_app(
     upstream_client: httpx.AsyncClient | None = None,
     collector: RecordingCollector | None = None,
     collect_every: float = 0.25,
+    model_client: httpx.AsyncClient | None = None,
 ) -> Starlette:
     """The proxy as a Starlette app: ``/webhook`` for Meta, every other path for the agent.
 
@@ -320,11 +328,24 @@ def create_proxy_app(
     injected (they are created, and closed at shutdown, otherwise). With a
     ``collector``, the agent's published recordings are collected every
     ``collect_every`` seconds, before each recorded event and at shutdown.
-    The caller owns ``recorder`` and closes it after the app stopped.
+    ``model_client`` is the HTTP client the model endpoint calls the
+    providers with. The caller owns ``recorder`` and closes it after the app
+    stopped.
     """
     agent = agent_client or httpx.AsyncClient(timeout=settings.agent_timeout)
     upstream = upstream_client or httpx.AsyncClient(timeout=settings.upstream_timeout)
     proxy = _Proxy(settings, recorder, agent, upstream, collector)
+    endpoints = Endpoints.for_recording(
+        Recording(mode=RecordMode.RECORD, on_llm_record=recorder.add_llm),
+        recorder.add_event,
+        clock=recorder.clock,
+        anthropic_upstream=settings.anthropic_upstream,
+        openai_upstream=settings.openai_upstream,
+        side_effects=settings.side_effect_tools,
+        http=model_client,
+        model_events=False,  # add_llm writes each exchange's event with its record
+        pin_credentials=True,  # Meta's callback URL is public: only the agent's calls count
+    )
 
     async def collect() -> None:
         while True:
@@ -355,12 +376,14 @@ def create_proxy_app(
                 await agent.aclose()
             if upstream_client is None:
                 await upstream.aclose()
+            await endpoints.aclose()
 
     app = Starlette(
         routes=[
             Route(WEBHOOK_PATH, proxy.handshake, methods=["GET"]),
             Route(WEBHOOK_PATH, proxy.webhook, methods=["POST"]),
             Route(f"{_FOREIGN_MEDIA}/{{token}}", proxy.foreign_media, methods=["GET", "HEAD"]),
+            *endpoints.routes(),
             Route("/{path:path}", proxy.graph, methods=_ANY_METHOD),
         ],
         lifespan=lifespan,

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 import click
 import uvicorn
 
+from channels.whatsapp.model_options import model_endpoint_options
 from channels.whatsapp.proxy import (
     WEBHOOK_PATH,
     create_proxy_app,
@@ -198,6 +199,7 @@ def _when_started(server: uvicorn.Server, ready: Callable[[str], None], url: str
     help="Seconds the agent has to answer a webhook.",
 )
 @click.option("--fsync", is_flag=True, help="Force every event to disk (survives a power cut).")
+@model_endpoint_options
 def proxy_command(
     listen: str,
     agent_url: str,
@@ -218,6 +220,9 @@ def proxy_command(
     public_url: str | None,
     agent_timeout: float,
     fsync: bool,
+    anthropic_upstream: str,
+    openai_upstream: str,
+    side_effect_tools: tuple[str, ...],
 ) -> None:
     """Record a live chat: forward Meta's webhooks to the agent and its Graph API calls upstream."""
     host, port = parse_listen(listen)
@@ -243,6 +248,9 @@ def proxy_command(
         agent_timeout=agent_timeout,
         overwrite=overwrite,
         fsync=fsync,
+        anthropic_upstream=anthropic_upstream,
+        openai_upstream=openai_upstream,
+        side_effect_tools=side_effect_tools,
     )
     _refuse_loops(settings, host, port)
     if (out / META_FILE).exists() and not overwrite:
@@ -255,6 +263,10 @@ def proxy_command(
     def ready(url: str) -> None:
         click.echo(f"proxy on {url}: Meta's webhooks at {url}{WEBHOOK_PATH} -> {agent_url}")
         click.echo(f"the agent's Graph API calls -> {upstream_graph}; recording into {out}")
+        click.echo(
+            f"model calls: ANTHROPIC_BASE_URL={url} -> {anthropic_upstream}, "
+            f"OPENAI_BASE_URL={url}/v1 -> {openai_upstream}; OTLP traces at {url}/v1/traces"
+        )
 
     recorder = asyncio.run(serve_proxy(settings, sock, store=store, ready=ready))
     click.echo(f"stopped: {len(recorder.events)} events recorded in {out}")

@@ -501,6 +501,10 @@ class ProxyRecorder:
             )
         )
 
+    def add_event(self, event: Event) -> None:
+        """Add one of the agent's calls it reported as an OpenTelemetry span: its event."""
+        self._record(event)
+
     def add_tool(self, record: ToolRecord) -> None:
         """Add one of the agent's tool calls: ``tools.jsonl`` and its event."""
         data = record.model_dump(mode="json")

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Final
 from urllib.parse import urlsplit
 
+from harness.endpoints import ANTHROPIC_UPSTREAM, OPENAI_UPSTREAM
 from harness.exceptions import ConfigError
 
 __all__ = ["META_GRAPH_URL", "ProxySettings"]
@@ -34,7 +35,10 @@ class ProxySettings:
     API the agent's calls go on to. ``pseudonymize_key`` turns pseudonyms
     on. The business's ids, when not given, are learned from the first
     webhook. ``agent_settings`` and ``target`` go into ``meta.json`` for
-    replays (secrets among them are redacted).
+    replays (secrets among them are redacted). ``anthropic_upstream`` and
+    ``openai_upstream`` are where the model calls the agent sends to the
+    proxy's model endpoint go on to; ``side_effect_tools`` names the tools
+    with side effects among those its OpenTelemetry spans report.
     """
 
     agent_url: str
@@ -54,10 +58,15 @@ class ProxySettings:
     upstream_timeout: float = 30.0
     overwrite: bool = False
     fsync: bool = False
+    anthropic_upstream: str = ANTHROPIC_UPSTREAM
+    openai_upstream: str = OPENAI_UPSTREAM
+    side_effect_tools: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         _check_url("--agent-url", self.agent_url)
         _check_url("--upstream-graph", self.upstream_graph)
+        _check_url("--anthropic-upstream", self.anthropic_upstream)
+        _check_url("--openai-upstream", self.openai_upstream)
         if self.public_url is not None:
             _check_url("--public-url", self.public_url)
         for option, value in (

@@ -12,19 +12,34 @@ one media store.
 A send for a scenario that has already ended is accepted as Meta would
 accept it, and kept as *late* for that scenario (:meth:`GraphRouter.late`),
 never credited to another one.
+
+The router also serves the model endpoint and the OTLP receiver
+(:mod:`harness.endpoints`) for every scenario: a model call is answered from,
+or recorded into, the recording of the scenario it belongs to, and a span's
+events join that scenario's trace (:mod:`channels.whatsapp.attribution` says
+how the scenario is found).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Mapping,
+    MutableMapping,
+    Sequence,
+)
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import httpx
+from starlette.applications import Starlette
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from channels.whatsapp.attribution import latest_quoted, request_text
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.graph import AcceptAll, create_graph_app
 from channels.whatsapp.ids import id_source, new_wamid
@@ -32,28 +47,61 @@ from channels.whatsapp.media import MediaStore
 from channels.whatsapp.server import BackgroundServer
 from channels.whatsapp.validation import normalize_wa_id
 from harness.clock import Clock, SystemClock
-from harness.trace import Event, OutboundSend
+from harness.endpoints import (
+    ANTHROPIC_PATH,
+    ANTHROPIC_UPSTREAM,
+    OPENAI_PATH,
+    OPENAI_UPSTREAM,
+    OTLP_TRACES_PATH,
+    ModelEndpoint,
+    OTLPReceiver,
+    Seat,
+    request_key,
+)
+from harness.recording import Recording
+from harness.remote import SCENARIO_HEADER
+from harness.tape import RecordMode, Sink
+from harness.trace import Event, InboundMessage, OutboundSend
 
-__all__ = ["GraphRouter", "Owner", "shared_graph"]
+__all__ = ["UPSTREAM_OPTIONS", "GraphRouter", "Owner", "shared_graph"]
+
+#: Channel options naming where recorded model calls go on to (passed to the router).
+UPSTREAM_OPTIONS: Final = ("anthropic_upstream", "openai_upstream")
+_ENDPOINT_PATHS: Final = frozenset({ANTHROPIC_PATH, OPENAI_PATH, OTLP_TRACES_PATH})
 
 Message = MutableMapping[str, Any]
 
 
 @dataclass
 class Owner:
-    """A scenario the router serves: its Graph API app, and what it has ended with."""
+    """A scenario the router serves: its Graph API app, and what it has ended with.
+
+    ``recording`` is what its model calls record into or replay from,
+    ``sink`` where its agent's reported calls go, ``events`` its trace so far.
+    """
 
     namespace: str
     app: ASGIApp
     clock: Clock
     active: bool = True
     late: list[Event] = field(default_factory=list)
+    recording: Recording | None = None
+    sink: Sink | None = None
+    events: Sequence[Event] = ()
 
 
 class GraphRouter:
     """The Graph API server a run shares, routing each request to its scenario's simulator."""
 
-    def __init__(self, config: SimulatorConfig, host: str, port: int) -> None:
+    def __init__(
+        self,
+        config: SimulatorConfig,
+        host: str,
+        port: int,
+        *,
+        anthropic_upstream: str = ANTHROPIC_UPSTREAM,
+        openai_upstream: str = OPENAI_UPSTREAM,
+    ) -> None:
         self.config = config
         self.clock: Clock = SystemClock()
         #: The media every scenario of the run uploads to and downloads from.
@@ -70,6 +118,16 @@ class GraphRouter:
         self._owners: dict[str, Owner] = {}  # by namespace
         self._by_user: dict[str, Owner] = {}
         self._by_wamid: dict[str, Owner] = {}
+        #: Which of the agent's own calls the endpoints have seen (``llm``, ``tool``).
+        self.observed: set[str] = set()
+        # A call no running scenario can take is answered as a replay miss, never live.
+        self._nobody = Recording(mode=RecordMode.REPLAY)
+        self.model = ModelEndpoint(
+            self._seat, anthropic_upstream=anthropic_upstream, openai_upstream=openai_upstream
+        )
+        # Model spans of an agent whose calls come through the endpoint would count twice.
+        self.otlp = OTLPReceiver(self._span_sink, routed=True, skip_model_spans=self.model.answered)
+        self._endpoints = Starlette(routes=[*self.model.routes(), *self.otlp.routes()])
 
     @property
     def url(self) -> str:
@@ -83,10 +141,25 @@ class GraphRouter:
     async def stop(self) -> None:
         """Stop serving."""
         await self._server.stop()
+        await self.model.aclose()
 
-    def attach(self, namespace: str, app: ASGIApp, clock: Clock, users: list[str]) -> Owner:
-        """Route sends to ``users`` (wa_ids and BSUIDs) to ``app``, a scenario's Graph API."""
-        owner = Owner(namespace, app, clock)
+    def attach(
+        self,
+        namespace: str,
+        app: ASGIApp,
+        clock: Clock,
+        users: list[str],
+        *,
+        recording: Recording | None = None,
+        sink: Sink | None = None,
+        events: Sequence[Event] = (),
+    ) -> Owner:
+        """Route sends to ``users`` (wa_ids and BSUIDs) to ``app``, a scenario's Graph API.
+
+        Model calls and spans of the scenario go to ``recording`` and ``sink``;
+        ``events`` is its trace as it grows (to tell its model calls apart).
+        """
+        owner = Owner(namespace, app, clock, recording=recording, sink=sink, events=events)
         self._owners[namespace] = owner
         for user in users:
             known = self._by_user.get(user)
@@ -115,8 +188,60 @@ class GraphRouter:
         owner = self._owners.get(namespace)
         return [] if owner is None else list(owner.late)
 
+    def _running(self) -> list[Owner]:
+        return [o for o in self._owners.values() if o.active and o.recording is not None]
+
+    def _holding(self, running: Sequence[Owner], body: Mapping[str, Any]) -> list[Owner]:
+        key = request_key(body)
+        return [
+            o
+            for o in running
+            if o.recording is not None and any(r.key == key for r in o.recording.llm_records)
+        ]
+
+    def _seat(self, body: Mapping[str, Any], headers: Mapping[str, str]) -> Seat:
+        """The scenario a model call belongs to (see :mod:`channels.whatsapp.attribution`)."""
+        self.observed.add("llm")
+        running = self._running()
+        named = self._owners.get(headers.get(SCENARIO_HEADER.lower(), ""))
+        owner = named if named in running else None
+        if owner is None and len(running) == 1:
+            owner = running[0]
+        if owner is None and running:
+            text = request_text(body.get("messages"))
+            quoted = [(at, o) for o in running if (at := latest_quoted(o.events, text))]
+            if quoted:
+                owner = max(quoted, key=lambda pair: pair[0])[1]
+            else:
+                key = request_key(body)
+                holding = [
+                    o
+                    for o in running
+                    if o.recording is not None
+                    and any(r.key == key for r in o.recording.llm_records)
+                ]
+                owner = holding[0] if len(holding) == 1 else _latest_spoken(running)
+        if owner is None or owner.recording is None:
+            return self._nobody, None
+        return owner.recording, owner.sink
+
+    def _span_sink(self, attributes: Mapping[str, Any]) -> Sink | None:
+        """Where a span's events go: its scenario's trace (None: no scenario takes it)."""
+        self.observed.update(("llm", "tool"))  # an instrumented agent reports both
+        running = [o for o in self._owners.values() if o.active]
+        owner = self._owners.get(str(attributes.get("harness.scenario", "")))
+        user = attributes.get("user.id") or attributes.get("enduser.id")
+        if owner is None and user is not None:
+            owner = self._by_user.get(normalize_wa_id(str(user)) or str(user))
+        if owner is None and len(running) == 1:
+            owner = running[0]
+        return owner.sink if owner is not None and owner.active else None
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """ASGI: sends go to their scenario, everything else to the shared Graph API."""
+        if scope["type"] == "http" and scope["path"] in _ENDPOINT_PATHS:
+            await self._endpoints(scope, receive, send)
+            return
         if scope["type"] != "http" or scope["method"] != "POST" or not _is_send(scope["path"]):
             await self._shared_app(scope, receive, send)
             return
@@ -196,17 +321,28 @@ async def shared_graph(
     settings = dict(options)
     graph_url = settings.pop("graph_url", None)
     serve = bool(settings.pop("serve_graph", False))
+    upstreams = {name: settings.pop(name) for name in UPSTREAM_OPTIONS if name in settings}
     if target_url is None or not serve or not graph_url:
         yield None
         return
     config = SimulatorConfig(**settings).model_copy(update={"public_url": graph_url})
     url = httpx.URL(graph_url)
-    router = GraphRouter(config, url.host, url.port or 80)
+    router = GraphRouter(config, url.host, url.port or 80, **upstreams)
     await router.start()
     try:
         yield router
     finally:
         await router.stop()
+
+
+def _latest_spoken(owners: Sequence[Owner]) -> Owner:
+    """The scenario whose user wrote last (the first one, if no one has written yet)."""
+
+    def last(owner: Owner) -> float:
+        said = [e.at for e in owner.events if isinstance(e, InboundMessage)]
+        return max(said).timestamp() if said else float("-inf")
+
+    return max(owners, key=last)
 
 
 def _is_send(path: str) -> bool:

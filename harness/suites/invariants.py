@@ -251,8 +251,10 @@ def unobserved(
         rule=rule,
         message=(
             f"can't be checked: this run observed none of the agent's {what}. Build the "
-            f"agent's recorders with harness.recording.wrap / wrap_tools, or start an agent "
-            f"at a URL with HARNESS_STORE_URL so it reports them"
+            f"agent's recorders with harness.recording.wrap / wrap_tools, start an agent "
+            f"at a URL with HARNESS_STORE_URL so it reports them, or point its SDK "
+            f"(ANTHROPIC_BASE_URL, OPENAI_BASE_URL) or its OpenTelemetry exporter "
+            f"(OTEL_EXPORTER_OTLP_ENDPOINT) at the harness's server"
         ),
         line=line,
     )

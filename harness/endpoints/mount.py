@@ -1,0 +1,107 @@
+"""The model endpoint and the OTLP receiver together, as a server mounts them.
+
+``harness serve`` and ``harness proxy`` put their own app behind these routes
+(:meth:`Endpoints.around`): ``/v1/messages``, ``/v1/chat/completions`` and
+``/v1/traces`` answer first, every other path goes on to the server's app.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+import httpx
+from starlette.applications import Starlette
+from starlette.routing import BaseRoute, Mount
+from starlette.types import ASGIApp
+
+from harness.endpoints.model import ANTHROPIC_UPSTREAM, OPENAI_UPSTREAM, ModelEndpoint
+from harness.endpoints.otlp import OTLPReceiver
+from harness.recording import Recording
+from harness.tape import Sink
+
+__all__ = ["Endpoints", "Stamp"]
+
+
+class _Now(Protocol):
+    def now(self) -> datetime: ...
+
+
+class Stamp:
+    """A clock that only tells the time: replayed model answers come at once, not after a wait.
+
+    A server whose clock is paced by real time (``harness serve``) hands the
+    endpoint this, so a replayed answer never waits on the pacer.
+    """
+
+    def __init__(self, clock: _Now) -> None:
+        self._clock = clock
+
+    def now(self) -> datetime:
+        """The wrapped clock's time."""
+        return self._clock.now()
+
+
+@dataclass
+class Endpoints:
+    """A server's model endpoint and OTLP receiver, for one recording and one trace."""
+
+    model: ModelEndpoint
+    otlp: OTLPReceiver
+
+    @classmethod
+    def for_recording(
+        cls,
+        recording: Recording,
+        sink: Sink,
+        *,
+        clock: object = None,
+        anthropic_upstream: str = ANTHROPIC_UPSTREAM,
+        openai_upstream: str = OPENAI_UPSTREAM,
+        side_effects: Collection[str] = (),
+        http: httpx.AsyncClient | None = None,
+        model_events: bool = True,
+        pin_credentials: bool = False,
+    ) -> Endpoints:
+        """Both, writing their events to ``sink``.
+
+        Model spans are left out once the endpoint has answered a call (the
+        agent's calls come through it, and would count twice). Without
+        ``model_events`` the endpoint writes no event of its own (for a
+        recording whose ``on_llm_record`` writes each exchange's event already).
+        ``pin_credentials`` goes to the :class:`ModelEndpoint`.
+        """
+        model = ModelEndpoint(
+            recording,
+            sink=sink if model_events else None,
+            clock=clock,
+            anthropic_upstream=anthropic_upstream,
+            openai_upstream=openai_upstream,
+            http=http,
+            pin_credentials=pin_credentials,
+        )
+        otlp = OTLPReceiver(sink, side_effects=side_effects, skip_model_spans=model.answered)
+        return cls(model, otlp)
+
+    def routes(self) -> list[BaseRoute]:
+        """The routes of both."""
+        return [*self.model.routes(), *self.otlp.routes()]
+
+    def around(self, app: ASGIApp) -> Starlette:
+        """A server answering these routes itself and every other path with ``app``."""
+        return Starlette(routes=[*self.routes(), Mount("", app=app)])
+
+    def observed(self) -> set[str]:
+        """Which of the agent's own calls these endpoints have seen: ``llm``, ``tool``.
+
+        An agent whose GenAI spans arrive is instrumented, so its tool calls
+        would arrive too: any span counts for both.
+        """
+        seen = {"llm"} if self.model.answered() else set()
+        return seen | ({"llm", "tool"} if self.otlp.accepted else set())
+
+    async def aclose(self) -> None:
+        """Close the model endpoint's connections to the upstreams."""
+        await self.model.aclose()
