@@ -4,6 +4,8 @@ The agent under test runs inside the command (in-process runs and replays)
 and logs what goes wrong in its own background work, often with the
 exception attached. On the terminal each record becomes one line, the
 exception reduced to its type and message; the run's results say the rest.
+A record whose exception the command reports itself (a replay's divergence,
+the store failing under a scenario) is not printed a second time.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import logging
 import sys
 import warnings
+
+from harness.exceptions import Divergence, StoreUnavailable
 
 __all__ = ["OneLineFormatter", "configure_logging"]
 
@@ -43,6 +47,19 @@ class OneLineFormatter(logging.Formatter):
         return f"{record.levelname.lower()}: {record.name}: {message}".replace("\n", " ")
 
 
+class _ReportedByTheRun(logging.Filter):
+    """Drops a record whose exception the run's results report already.
+
+    The recorder notes every divergence and the store every outage before
+    raising, so the agent logging the same error again adds nothing.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """False for a divergence or an unavailable store, true for the rest."""
+        error = record.exc_info[1] if record.exc_info else None
+        return not isinstance(error, Divergence | StoreUnavailable)
+
+
 def _one_line_warning(
     message: Warning | str,
     category: type[Warning],
@@ -67,5 +84,6 @@ def configure_logging(level: int = logging.WARNING) -> None:
         return
     handler = _Stderr()
     handler.setFormatter(OneLineFormatter())
+    handler.addFilter(_ReportedByTheRun())
     root.addHandler(handler)
     root.setLevel(level)

@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.cli.logs import OneLineFormatter
+from harness.cli.logs import OneLineFormatter, configure_logging
+from harness.exceptions import Divergence, StoreUnavailable
 
 ROOT = Path(__file__).resolve().parents[3]
 FIXTURE = ROOT / "scenarios" / "booking" / "fixtures" / "happy_confirm_button"
@@ -25,7 +26,7 @@ def test_a_record_with_an_exception_is_one_line() -> None:
     assert line == "error: agents.x: task failed (ValueError: the store said no)"
 
 
-def test_an_agent_failing_in_a_replay_logs_one_line_not_a_traceback(tmp_path: Path) -> None:
+def test_an_agent_failing_on_a_divergence_is_not_reported_twice(tmp_path: Path) -> None:
     prompt = tmp_path / "system.md"
     prompt.write_text("You are a rude assistant.\n", encoding="utf-8")
     done = subprocess.run(
@@ -37,9 +38,29 @@ def test_an_agent_failing_in_a_replay_logs_one_line_not_a_traceback(tmp_path: Pa
     )
     assert done.returncode == 3  # the changed prompt diverges from the recording
     assert "Traceback" not in done.stderr + done.stdout
-    lines = [line for line in done.stderr.splitlines() if "background task failed" in line]
-    assert lines
-    assert lines[0].startswith("error: agents.booking.core: background task failed (Divergence:")
+    # The replay reports the divergence; the agent's log of the same error adds nothing.
+    assert "diverged: turn 1: replay diverged: system prompt differs" in done.stdout
+    assert "Divergence" not in done.stderr
+    assert "background task failed" not in done.stderr
+
+
+def _logged(error: Exception) -> logging.LogRecord:
+    try:
+        raise error
+    except Exception:
+        return logging.LogRecord(
+            "agents.x", logging.ERROR, __file__, 1, "task failed", (), sys.exc_info()
+        )
+
+
+def test_the_terminal_skips_only_what_the_run_reports_itself() -> None:
+    configure_logging()  # what every command does first
+    [handler] = [
+        h for h in logging.getLogger().handlers if isinstance(h.formatter, OneLineFormatter)
+    ]
+    assert handler.filter(_logged(RuntimeError("the calendar service said no")))
+    assert not handler.filter(_logged(StoreUnavailable("Redis at redis://h:1/0 is unavailable")))
+    assert not handler.filter(_logged(Divergence("system prompt differs")))
 
 
 def test_a_recording_cut_short_replays_with_its_warning_on_one_line(tmp_path: Path) -> None:
