@@ -1,7 +1,9 @@
 """What ``harness replay`` and ``harness regress`` share: finding, replaying and printing fixtures.
 
 Exit codes by a replay's status: 0 the replay matched (or only changed),
-1 an invariant failed or the run broke, 3 the replay diverged.
+1 an invariant failed or the run broke, 2 the fixture holds less than the
+agent asked for (cut short, or a proxy's recording of the channel alone),
+3 the replay diverged.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from harness.suites.runner import Runner
 __all__ = ["REPLAY_EXIT", "fixture_dirs", "print_result", "replay_all"]
 
 #: The exit code of each replay status.
-REPLAY_EXIT = {"same": 0, "changed": 0, "failed": 1, "error": 1, "diverged": 3}
+REPLAY_EXIT = {"same": 0, "changed": 0, "failed": 1, "error": 1, "incomplete": 2, "diverged": 3}
 
 
 def fixture_dirs(paths: tuple[Path, ...]) -> list[Path]:
@@ -40,24 +42,29 @@ def fixture_dirs(paths: tuple[Path, ...]) -> list[Path]:
 
 
 def print_result(result: ReplayResult, console: Console) -> None:
-    """A replay's status, then what diverged, changed, failed or went unused, a line each."""
+    """A replay's status, then what diverged, changed, failed or went unused, a line each.
+
+    Lines are never wrapped, so each stays one line in a log.
+    """
     console.print(
         f"{result.status.upper():<9} {result.fixture} ({result.duration_s:.2f}s)",
         markup=False,
         highlight=False,
+        soft_wrap=True,
     )
     for line in result.divergences:
-        console.print(f"  diverged: {line}", markup=False, highlight=False)
+        console.print(f"  diverged: {line}", markup=False, highlight=False, soft_wrap=True)
     for line in result.changes[:12]:
-        console.print(f"  changed {line}", markup=False, highlight=False)
+        console.print(f"  changed {line}", markup=False, highlight=False, soft_wrap=True)
     if len(result.changes) > 12:
         console.print(f"  ... and {len(result.changes) - 12} more changes", markup=False)
     for violation in result.violations:
-        console.print(f"  ✗ {violation.headline()}", markup=False, highlight=False)
+        console.print(f"  ✗ {violation.headline()}", markup=False, highlight=False, soft_wrap=True)
         for line in violation.messages:
-            console.print(f"      {line}", markup=False, highlight=False)
+            console.print(f"      {line}", markup=False, highlight=False, soft_wrap=True)
     if result.error:
-        console.print(f"  error: {result.error}", markup=False, highlight=False)
+        label = "incomplete" if result.status == "incomplete" else "error"
+        console.print(f"  {label}: {result.error}", markup=False, highlight=False, soft_wrap=True)
     if result.unused:
         console.print(f"  {result.unused} recorded answers were never asked for", markup=False)
 

@@ -285,7 +285,7 @@ def _outage_line(run: RunResult, left: int) -> str:
     line = (run.outages[0].error or "the store failed").rstrip(".")
     line += f"; {hit} {'scenario' if hit == 1 else 'scenarios'} could not be judged"
     if left:
-        line += f" and {left} were not run"
+        line += f" and {left} {'was' if left == 1 else 'were'} not run"
     return line
 
 
