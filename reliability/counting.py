@@ -1,13 +1,13 @@
 """A pytest plugin that counts what the generative tests tried, for RELIABILITY.md.
 
-Loaded with ``-p reliability.counting --counts-out FILE`` by
-:mod:`reliability.suite_probes`. It makes the runs repeatable (Hypothesis
-derandomized, no example database, so the same code tries the same
-examples on any machine), keeps only the tests it is asked to count
-(``--only-hypothesis`` keeps those written with ``@given``), and writes one
-JSON object per test to FILE: its node id, its outcome, how many examples
-Hypothesis ran and how many of them failed, and what the test recorded
-itself with ``record_property`` (the browser test records its payloads).
+Loaded by :mod:`reliability.suite_probes` as ``-p reliability.counting
+--counts-out FILE``. It makes the runs repeatable (Hypothesis derandomized,
+with no example database, no deadline and no speed check, so the same code
+tries the same examples on any machine, loaded or not), keeps only the tests
+it is asked for (``--generative`` keeps those Hypothesis drives, ``--also
+NODEID`` adds others), and writes one JSON object a line to FILE per test:
+its node id, its outcome, how many test cases Hypothesis ran for it and how
+many failed, and what the test recorded itself with ``record_property``.
 """
 
 from __future__ import annotations
@@ -30,25 +30,25 @@ PROFILE = "reliability"
 
 _RESULTS = pytest.StashKey[list[dict[str, Any]]]()
 _COUNTS = pytest.StashKey[dict[str, int]]()
-
+_NONE: dict[str, int] = {"examples": 0, "failed": 0}
 _lock = threading.Lock()
 _current: dict[str, int] | None = None
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """``--counts-out`` and ``--only-hypothesis``."""
+    """``--counts-out``, ``--generative`` and ``--also``."""
     group = parser.getgroup("reliability counts")
     group.addoption("--counts-out", default=None, help="write the counts here, as JSON lines")
     group.addoption(
-        "--only-hypothesis",
-        action="store_true",
-        help="run only the tests written with Hypothesis's @given",
+        "--generative", action="store_true", help="run only the tests Hypothesis drives"
+    )
+    group.addoption(
+        "--also", action="append", default=[], metavar="NODEID", help="and this test too"
     )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Fix Hypothesis's choices before the test modules are imported (their settings inherit)."""
-    # No deadline and no speed check: a loaded machine must not change the outcome.
     settings.register_profile(
         PROFILE,
         derandomize=True,
@@ -58,16 +58,23 @@ def pytest_configure(config: pytest.Config) -> None:
         suppress_health_check=[HealthCheck.too_slow],
     )
     settings.load_profile(PROFILE)
-    # Counting needs no line coverage of each example, which on Python 3.11 triples the time.
+    # Counting needs no line coverage of each example (on Python 3.11 it triples the time);
+    # Hypothesis exposes this switch for that reason.
     observability.OBSERVABILITY_COLLECT_COVERAGE = False
     config.stash[_RESULTS] = []
 
 
+def _generative(item: pytest.Item) -> bool:
+    """Whether Hypothesis drives the test (``@given``, schemathesis's ``parametrize``)."""
+    return bool(getattr(getattr(item, "obj", None), "is_hypothesis_test", False))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """With ``--only-hypothesis``, deselect every test not written with ``@given``."""
-    if not config.getoption("--only-hypothesis"):
+    """With ``--generative``, deselect the tests Hypothesis does not drive, but ``--also``."""
+    if not config.getoption("--generative"):
         return
-    kept = [i for i in items if getattr(getattr(i, "obj", None), "is_hypothesis_test", False)]
+    also = tuple(config.getoption("--also"))
+    kept = [i for i in items if _generative(i) or i.nodeid.startswith(also or ("\0",))]
     dropped = [i for i in items if i not in kept]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
@@ -88,9 +95,14 @@ def _observed(observation: Any, thread: int) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
-    """Count the examples of one test while it runs."""
+    """Count the test cases of one Hypothesis test while it runs."""
     global _current
     counts = {"examples": 0, "failed": 0}
+    item.stash[_COUNTS] = counts
+    if not _generative(item):
+        # Observing a state machine makes Hypothesis print its steps, which schemathesis's
+        # machines do not support; those tests count themselves (record_property).
+        return (yield)
     with _lock:
         _current = counts
     add_observability_callback(_observed, all_threads=True)
@@ -100,7 +112,6 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         remove_observability_callback(_observed)
         with _lock:
             _current = None
-        item.stash[_COUNTS] = counts
 
 
 @pytest.hookimpl(wrapper=True)
@@ -109,12 +120,12 @@ def pytest_runtest_makereport(
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """Keep each test's outcome, with its counts and recorded properties, once it has run."""
     report = yield
-    failed_setup = report.when == "setup" and not report.passed
-    if report.when == "call" or failed_setup:
-        counts = item.stash.get(_COUNTS, {"examples": 0, "failed": 0})
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        counts: dict[str, int] = item.stash.get(_COUNTS, _NONE)
         item.config.stash[_RESULTS].append(
             {
                 "test": item.nodeid,
+                "name": item.name,
                 "outcome": report.outcome,
                 **counts,
                 "recorded": {str(k): v for k, v in item.user_properties},
@@ -128,5 +139,5 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     out = config.getoption("--counts-out", default=None)
     if out is None or _RESULTS not in config.stash:
         return
-    lines = [json.dumps(r, sort_keys=True) for r in config.stash[_RESULTS]]
-    Path(out).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    lines = [json.dumps(r, sort_keys=True) + "\n" for r in config.stash[_RESULTS]]
+    Path(out).write_text("".join(lines), encoding="utf-8")

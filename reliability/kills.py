@@ -249,10 +249,13 @@ async def proxy_chat(
                 await asyncio.sleep(kill_after)
                 process.send_signal(signal.SIGKILL)
             printed, _ = await process.communicate()
-            try:
-                await asyncio.wait_for(chat, 30)
-            except Exception:  # Meta's side gives up on a dead webhook: not what is checked
+            if not chat.done():
+                # What Meta saw acknowledged is settled once the proxy is dead (an answer already
+                # on its way is read within moments); its retries to a dead webhook, which take
+                # seconds to give up, are not what is checked.
+                await asyncio.wait({chat}, timeout=0.5)
                 chat.cancel()
+                await asyncio.gather(chat, return_exceptions=True)
         finally:
             if process.returncode is None:
                 process.kill()
