@@ -42,11 +42,13 @@ class Outages:
 _current: ContextVar[Outages | None] = ContextVar("harness_outages", default=None)
 
 
-def note_outage(message: str) -> None:
-    """Tell the scenario in progress, if any, that its store failed; ``message`` says how."""
+def note_outage(message: str) -> bool:
+    """Tell the scenario in progress that its store failed; False when none is in progress."""
     outages = _current.get()
-    if outages is not None:
-        outages.note(message)
+    if outages is None:
+        return False
+    outages.note(message)
+    return True
 
 
 def had_outage() -> bool:

@@ -528,8 +528,7 @@ class RedisStore(_StoreBase):
                     f"Redis at {shared.where} did not answer in time, and a change to "
                     f"{key!r} may or may not have been made: {exc}"
                 )
-            note_outage(message)
-            raise StoreUnavailable(message) from exc
+            raise StoreUnavailable(message, noted=note_outage(message)) from exc
         except ResponseError as exc:
             if str(exc).startswith("WRONGTYPE"):
                 raise StoreError(

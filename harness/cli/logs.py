@@ -50,14 +50,17 @@ class OneLineFormatter(logging.Formatter):
 class _ReportedByTheRun(logging.Filter):
     """Drops a record whose exception the run's results report already.
 
-    The recorder notes every divergence and the store every outage before
-    raising, so the agent logging the same error again adds nothing.
+    The recorder notes every divergence of a replay, and the store an outage
+    under a scenario, before raising: the agent logging the same error again
+    adds nothing. A store failing outside any scenario is still printed.
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
-        """False for a divergence or an unavailable store, true for the rest."""
+        """False for a divergence or a noted outage, true for the rest."""
         error = record.exc_info[1] if record.exc_info else None
-        return not isinstance(error, Divergence | StoreUnavailable)
+        if isinstance(error, StoreUnavailable):
+            return not error.noted
+        return not isinstance(error, Divergence)
 
 
 def _one_line_warning(

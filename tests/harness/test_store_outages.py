@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 
 import pytest
@@ -17,10 +16,10 @@ from tests.support.redis_server import RedisServer
 
 
 def test_an_outage_is_noted_once_for_the_block_that_met_it() -> None:
-    note_outage("nobody is watching")  # outside a scenario: dropped
+    assert not note_outage("nobody is watching")  # outside a scenario: dropped
     with collect_outages() as outages:
         assert not had_outage()
-        note_outage("Redis at redis://h:1/0 is unavailable")
+        assert note_outage("Redis at redis://h:1/0 is unavailable")
         note_outage("Redis at redis://h:1/0 is unavailable")
         assert had_outage()
     assert outages.messages == ["Redis at redis://h:1/0 is unavailable"]
@@ -40,10 +39,14 @@ async def test_a_dead_server_is_an_outage_even_when_the_caller_swallows_the_erro
     store = RedisStore.from_url(f"redis://127.0.0.1:{free_port()}/0", retries=0)
     try:
         async with watch_outages(store) as outages:
-            with contextlib.suppress(StoreUnavailable):  # an agent that carries on
+            caught: list[StoreUnavailable] = []
+            try:
                 await store.set_if_absent("seen:wamid.1", "1")
+            except StoreUnavailable as exc:  # an agent that catches it and carries on
+                caught.append(exc)
     finally:
         await store.close()
+    assert [exc.noted for exc in caught] == [True]  # the terminal need not print it again
     assert len(outages.messages) == 1
     assert outages.messages[0].startswith("Redis at redis://127.0.0.1:")
 

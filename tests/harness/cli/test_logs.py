@@ -59,7 +59,9 @@ def test_the_terminal_skips_only_what_the_run_reports_itself() -> None:
         h for h in logging.getLogger().handlers if isinstance(h.formatter, OneLineFormatter)
     ]
     assert handler.filter(_logged(RuntimeError("the calendar service said no")))
-    assert not handler.filter(_logged(StoreUnavailable("Redis at redis://h:1/0 is unavailable")))
+    down = "Redis at redis://h:1/0 is unavailable"
+    assert not handler.filter(_logged(StoreUnavailable(down, noted=True)))  # in the results
+    assert handler.filter(_logged(StoreUnavailable(down)))  # no scenario heard of it
     assert not handler.filter(_logged(Divergence("system prompt differs")))
 
 
