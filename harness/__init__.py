@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from harness.llm import *
     from harness.llm_recorder import *
     from harness.options import *
+    from harness.outages import *
     from harness.plugins import *
     from harness.project import *
     from harness.prompts import *
@@ -180,6 +181,7 @@ _OWNERS: dict[str, str] = {
     "ObservableClock": "harness.clock",
     "OffsetClock": "harness.clock",
     "OnMiss": "harness.tape",
+    "Outages": "harness.outages",
     "OutboundSend": "harness.trace",
     "PROJECT_FILE": "harness.project",
     "Participant": "harness.trace",
@@ -293,6 +295,7 @@ _OWNERS: dict[str, str] = {
     "check_rubric": "harness.replay.judge",
     "check_threshold": "harness.replay.judge",
     "clip": "harness.divergence",
+    "collect_outages": "harness.outages",
     "clock_key": "harness.remote",
     "close_agent": "harness.channel",
     "collecting_failures": "harness.failures",
@@ -315,6 +318,7 @@ _OWNERS: dict[str, str] = {
     "find_project": "harness.project",
     "format_duration": "harness.durations",
     "gate_outcome": "harness.replay.judge",
+    "had_outage": "harness.outages",
     "hold": "harness.clock",
     "importable": "harness.suites.target",
     "in_scope": "harness.remote",
@@ -341,6 +345,7 @@ _OWNERS: dict[str, str] = {
     "never_reasks": "harness.suites.builtin_invariants",
     "no_freeform_outside_window": "harness.suites.builtin_invariants",
     "no_repeated_side_effects": "harness.suites.builtin_invariants",
+    "note_outage": "harness.outages",
     "one_reply_per_burst": "harness.suites.builtin_invariants",
     "check_store": "harness.store",
     "open_store": "harness.store",

@@ -143,7 +143,15 @@ class StoreError(HarnessError):
 
 
 class StoreUnavailable(StoreError, ConnectionError):
-    """The store's server could not be reached, even after reconnecting."""
+    """The store's server could not be reached, even after reconnecting.
+
+    ``noted`` is true when the scenario in progress was told of it (see
+    :mod:`harness.outages`), so its result reports it whoever catches it.
+    """
+
+    def __init__(self, message: str, *, noted: bool = False) -> None:
+        super().__init__(message)
+        self.noted = noted
 
 
 class ClockError(HarnessError, RuntimeError):

@@ -90,7 +90,8 @@ class ScenarioResult(_Model):
     a played scenario left out because its channel can't play them.
     ``agent_errors`` are the failures the agent reported from its own
     background work while the scenario ran (:mod:`harness.failures`), one
-    line each.
+    line each. ``outage`` marks an error that is not the agent's: the store
+    under the scenario failed or restarted (see :mod:`harness.outages`).
     """
 
     name: str
@@ -101,6 +102,7 @@ class ScenarioResult(_Model):
     duration_s: float = 0.0
     violations: tuple[Violation, ...] = ()
     error: str | None = None
+    outage: bool = False
     conversation: Conversation | None = None
     faults: dict[str, JsonValue] = Field(default_factory=dict)
     reproduce: str = ""
@@ -142,6 +144,11 @@ class RunResult(_Model):
     def skipped(self) -> int:
         """How many scenarios were not played (meant for another channel)."""
         return sum(1 for s in self.scenarios if s.status == "skipped")
+
+    @property
+    def outages(self) -> tuple[ScenarioResult, ...]:
+        """The scenarios that ended in an error because their store failed under them."""
+        return tuple(s for s in self.scenarios if s.outage)
 
     @property
     def ok(self) -> bool:

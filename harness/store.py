@@ -16,6 +16,7 @@ Values are bytes; a ``str`` is stored as UTF-8. A key holds either a value
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import itertools
 import math
@@ -29,7 +30,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialBackoff
+from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -37,6 +38,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from harness.clock import Clock, SystemClock
 from harness.exceptions import ConfigError, StoreError, StoreUnavailable
 from harness.inflight import busy
+from harness.outages import had_outage, note_outage
 
 __all__ = ["REDIS_SCHEMES", "MemoryStore", "RedisStore", "Store", "check_store", "open_store"]
 
@@ -46,6 +48,8 @@ REDIS_SCHEMES: Final = ("redis", "rediss", "unix")
 _T = TypeVar("_T")
 _INT64: Final = range(-(2**63), 2**63)
 _INTEGER: Final = re.compile(rb"-?[0-9]+")
+#: Between tries of a Redis command: 0.1 s, 0.2 s, 0.4 s ... up to a second.
+_BACKOFF: Final = ExponentialBackoff(cap=1.0, base=0.05)
 
 
 @runtime_checkable
@@ -330,6 +334,7 @@ def _safe_url(url: str) -> str:
 class _RedisShared:
     client: aioredis.Redis
     where: str
+    retries: int = 0
     closed: bool = False
 
 
@@ -342,12 +347,19 @@ class RedisStore(_StoreBase):
     restarts: a command that meets a broken connection is retried with
     exponential backoff, and only when every retry fails does it raise
     :class:`~harness.exceptions.StoreUnavailable`, naming the server (never
-    its password). A retried ``append`` or ``incr`` whose reply was lost may
-    apply twice.
+    its password). A command that changes data (``set_if_absent``,
+    ``append``, ``incr``) is not sent again once its reply is overdue: the
+    server may have applied it, and applying it twice would answer wrongly
+    (a dedupe key found set by our own first try), so it raises instead.
+    Each such failure is also noted as an outage of the scenario in
+    progress (:mod:`harness.outages`), whoever catches the error.
     """
 
-    def __init__(self, client: aioredis.Redis, *, namespace: str = "", where: str = "") -> None:
-        self._shared = _RedisShared(client, where or repr(client))
+    def __init__(
+        self, client: aioredis.Redis, *, namespace: str = "", where: str = "", retries: int = 0
+    ) -> None:
+        """Use ``client``; a command meeting a broken connection is tried ``retries`` more times."""
+        self._shared = _RedisShared(client, where or repr(client), retries)
         self._namespace = namespace
 
     @classmethod
@@ -378,7 +390,9 @@ class RedisStore(_StoreBase):
         try:
             client = aioredis.Redis.from_url(
                 url,
-                retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), retries),
+                # The store retries by itself (see _call): the client only drops a broken
+                # connection, so that the next try opens a new one.
+                retry=Retry(NoBackoff(), 0),
                 retry_on_error=[RedisConnectionError, RedisTimeoutError],
                 socket_connect_timeout=connect_timeout,
                 socket_timeout=timeout,
@@ -386,7 +400,7 @@ class RedisStore(_StoreBase):
             )
         except ValueError as exc:
             raise ConfigError(f"bad Redis URL {where!r}: {exc}") from None
-        return cls(client, namespace=namespace, where=where)
+        return cls(client, namespace=namespace, where=where, retries=retries)
 
     @classmethod
     def _view(cls, shared: _RedisShared, namespace: str) -> RedisStore:
@@ -401,6 +415,25 @@ class RedisStore(_StoreBase):
     def with_namespace(self, namespace: str) -> RedisStore:
         """A view of the same Redis with ``namespace`` added under this store's own."""
         return self._view(self._shared, _join(self._namespace, namespace))
+
+    @property
+    def where(self) -> str:
+        """The server's URL, its password masked."""
+        return self._shared.where
+
+    async def server_id(self) -> str | None:
+        """The id of the server's current run (``INFO`` run_id), new each time Redis starts.
+
+        None when the server does not say (a proxy in front of Redis, say).
+        """
+        try:
+            info = await self._call("", lambda client: client.info("server"))
+        except StoreUnavailable:
+            raise
+        except StoreError:  # INFO refused or renamed: the server keeps its id to itself
+            return None
+        run_id = info.get("run_id") if isinstance(info, dict) else None
+        return None if run_id is None else str(run_id)
 
     async def ping(self) -> None:
         """Check that the server answers; raises StoreUnavailable when it doesn't."""
@@ -423,7 +456,9 @@ class RedisStore(_StoreBase):
     ) -> bool:
         """Store ``value`` only if ``key`` holds nothing; True if it did (``SET NX``)."""
         full, data, px = _join(self._namespace, key), _bytes(value), _px(ttl)
-        done = await self._call(full, lambda client: client.set(full, data, px=px, nx=True))
+        done = await self._call(
+            full, lambda client: client.set(full, data, px=px, nx=True), changes=True
+        )
         return bool(done)
 
     async def delete(self, key: str) -> None:
@@ -434,7 +469,7 @@ class RedisStore(_StoreBase):
     async def append(self, key: str, value: bytes | str) -> int:
         """Add ``value`` to the end of the log at ``key``; returns the log's new length."""
         full, data = _join(self._namespace, key), _bytes(value)
-        length: int = await self._call(full, lambda client: client.rpush(full, data))
+        length: int = await self._call(full, lambda client: client.rpush(full, data), changes=True)
         return length
 
     async def read_log(self, key: str, start: int = 0, end: int | None = None) -> list[bytes]:
@@ -451,7 +486,9 @@ class RedisStore(_StoreBase):
     async def incr(self, key: str, amount: int = 1) -> int:
         """Add ``amount`` to the integer at ``key`` (missing counts as 0); keeps its expiry."""
         full = _join(self._namespace, key)
-        result: int = await self._call(full, lambda client: client.incrby(full, amount))
+        result: int = await self._call(
+            full, lambda client: client.incrby(full, amount), changes=True
+        )
         return result
 
     async def close(self) -> None:
@@ -460,15 +497,38 @@ class RedisStore(_StoreBase):
             self._shared.closed = True
             await self._shared.client.aclose()
 
-    async def _call(self, key: str, command: Callable[[aioredis.Redis], Awaitable[_T]]) -> _T:
+    async def _call(
+        self,
+        key: str,
+        command: Callable[[aioredis.Redis], Awaitable[_T]],
+        *,
+        changes: bool = False,
+    ) -> _T:
+        """Run ``command``, trying again after a broken connection (see the class docstring)."""
         shared = self._shared
         if shared.closed:
             raise StoreError(f"the Redis store for {shared.where} is closed")
+        failures = 0
         try:
             with busy(f"Redis command on {key or 'the server'!r} at {shared.where}"):
-                return await command(shared.client)
+                while True:
+                    try:
+                        return await command(shared.client)
+                    except (RedisConnectionError, RedisTimeoutError) as exc:
+                        failures += 1
+                        overdue = changes and isinstance(exc, RedisTimeoutError)
+                        # A scenario that met an outage has no verdict left to save: fail fast.
+                        if failures > shared.retries or overdue or had_outage():
+                            raise
+                        await asyncio.sleep(_BACKOFF.compute(failures))
         except (RedisConnectionError, RedisTimeoutError) as exc:
-            raise StoreUnavailable(f"Redis at {shared.where} is unavailable: {exc}") from exc
+            message = f"Redis at {shared.where} is unavailable: {exc}"
+            if changes and isinstance(exc, RedisTimeoutError):
+                message = (
+                    f"Redis at {shared.where} did not answer in time, and a change to "
+                    f"{key!r} may or may not have been made: {exc}"
+                )
+            raise StoreUnavailable(message, noted=note_outage(message)) from exc
         except ResponseError as exc:
             if str(exc).startswith("WRONGTYPE"):
                 raise StoreError(

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
+
+from tests.bots.loopback import free_port
+from tests.support.redis_server import RedisServer, redis_binary
 
 # Read once, before any test clears the environment.
 TEST_REDIS_URL = os.environ.get("HARNESS_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
@@ -45,3 +50,31 @@ async def redis_url() -> str:
 def namespace() -> str:
     """A key prefix unique to one test, so tests sharing a Redis never collide."""
     return f"test-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def redis_program() -> str:
+    """The redis-server program, for tests that start servers of their own.
+
+    Skips without it (fails under CI, which must have it).
+    """
+    binary = redis_binary()
+    if binary is None:
+        message = "redis-server is not installed, so Redis restarts and pauses can't be tested"
+        if _REQUIRE_REDIS:
+            pytest.fail(message + " (CI must provide it)")
+        pytest.skip(message)
+    return binary
+
+
+@pytest.fixture
+async def redis_server(redis_program: str, tmp_path: Path) -> AsyncIterator[RedisServer]:
+    """A redis-server of the test's own on a free port, to kill, restart or pause."""
+    server = RedisServer(redis_program, free_port(), tmp_path)
+    await server.start()
+    try:
+        yield server
+    finally:
+        if server.process is not None and server.process.returncode is None:
+            server.resume()  # a test that failed mid-pause
+        await server.kill()

@@ -5,7 +5,9 @@ and may log what goes wrong, often with the exception attached. (Failures of
 its background work that it reports through :mod:`harness.failures` are not
 logged at all: the scenario's result lists them.) On the terminal each
 record becomes one line, the exception reduced to its type and message; the
-run's results say the rest.
+run's results say the rest. A record whose exception the command reports
+itself (a replay's divergence, the store failing under a scenario) is not
+printed a second time.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 import logging
 import sys
 import warnings
+
+from harness.exceptions import Divergence, StoreUnavailable
 
 __all__ = ["OneLineFormatter", "configure_logging"]
 
@@ -45,6 +49,22 @@ class OneLineFormatter(logging.Formatter):
         return f"{record.levelname.lower()}: {record.name}: {message}".replace("\n", " ")
 
 
+class _ReportedByTheRun(logging.Filter):
+    """Drops a record whose exception the run's results report already.
+
+    The recorder notes every divergence of a replay, and the store an outage
+    under a scenario, before raising: the agent logging the same error again
+    adds nothing. A store failing outside any scenario is still printed.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """False for a divergence or a noted outage, true for the rest."""
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, StoreUnavailable):
+            return not error.noted
+        return not isinstance(error, Divergence)
+
+
 def _one_line_warning(
     message: Warning | str,
     category: type[Warning],
@@ -69,5 +89,6 @@ def configure_logging(level: int = logging.WARNING) -> None:
         return
     handler = _Stderr()
     handler.setFormatter(OneLineFormatter())
+    handler.addFilter(_ReportedByTheRun())
     root.addHandler(handler)
     root.setLevel(level)

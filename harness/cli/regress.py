@@ -62,7 +62,10 @@ def regress_command(
     judge: bool,
     judge_gate: float | None,
 ) -> None:
-    """Replay fixtures against a changed agent: exit 3 if any diverged, 1 if any failed."""
+    """Replay fixtures against a changed agent: exit 3 if any diverged, 1 if any failed.
+
+    Exit 2 if a fixture holds less than the agent asked for (incomplete).
+    """
     settings: list[str] = []
     prompts: list[str] = []
     target: str | None = None

@@ -1,7 +1,9 @@
 """What ``harness replay`` and ``harness regress`` share: finding, replaying and printing fixtures.
 
 Exit codes by a replay's status: 0 the replay matched (or only changed),
-1 an invariant failed or the run broke, 3 the replay diverged.
+1 an invariant failed or the run broke, 2 the fixture holds less than the
+agent asked for (cut short, or a proxy's recording of the channel alone),
+3 the replay diverged.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from harness.suites.runner import Runner
 __all__ = ["REPLAY_EXIT", "fixture_dirs", "print_models", "print_result", "replay_all"]
 
 #: The exit code of each replay status.
-REPLAY_EXIT = {"same": 0, "changed": 0, "failed": 1, "error": 1, "diverged": 3}
+REPLAY_EXIT = {"same": 0, "changed": 0, "failed": 1, "error": 1, "incomplete": 2, "diverged": 3}
 
 
 def fixture_dirs(paths: tuple[Path, ...]) -> list[Path]:
@@ -45,31 +47,38 @@ def print_result(result: ReplayResult, console: Console) -> None:
     """A replay's status, then what diverged, changed, failed or went unused, a line each.
 
     Violations are shown by cause (:mod:`harness.report.causes`); the agent's
-    own background work that failed is a line each (``agent: ...``).
+    own background work that failed is a line each (``agent: ...``). Lines are
+    never wrapped, so each stays one line in a log.
     """
     console.print(
         f"{result.status.upper():<9} {result.fixture} ({result.duration_s:.2f}s)",
         markup=False,
         highlight=False,
+        soft_wrap=True,
     )
     for line in result.divergences:
-        console.print(f"  diverged: {line}", markup=False, highlight=False)
+        console.print(f"  diverged: {line}", markup=False, highlight=False, soft_wrap=True)
     for line in result.changes[:12]:
-        console.print(f"  changed {line}", markup=False, highlight=False)
+        console.print(f"  changed {line}", markup=False, highlight=False, soft_wrap=True)
     if len(result.changes) > 12:
         console.print(f"  ... and {len(result.changes) - 12} more changes", markup=False)
+
+    def line_of(text: str) -> None:
+        console.print(text, markup=False, highlight=False, soft_wrap=True)
+
     for cause in causes(result.violations, result.conversation):
-        console.print(f"  ✗ {cause.lead.headline()}", markup=False, highlight=False)
+        line_of(f"  ✗ {cause.lead.headline()}")
         for line in cause.lead.messages:
-            console.print(f"      {line}", markup=False, highlight=False)
+            line_of(f"      {line}")
         if cause.follows:
-            console.print(f"    {len(cause.follows)} more from the same cause:", markup=False)
+            line_of(f"    {len(cause.follows)} more from the same cause:")
             for follow in cause.follows:
-                console.print(f"      - {follow.headline()}", markup=False, highlight=False)
+                line_of(f"      - {follow.headline()}")
     if result.error:
-        console.print(f"  error: {result.error}", markup=False, highlight=False)
+        label = "incomplete" if result.status == "incomplete" else "error"
+        line_of(f"  {label}: {result.error}")
     for line in result.agent_errors:
-        console.print(f"  agent: {line}", markup=False, highlight=False)
+        line_of(f"  agent: {line}")
     if result.unused:
         console.print(f"  {result.unused} recorded answers were never asked for", markup=False)
 

@@ -17,7 +17,7 @@ import click
 from harness.cli.cache import LastFailed
 from harness.cli.project import find_project, resolve_target
 from harness.durations import parse_duration
-from harness.exceptions import ConfigError
+from harness.exceptions import ConfigError, StoreError
 from harness.options import parse_settings
 from harness.report import (
     SuiteProgress,
@@ -217,6 +217,8 @@ def run_command(
 ) -> None:
     """Run scenario suites (default: scenarios/) against an agent; exit 1 if any fails.
 
+    Exit 2 when the store failed under the run: its verdicts would not be the agent's.
+
     Defaults for the target, the paths, the channel and the concurrency come
     from [tool.harness] in the nearest pyproject.toml; flags win.
     """
@@ -281,13 +283,25 @@ def run_command(
             run = asyncio.run(runner.run(scenarios, on_result=progress.advance))
     print_summary(run, console, table=not terse, verbose=verbose)
     cache.update(run.scenarios)
-    if len(run.scenarios) < len(scenarios):
-        left = len(scenarios) - len(run.scenarios)
+    left = len(scenarios) - len(run.scenarios)
+    if left and not run.outages:
         click.echo(f"stopped after the first failure (-x): {left} not run")
     if report_dir is not None:
         for path in write_reports(run, report_dir):
             click.echo(f"wrote {path}")
+    if run.outages:
+        raise StoreError(_outage_line(run, left))
     ctx.exit(0 if run.ok else 1)
+
+
+def _outage_line(run: RunResult, left: int) -> str:
+    """The store failed under some scenarios: the first failure, and what the run lost."""
+    hit = len(run.outages)
+    line = (run.outages[0].error or "the store failed").rstrip(".")
+    line += f"; {hit} {'scenario' if hit == 1 else 'scenarios'} could not be judged"
+    if left:
+        line += f" and {left} {'was' if left == 1 else 'were'} not run"
+    return line
 
 
 def _list(scenarios: list[Scenario], cache: LastFailed) -> None:

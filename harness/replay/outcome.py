@@ -9,7 +9,8 @@ fixture becomes one :class:`~harness.results.ScenarioResult`:
 - ``diverged`` fails with a ``divergence`` violation per request the
   recording could not answer (led by its turn), or, when every request was
   answered but the conversation came out different, one per changed turn;
-- ``error`` is an error, with its explanation.
+- ``error`` and ``incomplete`` (the fixture holds less than the agent
+  asked for) are errors, with their explanation.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def replay_scenario_result(result: ReplayResult) -> ScenarioResult:
     violations: list[Violation] = list(result.violations)
     if result.status in ("same", "changed"):
         status = "passed"
-    elif result.status == "error":
+    elif result.status in ("error", "incomplete"):
         status = "error"
     else:
         status = "failed"

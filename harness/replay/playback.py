@@ -12,6 +12,13 @@ invariants again.
 
 Policies: ``pinned`` (a request the recording can't answer is a divergence)
 and ``live`` (it goes to the agent's own model or tool, and is recorded).
+
+A fixture may hold less than its conversation: a recording cut short (its
+process was killed before it wrote ``conversation.json``), or a chat recorded
+by ``harness proxy`` with none of the agent's model or tool calls. A replay
+that has served every answer such a fixture holds and is asked for more has
+reached what was never recorded, not a change of the agent: it is
+``incomplete``, one line saying why, and nothing after that point is judged.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from harness.agent_contract import loop_errors
 from harness.channel import ChannelSession, ChannelSetup, RecordedCall, UserSpec
 from harness.exceptions import ConfigError, HarnessError
 from harness.failures import collecting_failures, failure_line
-from harness.fixture import CALL_LATENCY_ATTRIBUTE, Fixture
+from harness.fixture import CALL_LATENCY_ATTRIBUTE, CONVERSATION_FILE, Fixture
 from harness.inflight import running_on
 from harness.prompts import override
 from harness.recording import Recording
@@ -64,8 +71,9 @@ __all__ = [
 ]
 
 Policy = Literal["pinned", "live"]
-#: ``changed``: the conversation changed as a skew or a live policy allows, without diverging.
-ReplayStatus = Literal["same", "changed", "failed", "diverged", "error"]
+#: ``changed``: the conversation changed as a skew or a live policy allows, without diverging;
+#: ``incomplete``: the agent asked for more than a fixture that was never whole holds.
+ReplayStatus = Literal["same", "changed", "failed", "diverged", "error", "incomplete"]
 
 _CHANNEL_FIELDS = ("id", "from", "from_user_id", "timestamp", "context", "errors")
 _MEDIA = {"image", "audio", "video", "document", "sticker"}
@@ -466,8 +474,15 @@ async def replay_fixture(
             if t.status != "same"
             for line in (t.changes or (t.status,))
         )
+    gap = _gap(fixture)
     status: ReplayStatus
-    if error and not divergences:
+    if gap and recording.divergences and not recording.unused():
+        # Past the end of what was recorded: nothing from here on can be judged.
+        turn = _turn_at(recording.divergence_times[0], conversation)
+        where = f" in turn {turn + 1}" if turn is not None else ""
+        error = f"{gap[0]}, and the agent asked for more than it holds{where}: {gap[1]}"
+        status, divergences, changes, violations = "incomplete", (), (), []
+    elif error and not divergences:
         status = "error"
     elif divergences or (policy == "pinned" and skew.is_identity and changes):
         status = "diverged"
@@ -494,13 +509,36 @@ async def replay_fixture(
 
 def _with_turn(text: str, at: datetime, conversation: Conversation | None) -> str:
     """A divergence's explanation, led by the turn it happened in."""
-    if conversation is None:
-        return text
+    turn = _turn_at(at, conversation)
+    return text if turn is None else f"turn {turn + 1}: {text}"
+
+
+def _turn_at(at: datetime, conversation: Conversation | None) -> int | None:
+    """The index of the turn under way at ``at``, if any."""
     turn = None
-    for candidate in conversation.turns:
+    for candidate in conversation.turns if conversation is not None else ():
         if candidate.start <= at:
-            turn = candidate
-    return text if turn is None else f"turn {turn.index + 1}: {text}"
+            turn = candidate.index
+    return turn
+
+
+def _gap(fixture: Fixture) -> tuple[str, str] | None:
+    """Why ``fixture`` may hold less than its conversation asked for, and what to do; or None."""
+    proxied = getattr(fixture.meta, "recorded_by", None) == "harness proxy"
+    seams = len(fixture.records("llm", LLMRecord)) + len(fixture.records("tools", ToolRecord))
+    if proxied and not seams:
+        return (
+            f"{fixture.path}: harness proxy recorded the channel only, none of the agent's "
+            "model or tool calls",
+            "record them too (the agent with HARNESS_RECORD_MODE=record, the proxy with "
+            "--store), or replay with --policy live or --target-url",
+        )
+    if fixture.conversation is None:
+        return (
+            f"{fixture.path}: the recording was cut short (it has no {CONVERSATION_FILE})",
+            "record it again to replay it whole",
+        )
+    return None
 
 
 def _str_map(value: object) -> dict[str, str]:

@@ -107,6 +107,7 @@ from harness.suites.steps import (
     WaitStep,
     step_action,
 )
+from harness.suites.store_watch import watch_outages
 from harness.suites.target import DEFAULT_TARGET, importable, load_target, settings_from
 from harness.suites.transcript import (
     Transcript,
@@ -238,6 +239,7 @@ __all__ = [
     "step_action",
     "step_message",
     "unobserved",
+    "watch_outages",
     "with_dates",
     "with_late",
 ]

@@ -65,6 +65,7 @@ from harness.suites.steps import (
     UserStep,
     WaitStep,
 )
+from harness.suites.store_watch import watch_outages
 from harness.suites.target import DEFAULT_TARGET, load_target, settings_from
 from harness.trace import Conversation
 
@@ -171,7 +172,7 @@ class Runner:
         stop = threading.Event()
 
         def report(result: ScenarioResult) -> None:
-            if self.options.fail_fast and result.status in ("failed", "error"):
+            if self._stops_after(result):
                 stop.set()
             if on_result is not None:
                 on_result(result)
@@ -192,7 +193,7 @@ class Runner:
                         namespace=f"{run_id}:{index}",
                     )
                     results[index] = result
-                    if self.options.fail_fast and result.status in ("failed", "error"):
+                    if self._stops_after(result):
                         stop.set()  # at once: the main loop hears of it later
                     if in_main_loop:
                         report(result)
@@ -244,6 +245,11 @@ class Runner:
             channel=self.options.channel,
             seed=self.options.seed,
         )
+
+    def _stops_after(self, result: ScenarioResult) -> bool:
+        """Whether no scenario should start after this one: -x and a failure, or an outage."""
+        failed = self.options.fail_fast and result.status in ("failed", "error")
+        return failed or result.outage
 
     def check(self, scenarios: Sequence[Scenario]) -> None:
         """What the channel and the agent say of each scenario's messages, faults and settings.
@@ -365,24 +371,28 @@ class Runner:
         session: ChannelSession | None = None
         error: str | None = None
         conversation = None
-        try:
-            session = self.plugin.factory(setup)
-        except HarnessError as exc:
-            error = str(exc)
-        if session is not None:
-            # Real work the agent starts (model calls, store and HTTP requests) holds this clock;
-            # what an in-process agent raises in the background is this scenario's error.
-            crashes: AbstractAsyncContextManager[list[BaseException]] = (
-                loop_errors() if self.factory is not None else nullcontext([])
-            )
-            with running_on(session.clock), collecting_failures() as agent_errors:
-                async with crashes as crashed:
-                    conversation, error = await self._run(
-                        scenario, session, users, progress, checks, before_close, fit
-                    )
-            progress.agent_errors.extend(agent_errors)
-            if crashed and error is None:
-                error = explain_agent_error(crashed[0])
+        # A store that fails under the scenario, whoever catches its error, leaves no verdict.
+        async with watch_outages(store) as outages:
+            try:
+                session = self.plugin.factory(setup)
+            except HarnessError as exc:
+                error = str(exc)
+            if session is not None:
+                # Real work the agent starts (model calls, store and HTTP requests) holds this
+                # clock; what an in-process agent raises in the background is this scenario's.
+                crashes: AbstractAsyncContextManager[list[BaseException]] = (
+                    loop_errors() if self.factory is not None else nullcontext([])
+                )
+                with running_on(session.clock), collecting_failures() as agent_errors:
+                    async with crashes as crashed:
+                        conversation, error = await self._run(
+                            scenario, session, users, progress, checks, before_close, fit
+                        )
+                progress.agent_errors.extend(agent_errors)
+                if crashed and error is None:
+                    error = explain_agent_error(crashed[0])
+        if outages:
+            error = outages.messages[0]
         violations = tuple(progress.violations)
         status: ScenarioStatus = "error" if error else ("failed" if violations else "passed")
         return ScenarioResult(
@@ -394,6 +404,7 @@ class Runner:
             duration_s=round(time.perf_counter() - started, 4),
             violations=violations,
             error=error,
+            outage=bool(outages),
             conversation=conversation,
             faults=_faults_of(scenario),
             reproduce=(

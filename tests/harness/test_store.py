@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
@@ -18,6 +16,7 @@ from harness.clock import SystemClock, VirtualClock
 from harness.exceptions import ConfigError, StoreError, StoreUnavailable
 from harness.store import MemoryStore, RedisStore, Store, check_store, open_store
 from tests.bots.loopback import free_port
+from tests.support.redis_server import RedisServer
 
 # Read at import, before the autouse fixture clears the environment.
 _REQUIRE_REDIS = bool(os.environ.get("CI")) or bool(os.environ.get("HARNESS_REQUIRE_REDIS"))
@@ -349,71 +348,6 @@ async def test_a_dead_server_is_reported_within_bounded_time() -> None:
 
 
 # -- Redis restarts ----------------------------------------------------------------------
-
-
-class RedisServer:
-    """A private redis-server on a loopback port, to kill and start again."""
-
-    def __init__(self, binary: str, port: int, directory: Path) -> None:
-        self.binary = binary
-        self.port = port
-        self.directory = directory
-        self.process: asyncio.subprocess.Process | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    async def start(self) -> None:
-        self.process = await asyncio.create_subprocess_exec(
-            *(self.binary, "--port", str(self.port), "--bind", "127.0.0.1"),
-            *("--save", "", "--appendonly", "no", "--dir", str(self.directory)),
-            *("--logfile", str(self.directory / "redis.log")),
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 10
-        while not await self._answers():
-            if self.process.returncode is not None or time.monotonic() > deadline:
-                log = (self.directory / "redis.log").read_text(errors="replace")
-                raise RuntimeError(f"redis-server did not start on port {self.port}:\n{log}")
-            await asyncio.sleep(0.02)
-
-    async def kill(self) -> None:
-        if self.process is not None and self.process.returncode is None:
-            self.process.kill()
-            await self.process.wait()
-        self.process = None
-
-    async def _answers(self) -> bool:
-        try:
-            reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
-        except OSError:
-            return False
-        try:
-            writer.write(b"PING\r\n")
-            await writer.drain()
-            return (await reader.readline()).startswith(b"+PONG")
-        except OSError:
-            return False
-        finally:
-            writer.close()
-
-
-@pytest.fixture
-async def redis_server(tmp_path: Path) -> AsyncIterator[RedisServer]:
-    binary = shutil.which("redis-server") or shutil.which("/usr/bin/redis-server")
-    if binary is None:
-        message = "redis-server is not installed, so Redis restarts can't be tested"
-        if _REQUIRE_REDIS:
-            pytest.fail(message + " (CI must provide it)")
-        pytest.skip(message)
-    server = RedisServer(binary, free_port(), tmp_path)
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.kill()
 
 
 @pytest.mark.redis

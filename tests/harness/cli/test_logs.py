@@ -14,7 +14,8 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from harness.cli.logs import OneLineFormatter
+from harness.cli.logs import OneLineFormatter, configure_logging
+from harness.exceptions import Divergence, StoreUnavailable
 
 ROOT = Path(__file__).resolve().parents[3]
 FIXTURE = ROOT / "scenarios" / "booking" / "fixtures" / "happy_confirm_button"
@@ -60,6 +61,27 @@ def test_an_agent_failing_in_a_replay_is_reported_in_the_result_not_logged(
     html = (reports / "report.html").read_text(encoding="utf-8")
     assert '<ul class="agent-errors"' in html
     assert f"<li>agent: {failure}" in html
+
+
+def _logged(error: Exception) -> logging.LogRecord:
+    try:
+        raise error
+    except Exception:
+        return logging.LogRecord(
+            "agents.x", logging.ERROR, __file__, 1, "task failed", (), sys.exc_info()
+        )
+
+
+def test_the_terminal_skips_only_what_the_run_reports_itself() -> None:
+    configure_logging()  # what every command does first
+    [handler] = [
+        h for h in logging.getLogger().handlers if isinstance(h.formatter, OneLineFormatter)
+    ]
+    assert handler.filter(_logged(RuntimeError("the calendar service said no")))
+    down = "Redis at redis://h:1/0 is unavailable"
+    assert not handler.filter(_logged(StoreUnavailable(down, noted=True)))  # in the results
+    assert handler.filter(_logged(StoreUnavailable(down)))  # no scenario heard of it
+    assert not handler.filter(_logged(Divergence("system prompt differs")))
 
 
 def test_a_recording_cut_short_replays_with_its_warning_on_one_line(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ Needs Debian's ``chromium`` package. Without it the tests skip, unless
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from harness.report import write_html
 from tests.harness.report.browser import PNG_SIGNATURE, find_chromium, run_chromium
 from tests.harness.report.dom import Element, parse
+from tests.harness.report.injection import FIELDS, PAYLOADS, injected_run
 from tests.harness.report.sample import booking_run
 
 pytestmark = pytest.mark.browser
@@ -157,3 +159,30 @@ def test_a_screenshot_of_the_report(chromium: str, report: Path, tmp_path: Path)
     height = int.from_bytes(data[20:24], "big")
     assert (width, height) == (1280, 2000)
     assert len(data) > 50_000  # a drawn page, not a blank one
+
+
+def test_no_script_injected_through_any_field_runs_in_the_browser(
+    chromium: str, tmp_path: Path, record_property: Callable[[str, object], None]
+) -> None:
+    page = write_html(injected_run(), tmp_path / "report.html")
+    # Time for images to fail and timers to fire before the page is dumped.
+    done = _run(
+        chromium, tmp_path / "profile", "--virtual-time-budget=5000", "--dump-dom", page.as_uri()
+    )
+    assert "</html>" in done.stdout, done.stderr[-2000:]
+    dom = parse(done.stdout)
+    assert "data-pwned" not in dom.find("html").attrs  # no payload ran
+    assert len(dom.find_all("script")) == 1  # the page's own
+    handlers = [(e.tag, name) for e in dom.iter() for name in e.attrs if name.startswith("on")]
+    assert handlers == []
+    scripted = [
+        (e.tag, name)
+        for e in dom.iter()
+        for name, value in e.attrs.items()
+        if value.strip().lower().startswith("javascript:")
+    ]
+    assert scripted == []
+    hidden = [p for p in PAYLOADS if p not in dom.text]  # each one shown, as text
+    assert hidden == []
+    record_property("payloads", len(PAYLOADS))
+    record_property("fields", len(FIELDS))

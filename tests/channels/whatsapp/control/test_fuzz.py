@@ -12,6 +12,7 @@ minute.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -87,7 +88,16 @@ def test_every_operation_of_harness_serve_answers_without_a_server_error(
 
 
 class _Session(OpenAPIStateMachine):
-    """Linked calls on one simulator; after each, the conversation can still be read."""
+    """Linked calls on one simulator; after each, the conversation can still be read.
+
+    It counts its sequences and calls into ``counts``, for RELIABILITY.md.
+    """
+
+    counts: dict[str, int]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts["sequences"] += 1
 
     @invariant()
     def the_readers_still_answer(self) -> None:
@@ -103,6 +113,7 @@ class _Session(OpenAPIStateMachine):
         **kwargs: Any,
     ) -> None:
         """Only a server error fails a step: a linked call may well be refused."""
+        self.counts["calls"] += 1
         case.validate_response(response, checks=[not_a_server_error])
 
 
@@ -111,9 +122,12 @@ def _call_app(path: str) -> Any:
 
 
 @pytest.mark.slow
-def test_linked_calls_never_meet_a_server_error_and_leave_the_readers_answering() -> None:
+def test_linked_calls_never_meet_a_server_error_and_leave_the_readers_answering(
+    record_property: Callable[[str, object], None],
+) -> None:
     machine = schema.as_state_machine()
-    session = type("Session", (_Session, machine), {})
+    counts = {"sequences": 0, "calls": 0}
+    session = type("Session", (_Session, machine), {"counts": counts})
     run_state_machine_as_test(
         session,
         settings=settings(
@@ -123,3 +137,5 @@ def test_linked_calls_never_meet_a_server_error_and_leave_the_readers_answering(
             suppress_health_check=list(HealthCheck),
         ),
     )
+    record_property("sequences", counts["sequences"])
+    record_property("calls", counts["calls"])
