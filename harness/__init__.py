@@ -350,6 +350,7 @@ _OWNERS: dict[str, str] = {
     "declared_prompts": "harness.prompts",
     "override": "harness.prompts",
     "parse_duration": "harness.durations",
+    "parse_json": "harness.canonical",
     "parse_duration_text": "harness.durations",
     "parse_prompt_overrides": "harness.prompts",
     "parse_rubric": "harness.replay.judge",

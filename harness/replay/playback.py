@@ -16,12 +16,14 @@ and ``live`` (it goes to the agent's own model or tool, and is recorded).
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -211,7 +213,18 @@ def _scenario(fixture: Fixture) -> Scenario | None:
     text = getattr(fixture.meta, "scenario_yaml", None)
     if not isinstance(text, str) or not text.strip():
         return None
-    return parse_scenario(text, path=fixture.path / "meta.json")
+    return _parsed(text, fixture.path / "meta.json")
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(text: str, path: Path) -> Scenario:
+    """The scenario a fixture keeps, read once per text and file (scenarios are frozen).
+
+    Reading YAML with the line of every value costs more than the rest of a
+    short replay's set-up; a fixture replayed again (a benchmark, a watch
+    loop, pytest's runs) reads it from here.
+    """
+    return parse_scenario(text, path=path)
 
 
 async def _play(
