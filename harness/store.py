@@ -24,19 +24,17 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Final, Protocol, Self, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Final, Protocol, Self, TypeVar, runtime_checkable
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
-
-import redis.asyncio as aioredis
-from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialBackoff
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError, ResponseError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from harness.clock import Clock, SystemClock
 from harness.exceptions import ConfigError, StoreError, StoreUnavailable
 from harness.inflight import busy
+
+if TYPE_CHECKING:
+    # Redis's client is imported by the Redis store alone: a run on the memory store,
+    # and every command that needs no store, never pay for it.
+    import redis.asyncio as aioredis
 
 __all__ = ["REDIS_SCHEMES", "MemoryStore", "RedisStore", "Store", "check_store", "open_store"]
 
@@ -367,6 +365,12 @@ class RedisStore(_StoreBase):
         up to a second each, plus ``connect_timeout`` per attempt when the
         host does not answer at all.
         """
+        import redis.asyncio as aioredis
+        from redis.asyncio.retry import Retry
+        from redis.backoff import ExponentialBackoff
+        from redis.exceptions import ConnectionError as RedisConnectionError
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+
         where = _safe_url(url)
         if retries < 0 or not connect_timeout > 0 or not timeout > 0:
             raise ConfigError("retries must be 0 or more, and timeouts positive")
@@ -461,6 +465,10 @@ class RedisStore(_StoreBase):
             await self._shared.client.aclose()
 
     async def _call(self, key: str, command: Callable[[aioredis.Redis], Awaitable[_T]]) -> _T:
+        from redis.exceptions import ConnectionError as RedisConnectionError
+        from redis.exceptions import RedisError, ResponseError
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+
         shared = self._shared
         if shared.closed:
             raise StoreError(f"the Redis store for {shared.where} is closed")

@@ -1,6 +1,7 @@
 """The tape both recorders play: recorded answers by key, served once each, in recorded order.
 
-Also what else both recorders share: the mode they run in (:class:`RecordMode`),
+Also what else both recorders share: the mode they run in (:class:`RecordMode`, from
+:mod:`harness.record_mode`),
 what a replay does on a miss (:data:`OnMiss`), the log of this run's records
 in call order, and the :class:`~harness.exceptions.Divergence` that names
 the nearest recorded call when a replayed one was never recorded.
@@ -12,16 +13,16 @@ import bisect
 from collections import Counter, deque
 from collections.abc import Callable, Hashable, Iterable
 from datetime import UTC, datetime
-from enum import StrEnum
 from operator import itemgetter
 from typing import Generic, Literal, Protocol, TypeAlias, TypeVar
 
 from harness.divergence import Parts
 from harness.exceptions import ConfigError, Divergence
+from harness.record_mode import RecordMode as RecordMode  # where the recorders' users look
 from harness.records import LLMRecord, ToolRecord
 from harness.trace import Event
 
-__all__ = ["OnMiss", "RecordMode", "Sink"]
+__all__ = ["OnMiss", "Sink"]
 
 #: What a replay does with a call it has no recording for.
 OnMiss: TypeAlias = Literal["raise", "live"]
@@ -31,23 +32,6 @@ _ON_MISS: tuple[OnMiss, ...] = ("raise", "live")
 Sink: TypeAlias = Callable[[Event], None]
 
 _MAX_LISTED = 4
-
-
-class RecordMode(StrEnum):
-    """How a recorder treats calls: keep them, serve kept ones, or stay out of the way."""
-
-    RECORD = "record"
-    REPLAY = "replay"
-    PASSTHROUGH = "passthrough"
-
-    @classmethod
-    def parse(cls, value: RecordMode | str) -> RecordMode:
-        """The mode named ``value``; a :class:`ConfigError` listing the valid ones otherwise."""
-        try:
-            return cls(value)
-        except ValueError:
-            valid = ", ".join(mode.value for mode in cls)
-            raise ConfigError(f"invalid record mode {value!r}; valid modes: {valid}") from None
 
 
 def _parse_on_miss(value: str) -> OnMiss:
