@@ -8,6 +8,16 @@ in-process through ``httpx.ASGITransport``, and over loopback HTTP through
 uvicorn. A turn needs five HTTP exchanges, so the figures are given against
 one bare round trip and against five.
 
+Then the same in-process turn with the reference agent (``agents.booking``,
+its offline ScriptedModel behind the harness's pass-through recorders, as
+``harness run`` builds it): the user asks questions and for a table in turn,
+and the agent marks each message read, answers (a proposal with buttons now
+and then) and keeps its per-user state. Each sample is a fresh agent: its
+first turn, then turns 100 to 100+N (the steady state: a long history, a long
+trace), and bare ASGI round trips right after. The figures are the median
+over the samples and their spread (min–max), as milliseconds, turns per
+second and the ratio to one bare round trip.
+
 Run: ``python benchmarks/channel.py`` (``--quick`` for a short run).
 """
 
@@ -30,10 +40,15 @@ from starlette.routing import Route
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from channels.whatsapp.config import SimulatorConfig  # after the path tweak
+from agents.booking import BookingSettings, ScriptedModel, create_app  # after the path tweak
+from channels.whatsapp.channel import agent_settings
+from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.server import BackgroundServer
 from channels.whatsapp.simulator import WhatsAppSimulator
 from harness.clock import VirtualClock
+from harness.llm_recorder import RecordingLLMClient
+from harness.tape import RecordMode
+from harness.tool_recorder import ToolRecorder
 
 WA_ID = "15551230001"
 
@@ -140,11 +155,100 @@ async def loopback(turns: int) -> tuple[float, float]:
     return per_turn, per_trip
 
 
+# What the user says, in turn: questions, and a table now and then (proposed, never confirmed).
+CHAT = (
+    "do you have vegan dishes?",
+    "hello again",
+    "a table on friday at 8pm?",
+    "what is your cancellation policy?",
+    "thanks",
+)
+
+
+async def _bare_trip(trips: int) -> float:
+    """Seconds per bare ASGI round trip, over ``trips`` of them."""
+    bare = httpx.AsyncClient(transport=httpx.ASGITransport(app=bare_app()), base_url="http://x")
+
+    async def round_trip() -> None:
+        await bare.post("/", json={"hello": "world"})
+
+    try:
+        return await timed(trips, round_trip)
+    finally:
+        await bare.aclose()
+
+
+async def reference_agent(steady_from: int, steady_turns: int) -> tuple[float, float, float]:
+    """Seconds of a fresh agent's first turn, per steady turn, and per bare ASGI round trip."""
+    config = SimulatorConfig(rate_limits=False)  # one user, hundreds of replies
+    sim = WhatsAppSimulator(config, clock=VirtualClock(), seed=0)
+    user = sim.add_user(WA_ID, "Ana")
+    client = sim.graph_client()
+    llm = RecordingLLMClient(
+        ScriptedModel(), RecordMode.PASSTHROUGH, sink=sim.record, clock=sim.clock
+    )
+    tools = ToolRecorder(RecordMode.PASSTHROUGH, sink=sim.record, clock=sim.clock)
+    settings = BookingSettings.from_env(agent_settings(config, config.public_url))
+    app = create_app(settings, clock=sim.clock, http_client=client, llm=llm, tools=tools)
+    sim.connect(app)
+    said = 0
+
+    async def turn() -> None:
+        nonlocal said
+        await sim.say(user, CHAT[said % len(CHAT)])
+        await sim.settle()
+        said += 1
+
+    try:
+        started = time.perf_counter()
+        await turn()
+        first = time.perf_counter() - started
+        while said < steady_from - 1:
+            await turn()
+        started = time.perf_counter()
+        for _ in range(steady_turns):
+            await turn()
+        steady = (time.perf_counter() - started) / steady_turns
+        assert len(sim.conversation().replies()) >= said, "every message is answered"
+    finally:
+        await app.state.agent.aclose()
+        await sim.aclose()
+        await client.aclose()
+    return first, steady, await _bare_trip(steady_turns * 5)
+
+
+def _spread(values: list[float], scale: float = 1.0, digits: int = 2) -> str:
+    """The median and (min–max) of ``values`` times ``scale``."""
+    low, mid, high = min(values) * scale, statistics.median(values) * scale, max(values) * scale
+    return f"{mid:.{digits}f} ({low:.{digits}f}–{high:.{digits}f})"
+
+
+def reference_table(samples: int, steady_from: int, steady_turns: int) -> None:
+    """Measure the reference agent's turns and print them."""
+    measured = [asyncio.run(reference_agent(steady_from, steady_turns)) for _ in range(samples)]
+    print(
+        f"\nreference agent (agents.booking) in-process, {samples} fresh agents: median (min–max)"
+    )
+    header = ("turn", "ms", "turns/s", "x bare ASGI round trip")
+    print("{:<22} {:<22} {:<20} {}".format(*header))
+    bare = [m[2] for m in measured]
+    for label, index in (("1st", 0), (f"{steady_from} to {steady_from + steady_turns - 1}", 1)):
+        per_turn = [m[index] for m in measured]
+        rate = [1 / t for t in per_turn]
+        ratio = [t / b for t, b in zip(per_turn, bare, strict=True)]
+        print(
+            f"{label:<22} {_spread(per_turn, 1e3):<22} {_spread(rate, digits=0):<20}"
+            f" {_spread(ratio, digits=1)}"
+        )
+    print(f"{'bare ASGI round trip':<22} {_spread(bare, 1e3, digits=3)}")
+
+
 def main() -> None:
     """Measure and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer turns")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--samples", type=int, default=None, help="fresh reference agents")
     args = parser.parse_args()
     turns = 50 if args.quick else 300
 
@@ -166,6 +270,8 @@ def main() -> None:
             f"{name:<28} {per_turn * 1e3:>10.3f} {1 / per_turn:>9.0f} {per_trip * 1e3:>10.3f}"
             f" {per_turn / per_trip:>8.1f} {per_turn / (5 * per_trip):>9.2f}"
         )
+    agents = args.samples or (3 if args.quick else 7)
+    reference_table(agents, steady_from=100, steady_turns=20 if args.quick else 50)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ from harness.agent_contract import build_agent
 from harness.channel import AgentEnvironment, ChannelSetup, agent_clock, close_agent
 from harness.clock import VirtualClock
 from harness.exceptions import ConfigError, StepError
-from harness.plugins import ChannelPlugin
 from harness.store import MemoryStore
 from harness.trace import (
     ClockJump,
@@ -33,7 +32,7 @@ from harness.trace import (
     ToolCall,
 )
 
-__all__ = ["DirectChannel", "direct_plugin", "find_direct_agent"]
+__all__ = ["DirectChannel", "find_direct_agent"]
 
 
 def find_direct_agent(built: object) -> DirectAgent:
@@ -244,18 +243,3 @@ class DirectChannel:
             request=request,
             wamid=f"direct.out.{next(self._ids)}",
         )
-
-
-#: The direct channel's entry point for the harness (group ``harness.channels``).
-direct_plugin = ChannelPlugin(
-    name="direct",
-    description="Straight into the agent's direct entry point: no HTTP, no channel faults.",
-    factory=DirectChannel,
-    unsupported={
-        "redeliver": "the direct channel has no webhook deliveries to repeat",
-        "expect.status": "the direct channel has no delivery statuses (sent, delivered, read)",
-        "expect.template": (
-            "the direct channel has no message templates (nor the 24-hour window they serve)"
-        ),
-    },
-)

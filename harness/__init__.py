@@ -4,19 +4,20 @@ It knows nothing about WhatsApp; channels and agents build on it. Every
 public name of the core is importable from here, and those of the scenario
 suites' and replay's modules that :data:`_OWNERS` names.
 
-Names load on first use (PEP 562): ``import harness`` reads this module
-only, and ``harness.Conversation`` or ``from harness import Conversation``
-imports the one module that owns the name (:data:`_OWNERS` says which), so
-a program that needs the clock does not pay for the suites and the judge. Type
-checkers read the ``TYPE_CHECKING`` imports instead, which give them every
-name at once; a test keeps the two, and each module's ``__all__``, in step.
+Names load on first use (PEP 562, see :mod:`harness.lazy`): ``import harness``
+reads this module and two small ones, and ``harness.Conversation`` or ``from
+harness import Conversation`` imports the one module that owns the name
+(:data:`_OWNERS` says which), so a program that needs the clock does not pay
+for the suites and the judge. Type checkers read the ``TYPE_CHECKING``
+imports instead, which give them every name at once; a test keeps the two,
+and each module's ``__all__``, in step.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
+from harness.lazy import lazy_names
 from harness.version import VERSION as VERSION  # "as VERSION": re-exported to type checkers
 
 __version__ = VERSION
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from harness.files import *
     from harness.fixture import *
     from harness.inflight import *
+    from harness.lazy import *
     from harness.llm import *
     from harness.llm_recorder import *
     from harness.options import *
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
     from harness.project import *
     from harness.prompts import *
     from harness.providers import *
+    from harness.record_mode import *
     from harness.recording import *
     from harness.records import *
     from harness.redaction import *
@@ -193,7 +196,7 @@ _OWNERS: dict[str, str] = {
     "REDIS_SCHEMES": "harness.store",
     "REPLY_TYPES": "harness.suites.builtin_invariants",
     "RealWorkTimeout": "harness.exceptions",
-    "RecordMode": "harness.tape",
+    "RecordMode": "harness.record_mode",
     "RecordedToolError": "harness.tool_recorder",
     "Recording": "harness.recording",
     "RecordingError": "harness.exceptions",
@@ -354,7 +357,9 @@ _OWNERS: dict[str, str] = {
     "PromptFiles": "harness.prompts",
     "declared_prompts": "harness.prompts",
     "override": "harness.prompts",
+    "lazy_names": "harness.lazy",
     "parse_duration": "harness.durations",
+    "parse_json": "harness.canonical",
     "parse_duration_text": "harness.durations",
     "parse_prompt_overrides": "harness.prompts",
     "parse_rubric": "harness.replay.judge",
@@ -440,21 +445,7 @@ _OWNERS: dict[str, str] = {
 __all__ = sorted([*_OWNERS, "__version__"])
 
 
-def _load(name: str) -> object:
-    """The public ``name``, imported from its module and kept here for next time."""
-    try:
-        module = _OWNERS[name]
-    except KeyError:
-        raise AttributeError(f"module 'harness' has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """The loaded globals and every public name, loaded or not."""
-    return sorted({*globals(), *__all__})
-
+_load, __dir__ = lazy_names(__name__, _OWNERS)
 
 if not TYPE_CHECKING:
     # Hidden from type checkers: a visible module __getattr__ would make them

@@ -35,6 +35,7 @@ from typing import IO, Any, Final, Literal, TypeAlias, TypeVar, get_args
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
+from harness.canonical import parse_json
 from harness.exceptions import (
     ConfigError,
     FixtureError,
@@ -128,7 +129,7 @@ class JsonlLine:
 def _parse_line(raw: bytes) -> dict[str, Any] | str:
     """The JSON object on one line, or why there is none."""
     try:
-        value = json.loads(raw.decode("utf-8"))
+        value = parse_json(raw)
     except UnicodeDecodeError as exc:
         return f"invalid UTF-8 at byte {exc.start + 1}"
     except json.JSONDecodeError as exc:
@@ -278,7 +279,7 @@ def _write_json(target: Path, value: Any) -> None:
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return parse_json(path.read_bytes())
     except UnicodeDecodeError as exc:
         raise FixtureFormatError(
             f"{path}: invalid UTF-8 at byte {exc.start + 1}", path=path
@@ -422,6 +423,9 @@ class FixtureWriter:
 # -- reading -------------------------------------------------------------------------
 
 
+_ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {}
+
+
 @dataclass(frozen=True)
 class Fixture:
     """A loaded fixture: its metadata, validated events, raw logs and conversation.
@@ -447,7 +451,10 @@ class Fixture:
         A record that does not validate raises :class:`FixtureFormatError`
         naming ``file:line`` and the field.
         """
-        adapter = schema if isinstance(schema, TypeAdapter) else TypeAdapter(schema)
+        if isinstance(schema, TypeAdapter):
+            adapter: TypeAdapter[Any] = schema
+        else:  # one adapter per model, kept: building one costs more than the reads
+            adapter = _ADAPTERS.get(schema) or _ADAPTERS.setdefault(schema, TypeAdapter(schema))
         return _validate_lines(self.path / LOG_FILES[log], self._lines(log), adapter)
 
     def media_path(self, relative: str) -> Path:

@@ -13,7 +13,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 from harness.acting import _ACTING
 from harness.canonical import canonical_bytes
@@ -35,6 +35,11 @@ VOLATILE_PARAMS: frozenset[str] = frozenset(
 )
 
 
+# What a replay serves of a recorded exchange: the response, the seconds the model took
+# (None: none), and who answered.
+_Answer: TypeAlias = tuple[LLMResponse, float | None, str | None]
+
+
 @dataclass(slots=True)
 class _Pending:
     """An exchange recorded this run, kept as canonical text until someone reads it."""
@@ -48,7 +53,7 @@ class _Pending:
     record: LLMRecord | None = None
 
 
-class RecordingLLMClient(_Recorder[LLMRecord, _Pending]):
+class RecordingLLMClient(_Recorder[LLMRecord, _Pending, _Answer]):
     """An :class:`~harness.llm.LLMClient` that records, replays or passes through.
 
     ``inner`` is the real client; replay with ``on_miss="raise"`` needs none.
@@ -131,15 +136,16 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending]):
         text = raw.decode()
         if self.mode is RecordMode.REPLAY:
             # No await between the lookup and the return: concurrent replays can't race.
-            record = self._tape.take(key)
-            if record is not None:
+            answer = self._tape.take(key)
+            if answer is not None:
+                response, latency, provider = answer
                 sleep = getattr(self._clock, "sleep", None)
-                if record.latency_ms and sleep is not None:
+                if latency is not None and sleep is not None:
                     # The model took this long when the chat was recorded: on the run's clock
                     # it takes as long again, so what happened meanwhile keeps its place.
-                    await sleep(record.latency_ms / 1000)
-                self._emit_exchange(key, record.response, "recorded", None, record.provider)
-                return record.response
+                    await sleep(latency)
+                self._emit_exchange(key, response, "recorded", None, provider)
+                return response
             if self.on_miss == "raise":
                 now = json.loads(text)
                 raise self._diverged(key, llm_parts(now), lambda r: llm_differences(r.request, now))
@@ -199,6 +205,11 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending]):
                 provider=item.provider,
             )
         return item.record
+
+    def _answer(self, record: LLMRecord) -> _Answer:
+        """The recorded response, how many seconds it took (None: no time), who answered."""
+        latency = record.latency_ms / 1000 if record.latency_ms else None
+        return record.response, latency, record.provider
 
     def _parts(self, record: LLMRecord) -> Parts:
         return llm_parts(record.request)

@@ -25,20 +25,18 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Final, Protocol, Self, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Final, Protocol, Self, TypeVar, runtime_checkable
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
-
-import redis.asyncio as aioredis
-from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialBackoff, NoBackoff
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError, ResponseError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from harness.clock import Clock, SystemClock
 from harness.exceptions import ConfigError, StoreError, StoreUnavailable
 from harness.inflight import busy
 from harness.outages import had_outage, note_outage
+
+if TYPE_CHECKING:
+    # Redis's client is imported by the Redis store alone: a run on the memory store,
+    # and every command that needs no store, never pay for it.
+    import redis.asyncio as aioredis
 
 __all__ = ["REDIS_SCHEMES", "MemoryStore", "RedisStore", "Store", "check_store", "open_store"]
 
@@ -48,8 +46,11 @@ REDIS_SCHEMES: Final = ("redis", "rediss", "unix")
 _T = TypeVar("_T")
 _INT64: Final = range(-(2**63), 2**63)
 _INTEGER: Final = re.compile(rb"-?[0-9]+")
-#: Between tries of a Redis command: 0.1 s, 0.2 s, 0.4 s ... up to a second.
-_BACKOFF: Final = ExponentialBackoff(cap=1.0, base=0.05)
+
+
+def _backoff(failures: int) -> float:
+    """Seconds between tries of a Redis command: 0.1 s, 0.2 s, 0.4 s ... up to a second."""
+    return min(1.0, 0.05 * float(2 ** min(failures, 10)))
 
 
 @runtime_checkable
@@ -379,6 +380,12 @@ class RedisStore(_StoreBase):
         up to a second each, plus ``connect_timeout`` per attempt when the
         host does not answer at all.
         """
+        import redis.asyncio as aioredis
+        from redis.asyncio.retry import Retry
+        from redis.backoff import NoBackoff
+        from redis.exceptions import ConnectionError as RedisConnectionError
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+
         where = _safe_url(url)
         if retries < 0 or not connect_timeout > 0 or not timeout > 0:
             raise ConfigError("retries must be 0 or more, and timeouts positive")
@@ -505,6 +512,10 @@ class RedisStore(_StoreBase):
         changes: bool = False,
     ) -> _T:
         """Run ``command``, trying again after a broken connection (see the class docstring)."""
+        from redis.exceptions import ConnectionError as RedisConnectionError
+        from redis.exceptions import RedisError, ResponseError
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+
         shared = self._shared
         if shared.closed:
             raise StoreError(f"the Redis store for {shared.where} is closed")
@@ -520,7 +531,7 @@ class RedisStore(_StoreBase):
                         # A scenario that met an outage has no verdict left to save: fail fast.
                         if failures > shared.retries or overdue or had_outage():
                             raise
-                        await asyncio.sleep(_BACKOFF.compute(failures))
+                        await asyncio.sleep(_backoff(failures))
         except (RedisConnectionError, RedisTimeoutError) as exc:
             message = f"Redis at {shared.where} is unavailable: {exc}"
             if changes and isinstance(exc, RedisTimeoutError):

@@ -1,6 +1,7 @@
 """The tape both recorders play: recorded answers by key, served once each, in recorded order.
 
-Also what else both recorders share: the mode they run in (:class:`RecordMode`),
+Also what else both recorders share: the mode they run in (:class:`RecordMode`, from
+:mod:`harness.record_mode`),
 what a replay does on a miss (:data:`OnMiss`), the log of this run's records
 in call order, and the :class:`~harness.exceptions.Divergence` that names
 the nearest recorded call when a replayed one was never recorded.
@@ -12,16 +13,16 @@ import bisect
 from collections import Counter, deque
 from collections.abc import Callable, Hashable, Iterable
 from datetime import UTC, datetime
-from enum import StrEnum
 from operator import itemgetter
 from typing import Generic, Literal, Protocol, TypeAlias, TypeVar
 
 from harness.divergence import Parts
 from harness.exceptions import ConfigError, Divergence
+from harness.record_mode import RecordMode as RecordMode  # where the recorders' users look
 from harness.records import LLMRecord, ToolRecord
 from harness.trace import Event
 
-__all__ = ["OnMiss", "RecordMode", "Sink"]
+__all__ = ["OnMiss", "Sink"]
 
 #: What a replay does with a call it has no recording for.
 OnMiss: TypeAlias = Literal["raise", "live"]
@@ -31,23 +32,6 @@ _ON_MISS: tuple[OnMiss, ...] = ("raise", "live")
 Sink: TypeAlias = Callable[[Event], None]
 
 _MAX_LISTED = 4
-
-
-class RecordMode(StrEnum):
-    """How a recorder treats calls: keep them, serve kept ones, or stay out of the way."""
-
-    RECORD = "record"
-    REPLAY = "replay"
-    PASSTHROUGH = "passthrough"
-
-    @classmethod
-    def parse(cls, value: RecordMode | str) -> RecordMode:
-        """The mode named ``value``; a :class:`ConfigError` listing the valid ones otherwise."""
-        try:
-            return cls(value)
-        except ValueError:
-            valid = ", ".join(mode.value for mode in cls)
-            raise ConfigError(f"invalid record mode {value!r}; valid modes: {valid}") from None
 
 
 def _parse_on_miss(value: str) -> OnMiss:
@@ -68,23 +52,35 @@ class _UTCClock:
 
 _R = TypeVar("_R", LLMRecord, ToolRecord)
 _T = TypeVar("_T")
+_A = TypeVar("_A")
 
 
-class _Tape(Generic[_R]):
+class _Tape(Generic[_R, _A]):
     """Recorded answers by key, each served once, in recorded order.
 
-    The index used to find the nearest record on a miss is built on the
-    first miss, so loading and serving stay O(1) per record.
+    A replay asks one key after another of a recording that may hold a hundred
+    thousand, spread over a large heap: each lookup touches the key's slot in
+    one dict and the small tuple waiting there, which holds what the recorder
+    serves (``answer`` of the record, worked out when it is added), and nothing
+    else: no list indexed by position, no play count, not even the record. So
+    its cost stays flat as the recording grows. Which records were served is
+    worked out from what is still waiting, when a report or a miss asks. The
+    index used to find the nearest record on a miss is built on the first miss.
     """
 
-    def __init__(self, records: Iterable[_R], parts: Callable[[_R], Parts]) -> None:
+    def __init__(
+        self,
+        records: Iterable[_R],
+        parts: Callable[[_R], Parts],
+        answer: Callable[[_R], _A],
+    ) -> None:
         self._parts: Callable[[_R], Parts] = parts
+        self._answer: Callable[[_R], _A] = answer
         self.records: list[_R] = []
-        self.plays: list[int] = []
-        # A key recorded once maps to its position; only a key asked several times
-        # needs a queue. Most keys are asked once, and a plain int keeps a large
+        # A key recorded once maps to its (position, answer); only a key asked several
+        # times needs a queue. Most keys are asked once, and a plain tuple keeps a large
         # recording small and the lookup flat.
-        self._queues: dict[str, int | deque[int]] = {}
+        self._queues: dict[str, tuple[int, _A] | deque[tuple[int, _A]]] = {}
         self._counts: Counter[str] = Counter()
         self._index: dict[Hashable, list[int]] | None = None
         for record in records:
@@ -93,41 +89,48 @@ class _Tape(Generic[_R]):
     def add(self, record: _R, *, played: bool) -> None:
         position = len(self.records)
         self.records.append(record)
-        self.plays.append(1 if played else 0)
         self._counts[record.key] += 1
         if not played:
+            entry = (position, self._answer(record))
             waiting = self._queues.get(record.key)
             if waiting is None:
-                self._queues[record.key] = position
-            elif isinstance(waiting, int):
-                self._queues[record.key] = deque((waiting, position))
+                self._queues[record.key] = entry
+            elif isinstance(waiting, tuple):
+                self._queues[record.key] = deque((waiting, entry))
             else:
-                waiting.append(position)
+                waiting.append(entry)
         if self._index is not None:
             for part in self._parts(record):
                 self._index.setdefault(part, []).append(position)
 
-    def take(self, key: str) -> _R | None:
+    def take(self, key: str) -> _A | None:
+        """The answer of the next record waiting under ``key``, now served; None if none."""
         waiting = self._queues.get(key)
         if waiting is None:
             return None
-        if isinstance(waiting, int):
-            position = waiting
+        if isinstance(waiting, tuple):
             del self._queues[key]
-        else:
-            position = waiting.popleft()
-            if not waiting:
-                del self._queues[key]
-        self.plays[position] += 1
-        return self.records[position]
+            return waiting[1]
+        _, answer = waiting.popleft()
+        if not waiting:
+            del self._queues[key]
+        return answer
 
     def count(self, key: str) -> int:
         return self._counts[key]
 
+    def waiting(self) -> set[int]:
+        """The positions of the records not served yet."""
+        found: set[int] = set()
+        for waiting in self._queues.values():
+            if isinstance(waiting, tuple):
+                found.add(waiting[0])
+            else:
+                found.update(position for position, _ in waiting)
+        return found
+
     def unused(self) -> list[tuple[int, _R]]:
-        return [
-            (i, r) for i, (r, n) in enumerate(zip(self.records, self.plays, strict=True)) if not n
-        ]
+        return [(i, self.records[i]) for i in sorted(self.waiting())]
 
     def nearest(self, parts: Parts) -> tuple[int, _R] | None:
         """The record sharing the most (weighted) parts; unused and earlier ones win ties."""
@@ -138,14 +141,15 @@ class _Tape(Generic[_R]):
             for position, record in enumerate(self.records):
                 for part in self._parts(record):
                     self._index.setdefault(part, []).append(position)
+        waiting = self.waiting()
         scores: Counter[int] = Counter()
         for part, weight in parts.items():
             for position in self._index.get(part, ()):
                 scores[position] += weight
         if not scores:
-            best = next((i for i, n in enumerate(self.plays) if not n), 0)
+            best = min(waiting, default=0)
         else:
-            best = max(scores, key=lambda i: (scores[i], not self.plays[i], -i))
+            best = max(scores, key=lambda i: (scores[i], i in waiting, -i))
         return best, self.records[best]
 
 
@@ -168,7 +172,7 @@ class _Log(Generic[_T]):
         return [item for _, item in self._items]
 
 
-class _Recorder(Generic[_R, _T]):
+class _Recorder(Generic[_R, _T, _A]):
     """What both recorders share: mode, miss policy, tape, log, clock and sink."""
 
     _noun = "call"
@@ -184,7 +188,7 @@ class _Recorder(Generic[_R, _T]):
     ) -> None:
         self.mode = RecordMode.parse(mode)
         self.on_miss: OnMiss = _parse_on_miss(on_miss)
-        self._tape: _Tape[_R] = _Tape(records, self._parts)
+        self._tape: _Tape[_R, _A] = _Tape(records, self._parts, self._answer)
         self._loaded = len(self._tape.records)
         self._log: _Log[_T] = _Log()
         self._sink = sink
@@ -198,6 +202,10 @@ class _Recorder(Generic[_R, _T]):
             self._loaded += 1
 
     def _parts(self, record: _R) -> Parts:
+        raise NotImplementedError
+
+    def _answer(self, record: _R) -> _A:
+        """What a replay serves of ``record`` (kept in the tape, so serving reads nothing else)."""
         raise NotImplementedError
 
     def _materialize(self, item: _T) -> _R:
@@ -228,7 +236,7 @@ class _Recorder(Generic[_R, _T]):
     def report(self) -> str:
         """A few lines saying what was served, what went live, and what was never used."""
         unused = self._tape.unused()
-        served = sum(1 for n in self._tape.plays[: self._loaded] if n)
+        served = self._loaded - sum(1 for i, _ in unused if i < self._loaded)
         lines = [
             f"{type(self).__name__} ({self.mode.value}): {self._loaded} recorded {self._noun}s "
             f"loaded, {served} served, {len(unused)} unused; {len(self._log.items())} recorded "
@@ -278,7 +286,7 @@ class _Recorder(Generic[_R, _T]):
         shown = "; ".join(differences[:_MAX_LISTED])
         if len(differences) > _MAX_LISTED:
             shown += f"; and {len(differences) - _MAX_LISTED} more"
-        used = "unused" if not self._tape.plays[position] else "already served"
+        used = "unused" if position in self._tape.waiting() else "already served"
         return Divergence(
             f"replay diverged: {shown} (against recorded {self._noun} #{position + 1} of "
             f"{len(self._tape.records)}, {used}; key {key[:12]})",

@@ -38,7 +38,7 @@ class RecordedToolError(HarnessError, RuntimeError):
         self.error = error
 
 
-class ToolRecorder(_Recorder[ToolRecord, ToolRecord]):
+class ToolRecorder(_Recorder[ToolRecord, ToolRecord, ToolRecord]):
     """The agent's tools, behind a recorder: side effects never run again on replay.
 
     Register each tool with :meth:`register`, saying whether it has side
@@ -162,6 +162,10 @@ class ToolRecorder(_Recorder[ToolRecord, ToolRecord]):
 
     def _materialize(self, item: ToolRecord) -> ToolRecord:
         return item
+
+    def _answer(self, record: ToolRecord) -> ToolRecord:
+        """The record itself: a replayed call reads its result or error, and its name."""
+        return record
 
     def _parts(self, record: ToolRecord) -> Parts:
         return tool_parts(record.name, record.args)

@@ -193,8 +193,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "the recorder always answers a repeated request with its first answer",
         "harness/tape.py",
-        "position = waiting.popleft()",
-        "position = waiting[0]",
+        "_, answer = waiting.popleft()",
+        "_, answer = waiting[0]",
         _RECORDER,
         quick=True,
     ),

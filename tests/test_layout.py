@@ -263,6 +263,7 @@ NOT_RE_EXPORTED = {
     "harness.cli.replaying",
     "harness.cli.diff",
     "harness.cli.ui",
+    "harness.cli.diffing",
     "channels.whatsapp.cli",
 }
 

@@ -49,6 +49,8 @@ __all__ = ["APOLOGY_TEXT", "UNSUPPORTED_TEXT", "AgentTurn", "BookingAgent", "Rep
 _log = logging.getLogger(__name__)
 # How many background failures the agent keeps for its caller (the latest ones).
 _KEPT_ERRORS: Final = 100
+# The most messages of history the agent shows the model (and keeps), whatever the settings.
+_MAX_HISTORY: Final = 400
 
 #: The answer to a message the agent can't read (image, audio, location, sticker...).
 UNSUPPORTED_TEXT = (
@@ -143,6 +145,8 @@ class BookingAgent:
             max_rounds=settings.max_tool_rounds,
         )
         self._locks: dict[str, asyncio.Lock] = {}
+        #: How many messages of history the state keeps: what the model is shown.
+        self._kept = min(settings.history_messages, _MAX_HISTORY)
         #: Exceptions that ended background tasks, oldest first (a replay divergence, say);
         #: the latest hundred.
         self.errors: list[BaseException] = []
@@ -173,6 +177,17 @@ class BookingAgent:
 
         A naive ``now`` is taken as UTC.
         """
+        turn, _ = await self.respond_with_state(user, messages, now=now)
+        return turn
+
+    async def respond_with_state(
+        self, user: str, messages: Sequence[Inbound], *, now: datetime
+    ) -> tuple[AgentTurn, UserState]:
+        """:meth:`respond`, also giving the user's state as it was saved.
+
+        The WhatsApp front sends the replies from it (the window, the proposal)
+        instead of reading the state back from the store.
+        """
         if now.tzinfo is None:
             now = now.replace(tzinfo=UTC)
         async with self.user_lock(user):
@@ -180,7 +195,7 @@ class BookingAgent:
                 state = await self.states.load(user)
                 turn = await self._respond(state, messages, now)
                 await self.states.save(state)
-            return turn
+            return turn, state
 
     async def _respond(
         self, state: UserState, messages: Sequence[Inbound], now: datetime
@@ -224,7 +239,10 @@ class BookingAgent:
             _log.error("the model could not answer user %s: %s", state.user, exc)
             apology = [{"type": "text", "text": APOLOGY_TEXT}]
             result = BrainResult(APOLOGY_TEXT, [{"role": "assistant", "content": apology}])
-        state.history = _window([*state.history, user_message, *result.messages], 400)
+        # Only the window the model is shown next time is kept: windowing it again with
+        # the new messages gives the window the whole conversation would (both start at
+        # the same user message), so the state stays small however long the chat.
+        state.history = _window([*state.history, user_message, *result.messages], self._kept)
         proposal = state.proposal if gate.proposed else None
         if proposal is not None and not proposal.confirmed:
             replies.append(Reply(kind="buttons", text=result.text, buttons=CONFIRM_BUTTONS))

@@ -28,7 +28,7 @@ from agents.booking.inbound import Inbound, StatusEvent, parse_webhook
 from agents.booking.language import format_day
 from agents.booking.regressions import Regression
 from agents.booking.settings import BookingSettings
-from agents.booking.state import FailedSend, Proposal
+from agents.booking.state import FailedSend, Proposal, UserState
 from harness.clock import Clock
 from harness.store import Store
 
@@ -137,13 +137,14 @@ class WhatsAppFront:
                 await self.graph.mark_read(last.wamid, typing=True)
             except GraphError as exc:
                 _log.warning("could not mark %s read: %s", last.wamid, exc)
-        turn = await self.agent.respond(user, messages, now=self.clock.now())
-        await self._deliver(user, turn)
+        turn, state = await self.agent.respond_with_state(user, messages, now=self.clock.now())
+        await self._deliver(user, turn, state)
 
     # -- outbound --------------------------------------------------------------
 
-    async def _deliver(self, user: str, turn: AgentTurn) -> None:
-        state = await self.agent.states.load(user)
+    async def _deliver(self, user: str, turn: AgentTurn, state: UserState) -> None:
+        # The state as the turn saved it: the user's store lock (held since the burst was
+        # taken) keeps every other worker from changing it meanwhile.
         now = self.clock.now()
         window_open = state.window_open(now, self.settings.window_hours)
         params = _template_params(state.proposal)

@@ -1,7 +1,9 @@
 """Per-user state, kept as JSON in the shared store so any worker can serve any user.
 
-A user's :class:`UserState` holds the conversation so far (Messages API
-messages, tool calls included), the proposal waiting for confirmation, the
+A user's :class:`UserState` holds the latest messages of the conversation
+(Messages API messages, tool calls included: as many as the model is shown,
+so a long chat costs no more to load than a short one), the proposal waiting
+for confirmation, the
 needs they stated, their bookings and when they last wrote (for the 24-hour
 window). :class:`StateStore` loads and saves it; callers hold the user's
 lock (see :mod:`agents.booking.bursts`) around a load-change-save.

@@ -103,7 +103,11 @@ def _readable(value: Any, depth: int = 0) -> Any:
     if depth > _MAX_DEPTH:
         raise ValueError(f"nested more than {_MAX_DEPTH} levels deep")
     if isinstance(value, str):
-        if any("\ud800" <= c <= "\udfff" for c in value):
+        if value.isascii():
+            return value
+        try:
+            value.encode("utf-8")  # fails on a lone surrogate, and only on one
+        except UnicodeEncodeError:
             return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
         return value
     if isinstance(value, list):

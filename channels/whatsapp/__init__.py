@@ -5,616 +5,427 @@ one concept each (payloads, signing, the Graph API, delivery, faults ...).
 The send-body models are a package of their own, :mod:`channels.whatsapp.sends`:
 the request models are re-exported here, their parts and building blocks are
 imported from there.
+
+Names load on first use (see :mod:`harness.lazy`): importing one module of the
+simulator (the channel's plugin, when ``harness --help`` lists its commands)
+does not import all the others.
 """
 
 from __future__ import annotations
 
-from channels.whatsapp.activity import Activity
-from channels.whatsapp.attribution import latest_quoted, request_text
-from channels.whatsapp.channel import (
-    MEDIA_SAMPLES,
-    WhatsAppChannel,
-    agent_settings,
-)
-from channels.whatsapp.cli import (
-    serve_command,
-    simulator_options,
-)
-from channels.whatsapp.composing import (
-    CHANNEL_FIELDS,
-    UserMessages,
-    check_message_shape,
-)
-from channels.whatsapp.config import (
-    DEFAULT_RETRY_SCHEDULE,
-    RETRY_HORIZON,
-    SimulatorConfig,
-    StatusTiming,
-    retry_delays,
-)
-from channels.whatsapp.control import (
-    CONTROL_OPENAPI_PATHS,
-    CONTROL_OPENAPI_SCHEMAS,
-    control_app,
-    control_routes,
-)
-from channels.whatsapp.delivery import (
-    META_USER_AGENT,
-    AsgiTarget,
-    Deliverer,
-    PendingUpdate,
-    PostResult,
-    UrlTarget,
-    WebhookTarget,
-    handshake,
-)
-from channels.whatsapp.envelope import (
-    MAX_UPDATES_PER_WEBHOOK,
-    MAX_WEBHOOK_BYTES,
-    Change,
-    Contact,
-    Entry,
-    ErrorUpdate,
-    MessageUpdate,
-    Metadata,
-    OtherChange,
-    Profile,
-    StatusUpdate,
-    Update,
-    Value,
-    WebhookPayload,
-    batch_webhooks,
-    build_value,
-    build_webhook,
-    contact,
-    iter_updates,
-    parse_webhook,
-)
-from channels.whatsapp.errors import (
-    ERROR_CODES,
-    ERROR_DOCS_URL,
-    AccountInMaintenance,
-    AppRateLimited,
-    AuthError,
-    Delivery,
-    EcosystemLimited,
-    ErrorCode,
-    ErrorData,
-    ErrorObject,
-    ErrorSpec,
-    GenericError,
-    GraphAPIError,
-    GraphError,
-    GraphErrorEnvelope,
-    InvalidParameter,
-    MediaDownloadError,
-    MediaUploadError,
-    MessageUnavailable,
-    PairRateLimited,
-    ParameterInvalid,
-    ParameterMissing,
-    PermissionDenied,
-    PolicyBlocked,
-    RateLimited,
-    RecipientNotSupported,
-    ReEngagementRequired,
-    ServiceUnavailable,
-    SpamRateLimited,
-    TemplateNotFound,
-    TemplateParamMismatch,
-    ThroughputLimited,
-    Undeliverable,
-    UnsupportedMessageType,
-    WabaRateLimited,
-    error_envelope,
-    error_object,
-    graph_error,
-    spec_for,
-)
-from channels.whatsapp.faults import (
-    PRESETS,
-    FaultDice,
-    FaultProfile,
-    check_scenario_faults,
-    split_fragments,
-)
-from channels.whatsapp.graph import (
-    AcceptAll,
-    RefusalHandler,
-    SendHandler,
-    SendOutcome,
-    create_graph_app,
-    success_body,
-)
-from channels.whatsapp.ids import (
-    BSUID_PATTERN,
-    WAMID_PATTERN,
-    bsuid_for,
-    country_of,
-    id_source,
-    is_bsuid,
-    is_wamid,
-    new_bsuid,
-    new_conversation_id,
-    new_fbtrace_id,
-    new_media_id,
-    new_wamid,
-)
-from channels.whatsapp.latency import RecordedLatency, call_shape
-from channels.whatsapp.limits import (
-    PairRateLimiter,
-    ThroughputLimiter,
-    TokenBucketLimiter,
-)
-from channels.whatsapp.media import (
-    INBOUND_MEDIA_LIFETIME,
-    MEDIA_KINDS,
-    UPLOAD_LIFETIME,
-    URL_LIFETIME,
-    MediaStore,
-    StoredMedia,
-    is_animated_webp,
-    largest_size,
-    media_kind,
-    size_limit,
-)
-from channels.whatsapp.messages import (
-    Audio,
-    AudioMessage,
-    Button,
-    ButtonMessage,
-    ButtonReply,
-    ButtonReplyInteractive,
-    ContactAddress,
-    ContactCard,
-    ContactEmail,
-    ContactName,
-    ContactOrg,
-    ContactPhone,
-    ContactsMessage,
-    ContactUrl,
-    Context,
-    Document,
-    DocumentMessage,
-    Image,
-    ImageMessage,
-    InboundMessage,
-    Interactive,
-    InteractiveMessage,
-    ListReply,
-    ListReplyInteractive,
-    Location,
-    LocationMessage,
-    MessageBase,
-    Reaction,
-    ReactionMessage,
-    Sticker,
-    StickerMessage,
-    Text,
-    TextMessage,
-    UnknownInteractive,
-    UnknownMessage,
-    Unsupported,
-    UnsupportedMessage,
-    Video,
-    VideoMessage,
-    audio,
-    button_reply,
-    contact_card,
-    contacts_message,
-    document,
-    image,
-    list_reply,
-    location,
-    parse_message,
-    reaction,
-    sticker,
-    template_button,
-    text_message,
-    unsupported,
-    video,
-)
-from channels.whatsapp.model_options import (
-    model_endpoint_options,
-    model_records_path,
-    serve_recording,
-)
-from channels.whatsapp.openapi import (
-    GRAPH_API_VERSIONS,
-    VERSION_PATTERN,
-    build_openapi,
-    error_response,
-    json_body,
-)
-from channels.whatsapp.outbound import OutboundRules
-from channels.whatsapp.payloads import (
-    MetaModel,
-    PayloadError,
-    Timestamp,
-    TimestampLike,
-    format_timestamp,
-    load_json,
-    validate,
-)
-from channels.whatsapp.plugin import (
-    whatsapp_plugin,
-)
-from channels.whatsapp.proxy import (
-    WEBHOOK_PATH,
-    create_proxy_app,
-)
-from channels.whatsapp.proxy_cli import (
-    parse_listen,
-    proxy_command,
-    proxy_main,
-    serve_proxy,
-)
-from channels.whatsapp.proxy_collector import RecordingCollector
-from channels.whatsapp.proxy_exchange import GraphExchange, WebhookDelivery, parse_json_or_none
-from channels.whatsapp.proxy_record import ProxyRecorder
-from channels.whatsapp.proxy_settings import META_GRAPH_URL, ProxySettings
-from channels.whatsapp.pseudonyms import (
-    Pseudonymizer,
-    new_pseudonym_key,
-)
-from channels.whatsapp.remote import RemoteSession
-from channels.whatsapp.router import UPSTREAM_OPTIONS, GraphRouter, Owner, shared_graph
-from channels.whatsapp.sends import (
-    MESSAGE_MODELS,
-    SEND_REQUEST,
-    AudioSend,
-    ContactsSend,
-    DocumentSend,
-    ImageSend,
-    InteractiveSend,
-    LocationSend,
-    MessageSend,
-    ReactionSend,
-    ReadReceipt,
-    SendBody,
-    SendContext,
-    SendSummary,
-    StickerSend,
-    TemplateSend,
-    TextSend,
-    VideoSend,
-    graph_error_for,
-    send_schemas,
-)
-from channels.whatsapp.server import (
-    BackgroundServer,
-)
-from channels.whatsapp.signing import (
-    SIGNATURE_HEADER,
-    SignatureMalformed,
-    SignatureMismatch,
-    SignatureMissing,
-    SignedBody,
-    is_valid,
-    serialize,
-    sign,
-    verify,
-)
-from channels.whatsapp.simulator import WhatsAppSimulator
-from channels.whatsapp.simuser import SentMessage, SimUser
-from channels.whatsapp.statuses import (
-    Conversation,
-    ConversationOrigin,
-    Pricing,
-    Status,
-    StatusValue,
-    parse_status,
-    pricing,
-    status,
-)
-from channels.whatsapp.summary import (
-    interactive_options,
-    message_reply_id,
-    message_text,
-    outbound_text,
-)
-from channels.whatsapp.timekeeping import ANSWERED_QUIET, QUIET, RealTimeView, Timekeeping
-from channels.whatsapp.transport import (
-    GRAPH_HOSTS,
-    GraphRedirect,
-    GraphRedirectSync,
-)
-from channels.whatsapp.validation import (
-    DEFAULT_LIMITS,
-    MESSAGE_TYPES,
-    PAYMENT_TYPES,
-    SendAction,
-    SendLimits,
-    SendValidator,
-    TemplateRegistry,
-    TemplateSpec,
-    ValidatedSend,
-    normalize_wa_id,
-    parse_json_body,
-)
-from channels.whatsapp.window import (
-    SessionWindows,
-)
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "ANSWERED_QUIET",
-    "BSUID_PATTERN",
-    "CHANNEL_FIELDS",
-    "CONTROL_OPENAPI_PATHS",
-    "CONTROL_OPENAPI_SCHEMAS",
-    "DEFAULT_LIMITS",
-    "DEFAULT_RETRY_SCHEDULE",
-    "ERROR_CODES",
-    "ERROR_DOCS_URL",
-    "GRAPH_API_VERSIONS",
-    "GRAPH_HOSTS",
-    "INBOUND_MEDIA_LIFETIME",
-    "MAX_UPDATES_PER_WEBHOOK",
-    "MAX_WEBHOOK_BYTES",
-    "MEDIA_KINDS",
-    "MEDIA_SAMPLES",
-    "MESSAGE_MODELS",
-    "MESSAGE_TYPES",
-    "META_GRAPH_URL",
-    "META_USER_AGENT",
-    "PAYMENT_TYPES",
-    "PRESETS",
-    "QUIET",
-    "RETRY_HORIZON",
-    "SEND_REQUEST",
-    "SIGNATURE_HEADER",
-    "UPLOAD_LIFETIME",
-    "UPSTREAM_OPTIONS",
-    "URL_LIFETIME",
-    "VERSION_PATTERN",
-    "WAMID_PATTERN",
-    "WEBHOOK_PATH",
-    "AcceptAll",
-    "AccountInMaintenance",
-    "Activity",
-    "AppRateLimited",
-    "AsgiTarget",
-    "Audio",
-    "AudioMessage",
-    "AudioSend",
-    "AuthError",
-    "BackgroundServer",
-    "Button",
-    "ButtonMessage",
-    "ButtonReply",
-    "ButtonReplyInteractive",
-    "Change",
-    "Contact",
-    "ContactAddress",
-    "ContactCard",
-    "ContactEmail",
-    "ContactName",
-    "ContactOrg",
-    "ContactPhone",
-    "ContactUrl",
-    "ContactsMessage",
-    "ContactsSend",
-    "Context",
-    "Conversation",
-    "ConversationOrigin",
-    "Deliverer",
-    "Delivery",
-    "Document",
-    "DocumentMessage",
-    "DocumentSend",
-    "EcosystemLimited",
-    "Entry",
-    "ErrorCode",
-    "ErrorData",
-    "ErrorObject",
-    "ErrorSpec",
-    "ErrorUpdate",
-    "FaultDice",
-    "FaultProfile",
-    "GenericError",
-    "GraphAPIError",
-    "GraphError",
-    "GraphErrorEnvelope",
-    "GraphExchange",
-    "GraphRedirect",
-    "GraphRedirectSync",
-    "GraphRouter",
-    "Image",
-    "ImageMessage",
-    "ImageSend",
-    "InboundMessage",
-    "Interactive",
-    "InteractiveMessage",
-    "InteractiveSend",
-    "InvalidParameter",
-    "ListReply",
-    "ListReplyInteractive",
-    "Location",
-    "LocationMessage",
-    "LocationSend",
-    "MediaDownloadError",
-    "MediaStore",
-    "MediaUploadError",
-    "MessageBase",
-    "MessageSend",
-    "MessageUnavailable",
-    "MessageUpdate",
-    "MetaModel",
-    "Metadata",
-    "OtherChange",
-    "OutboundRules",
-    "Owner",
-    "PairRateLimited",
-    "PairRateLimiter",
-    "ParameterInvalid",
-    "ParameterMissing",
-    "PayloadError",
-    "PendingUpdate",
-    "PermissionDenied",
-    "PolicyBlocked",
-    "PostResult",
-    "Pricing",
-    "Profile",
-    "ProxyRecorder",
-    "ProxySettings",
-    "Pseudonymizer",
-    "RateLimited",
-    "ReEngagementRequired",
-    "Reaction",
-    "ReactionMessage",
-    "ReactionSend",
-    "ReadReceipt",
-    "RealTimeView",
-    "RecipientNotSupported",
-    "RecordedLatency",
-    "RecordingCollector",
-    "RefusalHandler",
-    "RemoteSession",
-    "SendAction",
-    "SendBody",
-    "SendContext",
-    "SendHandler",
-    "SendLimits",
-    "SendOutcome",
-    "SendSummary",
-    "SendValidator",
-    "SentMessage",
-    "ServiceUnavailable",
-    "SessionWindows",
-    "SignatureMalformed",
-    "SignatureMismatch",
-    "SignatureMissing",
-    "SignedBody",
-    "SimUser",
-    "SimulatorConfig",
-    "SpamRateLimited",
-    "Status",
-    "StatusTiming",
-    "StatusUpdate",
-    "StatusValue",
-    "Sticker",
-    "StickerMessage",
-    "StickerSend",
-    "StoredMedia",
-    "TemplateNotFound",
-    "TemplateParamMismatch",
-    "TemplateRegistry",
-    "TemplateSend",
-    "TemplateSpec",
-    "Text",
-    "TextMessage",
-    "TextSend",
-    "ThroughputLimited",
-    "ThroughputLimiter",
-    "Timekeeping",
-    "Timestamp",
-    "TimestampLike",
-    "TokenBucketLimiter",
-    "Undeliverable",
-    "UnknownInteractive",
-    "UnknownMessage",
-    "Unsupported",
-    "UnsupportedMessage",
-    "UnsupportedMessageType",
-    "Update",
-    "UrlTarget",
-    "UserMessages",
-    "ValidatedSend",
-    "Value",
-    "Video",
-    "VideoMessage",
-    "VideoSend",
-    "WabaRateLimited",
-    "WebhookDelivery",
-    "WebhookPayload",
-    "WebhookTarget",
-    "WhatsAppChannel",
-    "WhatsAppSimulator",
-    "agent_settings",
-    "audio",
-    "batch_webhooks",
-    "bsuid_for",
-    "build_openapi",
-    "build_value",
-    "build_webhook",
-    "button_reply",
-    "call_shape",
-    "check_message_shape",
-    "check_scenario_faults",
-    "contact",
-    "contact_card",
-    "contacts_message",
-    "control_app",
-    "control_routes",
-    "country_of",
-    "create_graph_app",
-    "create_proxy_app",
-    "document",
-    "error_envelope",
-    "error_object",
-    "error_response",
-    "format_timestamp",
-    "graph_error",
-    "graph_error_for",
-    "handshake",
-    "id_source",
-    "image",
-    "interactive_options",
-    "is_animated_webp",
-    "is_bsuid",
-    "is_valid",
-    "is_wamid",
-    "iter_updates",
-    "json_body",
-    "largest_size",
-    "latest_quoted",
-    "list_reply",
-    "load_json",
-    "location",
-    "media_kind",
-    "message_reply_id",
-    "message_text",
-    "model_endpoint_options",
-    "model_records_path",
-    "new_bsuid",
-    "new_conversation_id",
-    "new_fbtrace_id",
-    "new_media_id",
-    "new_pseudonym_key",
-    "new_wamid",
-    "normalize_wa_id",
-    "outbound_text",
-    "parse_json_body",
-    "parse_json_or_none",
-    "parse_listen",
-    "parse_message",
-    "parse_status",
-    "parse_webhook",
-    "pricing",
-    "proxy_command",
-    "proxy_main",
-    "reaction",
-    "request_text",
-    "retry_delays",
-    "send_schemas",
-    "serialize",
-    "serve_command",
-    "serve_proxy",
-    "serve_recording",
-    "shared_graph",
-    "sign",
-    "simulator_options",
-    "size_limit",
-    "spec_for",
-    "split_fragments",
-    "status",
-    "sticker",
-    "success_body",
-    "template_button",
-    "text_message",
-    "unsupported",
-    "validate",
-    "verify",
-    "video",
-    "whatsapp_plugin",
-]
+from harness.lazy import lazy_names
+
+if TYPE_CHECKING:
+    from channels.whatsapp.activity import *
+    from channels.whatsapp.attribution import *
+    from channels.whatsapp.channel import *
+    from channels.whatsapp.cli import serve_command as serve_command
+    from channels.whatsapp.cli import simulator_options as simulator_options
+    from channels.whatsapp.composing import *
+    from channels.whatsapp.config import *
+    from channels.whatsapp.control import CONTROL_OPENAPI_PATHS as CONTROL_OPENAPI_PATHS
+    from channels.whatsapp.control import CONTROL_OPENAPI_SCHEMAS as CONTROL_OPENAPI_SCHEMAS
+    from channels.whatsapp.control import control_app as control_app
+    from channels.whatsapp.control import control_routes as control_routes
+    from channels.whatsapp.delivery import *
+    from channels.whatsapp.envelope import *
+    from channels.whatsapp.errors import *
+    from channels.whatsapp.faults import *
+    from channels.whatsapp.graph import *
+    from channels.whatsapp.ids import *
+    from channels.whatsapp.latency import *
+    from channels.whatsapp.limits import *
+    from channels.whatsapp.media import *
+    from channels.whatsapp.messages import Audio as Audio
+    from channels.whatsapp.messages import AudioMessage as AudioMessage
+    from channels.whatsapp.messages import Button as Button
+    from channels.whatsapp.messages import ButtonMessage as ButtonMessage
+    from channels.whatsapp.messages import ButtonReply as ButtonReply
+    from channels.whatsapp.messages import ButtonReplyInteractive as ButtonReplyInteractive
+    from channels.whatsapp.messages import ContactAddress as ContactAddress
+    from channels.whatsapp.messages import ContactCard as ContactCard
+    from channels.whatsapp.messages import ContactEmail as ContactEmail
+    from channels.whatsapp.messages import ContactName as ContactName
+    from channels.whatsapp.messages import ContactOrg as ContactOrg
+    from channels.whatsapp.messages import ContactPhone as ContactPhone
+    from channels.whatsapp.messages import ContactsMessage as ContactsMessage
+    from channels.whatsapp.messages import ContactUrl as ContactUrl
+    from channels.whatsapp.messages import Context as Context
+    from channels.whatsapp.messages import Document as Document
+    from channels.whatsapp.messages import DocumentMessage as DocumentMessage
+    from channels.whatsapp.messages import Image as Image
+    from channels.whatsapp.messages import ImageMessage as ImageMessage
+    from channels.whatsapp.messages import InboundMessage as InboundMessage
+    from channels.whatsapp.messages import Interactive as Interactive
+    from channels.whatsapp.messages import InteractiveMessage as InteractiveMessage
+    from channels.whatsapp.messages import ListReply as ListReply
+    from channels.whatsapp.messages import ListReplyInteractive as ListReplyInteractive
+    from channels.whatsapp.messages import Location as Location
+    from channels.whatsapp.messages import LocationMessage as LocationMessage
+    from channels.whatsapp.messages import MessageBase as MessageBase
+    from channels.whatsapp.messages import Reaction as Reaction
+    from channels.whatsapp.messages import ReactionMessage as ReactionMessage
+    from channels.whatsapp.messages import Sticker as Sticker
+    from channels.whatsapp.messages import StickerMessage as StickerMessage
+    from channels.whatsapp.messages import Text as Text
+    from channels.whatsapp.messages import TextMessage as TextMessage
+    from channels.whatsapp.messages import UnknownInteractive as UnknownInteractive
+    from channels.whatsapp.messages import UnknownMessage as UnknownMessage
+    from channels.whatsapp.messages import Unsupported as Unsupported
+    from channels.whatsapp.messages import UnsupportedMessage as UnsupportedMessage
+    from channels.whatsapp.messages import Video as Video
+    from channels.whatsapp.messages import VideoMessage as VideoMessage
+    from channels.whatsapp.messages import audio as audio
+    from channels.whatsapp.messages import button_reply as button_reply
+    from channels.whatsapp.messages import contact_card as contact_card
+    from channels.whatsapp.messages import contacts_message as contacts_message
+    from channels.whatsapp.messages import document as document
+    from channels.whatsapp.messages import image as image
+    from channels.whatsapp.messages import list_reply as list_reply
+    from channels.whatsapp.messages import location as location
+    from channels.whatsapp.messages import parse_message as parse_message
+    from channels.whatsapp.messages import reaction as reaction
+    from channels.whatsapp.messages import sticker as sticker
+    from channels.whatsapp.messages import template_button as template_button
+    from channels.whatsapp.messages import text_message as text_message
+    from channels.whatsapp.messages import unsupported as unsupported
+    from channels.whatsapp.messages import video as video
+    from channels.whatsapp.model_options import *
+    from channels.whatsapp.openapi import *
+    from channels.whatsapp.outbound import *
+    from channels.whatsapp.payloads import *
+    from channels.whatsapp.plugin import *
+    from channels.whatsapp.proxy import *
+    from channels.whatsapp.proxy_cli import *
+    from channels.whatsapp.proxy_collector import *
+    from channels.whatsapp.proxy_exchange import *
+    from channels.whatsapp.proxy_record import *
+    from channels.whatsapp.proxy_settings import *
+    from channels.whatsapp.pseudonyms import *
+    from channels.whatsapp.remote import *
+    from channels.whatsapp.router import *
+    from channels.whatsapp.sends import MESSAGE_MODELS as MESSAGE_MODELS
+    from channels.whatsapp.sends import SEND_REQUEST as SEND_REQUEST
+    from channels.whatsapp.sends import AudioSend as AudioSend
+    from channels.whatsapp.sends import ContactsSend as ContactsSend
+    from channels.whatsapp.sends import DocumentSend as DocumentSend
+    from channels.whatsapp.sends import ImageSend as ImageSend
+    from channels.whatsapp.sends import InteractiveSend as InteractiveSend
+    from channels.whatsapp.sends import LocationSend as LocationSend
+    from channels.whatsapp.sends import MessageSend as MessageSend
+    from channels.whatsapp.sends import ReactionSend as ReactionSend
+    from channels.whatsapp.sends import ReadReceipt as ReadReceipt
+    from channels.whatsapp.sends import SendBody as SendBody
+    from channels.whatsapp.sends import SendContext as SendContext
+    from channels.whatsapp.sends import SendSummary as SendSummary
+    from channels.whatsapp.sends import StickerSend as StickerSend
+    from channels.whatsapp.sends import TemplateSend as TemplateSend
+    from channels.whatsapp.sends import TextSend as TextSend
+    from channels.whatsapp.sends import VideoSend as VideoSend
+    from channels.whatsapp.sends import graph_error_for as graph_error_for
+    from channels.whatsapp.sends import send_schemas as send_schemas
+    from channels.whatsapp.server import *
+    from channels.whatsapp.signing import *
+    from channels.whatsapp.simulator import *
+    from channels.whatsapp.simuser import *
+    from channels.whatsapp.statuses import *
+    from channels.whatsapp.summary import *
+    from channels.whatsapp.timekeeping import *
+    from channels.whatsapp.transport import *
+    from channels.whatsapp.validation import *
+    from channels.whatsapp.window import *
+
+#: The module that owns each public name.
+_OWNERS: dict[str, str] = {
+    "ANSWERED_QUIET": "channels.whatsapp.timekeeping",
+    "AcceptAll": "channels.whatsapp.graph",
+    "AccountInMaintenance": "channels.whatsapp.errors",
+    "Activity": "channels.whatsapp.activity",
+    "AppRateLimited": "channels.whatsapp.errors",
+    "AsgiTarget": "channels.whatsapp.delivery",
+    "Audio": "channels.whatsapp.messages",
+    "AudioMessage": "channels.whatsapp.messages",
+    "AudioSend": "channels.whatsapp.sends",
+    "AuthError": "channels.whatsapp.errors",
+    "BSUID_PATTERN": "channels.whatsapp.ids",
+    "BackgroundServer": "channels.whatsapp.server",
+    "Button": "channels.whatsapp.messages",
+    "ButtonMessage": "channels.whatsapp.messages",
+    "ButtonReply": "channels.whatsapp.messages",
+    "ButtonReplyInteractive": "channels.whatsapp.messages",
+    "CHANNEL_FIELDS": "channels.whatsapp.composing",
+    "CONTROL_OPENAPI_PATHS": "channels.whatsapp.control",
+    "CONTROL_OPENAPI_SCHEMAS": "channels.whatsapp.control",
+    "Change": "channels.whatsapp.envelope",
+    "Contact": "channels.whatsapp.envelope",
+    "ContactAddress": "channels.whatsapp.messages",
+    "ContactCard": "channels.whatsapp.messages",
+    "ContactEmail": "channels.whatsapp.messages",
+    "ContactName": "channels.whatsapp.messages",
+    "ContactOrg": "channels.whatsapp.messages",
+    "ContactPhone": "channels.whatsapp.messages",
+    "ContactUrl": "channels.whatsapp.messages",
+    "ContactsMessage": "channels.whatsapp.messages",
+    "ContactsSend": "channels.whatsapp.sends",
+    "Context": "channels.whatsapp.messages",
+    "Conversation": "channels.whatsapp.statuses",
+    "ConversationOrigin": "channels.whatsapp.statuses",
+    "DEFAULT_LIMITS": "channels.whatsapp.validation",
+    "DEFAULT_RETRY_SCHEDULE": "channels.whatsapp.config",
+    "Deliverer": "channels.whatsapp.delivery",
+    "Delivery": "channels.whatsapp.errors",
+    "Document": "channels.whatsapp.messages",
+    "DocumentMessage": "channels.whatsapp.messages",
+    "DocumentSend": "channels.whatsapp.sends",
+    "ERROR_CODES": "channels.whatsapp.errors",
+    "ERROR_DOCS_URL": "channels.whatsapp.errors",
+    "EcosystemLimited": "channels.whatsapp.errors",
+    "Entry": "channels.whatsapp.envelope",
+    "ErrorCode": "channels.whatsapp.errors",
+    "ErrorData": "channels.whatsapp.errors",
+    "ErrorObject": "channels.whatsapp.errors",
+    "ErrorSpec": "channels.whatsapp.errors",
+    "ErrorUpdate": "channels.whatsapp.envelope",
+    "FaultDice": "channels.whatsapp.faults",
+    "FaultProfile": "channels.whatsapp.faults",
+    "GRAPH_API_VERSIONS": "channels.whatsapp.openapi",
+    "GRAPH_HOSTS": "channels.whatsapp.transport",
+    "GenericError": "channels.whatsapp.errors",
+    "GraphAPIError": "channels.whatsapp.errors",
+    "GraphError": "channels.whatsapp.errors",
+    "GraphErrorEnvelope": "channels.whatsapp.errors",
+    "GraphExchange": "channels.whatsapp.proxy_exchange",
+    "GraphRedirect": "channels.whatsapp.transport",
+    "GraphRedirectSync": "channels.whatsapp.transport",
+    "GraphRouter": "channels.whatsapp.router",
+    "INBOUND_MEDIA_LIFETIME": "channels.whatsapp.media",
+    "Image": "channels.whatsapp.messages",
+    "ImageMessage": "channels.whatsapp.messages",
+    "ImageSend": "channels.whatsapp.sends",
+    "InboundMessage": "channels.whatsapp.messages",
+    "Interactive": "channels.whatsapp.messages",
+    "InteractiveMessage": "channels.whatsapp.messages",
+    "InteractiveSend": "channels.whatsapp.sends",
+    "InvalidParameter": "channels.whatsapp.errors",
+    "ListReply": "channels.whatsapp.messages",
+    "ListReplyInteractive": "channels.whatsapp.messages",
+    "Location": "channels.whatsapp.messages",
+    "LocationMessage": "channels.whatsapp.messages",
+    "LocationSend": "channels.whatsapp.sends",
+    "MAX_UPDATES_PER_WEBHOOK": "channels.whatsapp.envelope",
+    "MAX_WEBHOOK_BYTES": "channels.whatsapp.envelope",
+    "MEDIA_KINDS": "channels.whatsapp.media",
+    "MEDIA_SAMPLES": "channels.whatsapp.channel",
+    "MESSAGE_MODELS": "channels.whatsapp.sends",
+    "MESSAGE_TYPES": "channels.whatsapp.validation",
+    "META_GRAPH_URL": "channels.whatsapp.proxy_settings",
+    "META_USER_AGENT": "channels.whatsapp.delivery",
+    "MediaDownloadError": "channels.whatsapp.errors",
+    "MediaStore": "channels.whatsapp.media",
+    "MediaUploadError": "channels.whatsapp.errors",
+    "MessageBase": "channels.whatsapp.messages",
+    "MessageSend": "channels.whatsapp.sends",
+    "MessageUnavailable": "channels.whatsapp.errors",
+    "MessageUpdate": "channels.whatsapp.envelope",
+    "MetaModel": "channels.whatsapp.payloads",
+    "Metadata": "channels.whatsapp.envelope",
+    "OtherChange": "channels.whatsapp.envelope",
+    "OutboundRules": "channels.whatsapp.outbound",
+    "Owner": "channels.whatsapp.router",
+    "PAYMENT_TYPES": "channels.whatsapp.validation",
+    "PRESETS": "channels.whatsapp.faults",
+    "PairRateLimited": "channels.whatsapp.errors",
+    "PairRateLimiter": "channels.whatsapp.limits",
+    "ParameterInvalid": "channels.whatsapp.errors",
+    "ParameterMissing": "channels.whatsapp.errors",
+    "PayloadError": "channels.whatsapp.payloads",
+    "PendingUpdate": "channels.whatsapp.delivery",
+    "PermissionDenied": "channels.whatsapp.errors",
+    "PolicyBlocked": "channels.whatsapp.errors",
+    "PostResult": "channels.whatsapp.delivery",
+    "Pricing": "channels.whatsapp.statuses",
+    "Profile": "channels.whatsapp.envelope",
+    "ProxyRecorder": "channels.whatsapp.proxy_record",
+    "ProxySettings": "channels.whatsapp.proxy_settings",
+    "Pseudonymizer": "channels.whatsapp.pseudonyms",
+    "QUIET": "channels.whatsapp.timekeeping",
+    "RETRY_HORIZON": "channels.whatsapp.config",
+    "RateLimited": "channels.whatsapp.errors",
+    "ReEngagementRequired": "channels.whatsapp.errors",
+    "Reaction": "channels.whatsapp.messages",
+    "ReactionMessage": "channels.whatsapp.messages",
+    "ReactionSend": "channels.whatsapp.sends",
+    "ReadReceipt": "channels.whatsapp.sends",
+    "RealTimeView": "channels.whatsapp.timekeeping",
+    "RecipientNotSupported": "channels.whatsapp.errors",
+    "RecordedLatency": "channels.whatsapp.latency",
+    "RecordingCollector": "channels.whatsapp.proxy_collector",
+    "RefusalHandler": "channels.whatsapp.graph",
+    "RemoteSession": "channels.whatsapp.remote",
+    "SEND_REQUEST": "channels.whatsapp.sends",
+    "SIGNATURE_HEADER": "channels.whatsapp.signing",
+    "SendAction": "channels.whatsapp.validation",
+    "SendBody": "channels.whatsapp.sends",
+    "SendContext": "channels.whatsapp.sends",
+    "SendHandler": "channels.whatsapp.graph",
+    "SendLimits": "channels.whatsapp.validation",
+    "SendOutcome": "channels.whatsapp.graph",
+    "SendSummary": "channels.whatsapp.sends",
+    "SendValidator": "channels.whatsapp.validation",
+    "SentMessage": "channels.whatsapp.simuser",
+    "ServiceUnavailable": "channels.whatsapp.errors",
+    "SessionWindows": "channels.whatsapp.window",
+    "SignatureMalformed": "channels.whatsapp.signing",
+    "SignatureMismatch": "channels.whatsapp.signing",
+    "SignatureMissing": "channels.whatsapp.signing",
+    "SignedBody": "channels.whatsapp.signing",
+    "SimUser": "channels.whatsapp.simuser",
+    "SimulatorConfig": "channels.whatsapp.config",
+    "SpamRateLimited": "channels.whatsapp.errors",
+    "Status": "channels.whatsapp.statuses",
+    "StatusTiming": "channels.whatsapp.config",
+    "StatusUpdate": "channels.whatsapp.envelope",
+    "StatusValue": "channels.whatsapp.statuses",
+    "Sticker": "channels.whatsapp.messages",
+    "StickerMessage": "channels.whatsapp.messages",
+    "StickerSend": "channels.whatsapp.sends",
+    "StoredMedia": "channels.whatsapp.media",
+    "TemplateNotFound": "channels.whatsapp.errors",
+    "TemplateParamMismatch": "channels.whatsapp.errors",
+    "TemplateRegistry": "channels.whatsapp.validation",
+    "TemplateSend": "channels.whatsapp.sends",
+    "TemplateSpec": "channels.whatsapp.validation",
+    "Text": "channels.whatsapp.messages",
+    "TextMessage": "channels.whatsapp.messages",
+    "TextSend": "channels.whatsapp.sends",
+    "ThroughputLimited": "channels.whatsapp.errors",
+    "ThroughputLimiter": "channels.whatsapp.limits",
+    "Timekeeping": "channels.whatsapp.timekeeping",
+    "Timestamp": "channels.whatsapp.payloads",
+    "TimestampLike": "channels.whatsapp.payloads",
+    "TokenBucketLimiter": "channels.whatsapp.limits",
+    "UPLOAD_LIFETIME": "channels.whatsapp.media",
+    "UPSTREAM_OPTIONS": "channels.whatsapp.router",
+    "URL_LIFETIME": "channels.whatsapp.media",
+    "Undeliverable": "channels.whatsapp.errors",
+    "UnknownInteractive": "channels.whatsapp.messages",
+    "UnknownMessage": "channels.whatsapp.messages",
+    "Unsupported": "channels.whatsapp.messages",
+    "UnsupportedMessage": "channels.whatsapp.messages",
+    "UnsupportedMessageType": "channels.whatsapp.errors",
+    "Update": "channels.whatsapp.envelope",
+    "UrlTarget": "channels.whatsapp.delivery",
+    "UserMessages": "channels.whatsapp.composing",
+    "VERSION_PATTERN": "channels.whatsapp.openapi",
+    "ValidatedSend": "channels.whatsapp.validation",
+    "Value": "channels.whatsapp.envelope",
+    "Video": "channels.whatsapp.messages",
+    "VideoMessage": "channels.whatsapp.messages",
+    "VideoSend": "channels.whatsapp.sends",
+    "WAMID_PATTERN": "channels.whatsapp.ids",
+    "WEBHOOK_PATH": "channels.whatsapp.proxy",
+    "WabaRateLimited": "channels.whatsapp.errors",
+    "WebhookDelivery": "channels.whatsapp.proxy_exchange",
+    "WebhookPayload": "channels.whatsapp.envelope",
+    "WebhookTarget": "channels.whatsapp.delivery",
+    "WhatsAppChannel": "channels.whatsapp.channel",
+    "WhatsAppSimulator": "channels.whatsapp.simulator",
+    "agent_settings": "channels.whatsapp.channel",
+    "audio": "channels.whatsapp.messages",
+    "batch_webhooks": "channels.whatsapp.envelope",
+    "bsuid_for": "channels.whatsapp.ids",
+    "build_openapi": "channels.whatsapp.openapi",
+    "build_value": "channels.whatsapp.envelope",
+    "build_webhook": "channels.whatsapp.envelope",
+    "button_reply": "channels.whatsapp.messages",
+    "call_shape": "channels.whatsapp.latency",
+    "check_message_shape": "channels.whatsapp.composing",
+    "check_scenario_faults": "channels.whatsapp.faults",
+    "contact": "channels.whatsapp.envelope",
+    "contact_card": "channels.whatsapp.messages",
+    "contacts_message": "channels.whatsapp.messages",
+    "control_app": "channels.whatsapp.control",
+    "control_routes": "channels.whatsapp.control",
+    "country_of": "channels.whatsapp.ids",
+    "create_graph_app": "channels.whatsapp.graph",
+    "create_proxy_app": "channels.whatsapp.proxy",
+    "document": "channels.whatsapp.messages",
+    "error_envelope": "channels.whatsapp.errors",
+    "error_object": "channels.whatsapp.errors",
+    "error_response": "channels.whatsapp.openapi",
+    "format_timestamp": "channels.whatsapp.payloads",
+    "graph_error": "channels.whatsapp.errors",
+    "graph_error_for": "channels.whatsapp.sends",
+    "handshake": "channels.whatsapp.delivery",
+    "id_source": "channels.whatsapp.ids",
+    "image": "channels.whatsapp.messages",
+    "interactive_options": "channels.whatsapp.summary",
+    "is_animated_webp": "channels.whatsapp.media",
+    "is_bsuid": "channels.whatsapp.ids",
+    "is_valid": "channels.whatsapp.signing",
+    "is_wamid": "channels.whatsapp.ids",
+    "iter_updates": "channels.whatsapp.envelope",
+    "json_body": "channels.whatsapp.openapi",
+    "largest_size": "channels.whatsapp.media",
+    "latest_quoted": "channels.whatsapp.attribution",
+    "list_reply": "channels.whatsapp.messages",
+    "load_json": "channels.whatsapp.payloads",
+    "location": "channels.whatsapp.messages",
+    "media_kind": "channels.whatsapp.media",
+    "message_reply_id": "channels.whatsapp.summary",
+    "message_text": "channels.whatsapp.summary",
+    "model_endpoint_options": "channels.whatsapp.model_options",
+    "model_records_path": "channels.whatsapp.model_options",
+    "new_bsuid": "channels.whatsapp.ids",
+    "new_conversation_id": "channels.whatsapp.ids",
+    "new_fbtrace_id": "channels.whatsapp.ids",
+    "new_media_id": "channels.whatsapp.ids",
+    "new_pseudonym_key": "channels.whatsapp.pseudonyms",
+    "new_wamid": "channels.whatsapp.ids",
+    "normalize_wa_id": "channels.whatsapp.validation",
+    "outbound_text": "channels.whatsapp.summary",
+    "parse_json_body": "channels.whatsapp.validation",
+    "parse_json_or_none": "channels.whatsapp.proxy_exchange",
+    "parse_listen": "channels.whatsapp.proxy_cli",
+    "parse_message": "channels.whatsapp.messages",
+    "parse_status": "channels.whatsapp.statuses",
+    "parse_webhook": "channels.whatsapp.envelope",
+    "pricing": "channels.whatsapp.statuses",
+    "proxy_command": "channels.whatsapp.proxy_cli",
+    "proxy_main": "channels.whatsapp.proxy_cli",
+    "reaction": "channels.whatsapp.messages",
+    "request_text": "channels.whatsapp.attribution",
+    "retry_delays": "channels.whatsapp.config",
+    "send_schemas": "channels.whatsapp.sends",
+    "serialize": "channels.whatsapp.signing",
+    "serve_command": "channels.whatsapp.cli",
+    "serve_proxy": "channels.whatsapp.proxy_cli",
+    "serve_recording": "channels.whatsapp.model_options",
+    "shared_graph": "channels.whatsapp.router",
+    "sign": "channels.whatsapp.signing",
+    "simulator_options": "channels.whatsapp.cli",
+    "size_limit": "channels.whatsapp.media",
+    "spec_for": "channels.whatsapp.errors",
+    "split_fragments": "channels.whatsapp.faults",
+    "status": "channels.whatsapp.statuses",
+    "sticker": "channels.whatsapp.messages",
+    "success_body": "channels.whatsapp.graph",
+    "template_button": "channels.whatsapp.messages",
+    "text_message": "channels.whatsapp.messages",
+    "unsupported": "channels.whatsapp.messages",
+    "validate": "channels.whatsapp.payloads",
+    "verify": "channels.whatsapp.signing",
+    "video": "channels.whatsapp.messages",
+    "whatsapp_plugin": "channels.whatsapp.plugin",
+}
+
+__all__ = sorted(_OWNERS)
+
+_load, __dir__ = lazy_names(__name__, _OWNERS)
+
+if not TYPE_CHECKING:
+    # Hidden from type checkers: a visible module __getattr__ would make them
+    # accept any name, typos included, as ``object``.
+    __getattr__ = _load

@@ -17,25 +17,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from channels.whatsapp.config import SimulatorConfig
-from channels.whatsapp.control import control_app
-from channels.whatsapp.faults import FaultProfile
-from channels.whatsapp.model_options import model_endpoint_options, serve_recording
-from channels.whatsapp.server import BackgroundServer
-from channels.whatsapp.simulator import WhatsAppSimulator
-from harness.clock import VirtualClock
-from harness.endpoints import Endpoints, Stamp
+from channels.whatsapp.model_options import model_endpoint_options
 from harness.exceptions import ConfigError
-from harness.recording import Recording
-from harness.tape import RecordMode
+from harness.record_mode import RecordMode
+
+if TYPE_CHECKING:
+    from channels.whatsapp.config import SimulatorConfig
+    from channels.whatsapp.faults import FaultProfile
+    from channels.whatsapp.simulator import WhatsAppSimulator
+    from harness.endpoints import Endpoints
+    from harness.recording import Recording
 
 __all__ = ["is_loopback", "serve_command", "simulator_options"]
 
-_DEFAULTS = SimulatorConfig()
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -47,32 +45,50 @@ class _Run:
     run_id: str
 
 
+class _SimulatorDefault(click.Option):
+    """An option whose default is the simulator's own setting of the same name.
+
+    The settings are read when the default is first needed (the command runs,
+    or its help is shown): ``harness --help`` reads this module for the
+    command's one-line help, and need not import the settings' models for it.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("show_default", True)
+        super().__init__(*args, **kwargs)
+        self._read = False
+
+    def get_default(self, ctx: click.Context, call: bool = True) -> Any:
+        """The simulator's default for this setting (or the context's, as click gives it)."""
+        if not self._read and self.name is not None:
+            from channels.whatsapp.config import SimulatorConfig
+
+            self.default = getattr(SimulatorConfig(), self.name)
+            self._read = True
+        return super().get_default(ctx, call=call)
+
+
 def simulator_options(command: F) -> F:
     """The options that identify the simulated business number (shared with ``harness run``)."""
     options = [
         click.option(
             "--app-secret",
-            default=_DEFAULTS.app_secret,
-            show_default=True,
+            cls=_SimulatorDefault,
             help="Secret the webhooks are signed with (X-Hub-Signature-256).",
         ),
         click.option(
             "--verify-token",
-            default=_DEFAULTS.verify_token,
-            show_default=True,
+            cls=_SimulatorDefault,
             help="Token sent in the verification handshake.",
         ),
         click.option(
             "--access-token",
-            default=_DEFAULTS.access_token,
-            show_default=True,
+            cls=_SimulatorDefault,
             help="Bearer token the fake Graph API accepts.",
         ),
-        click.option("--phone-number-id", default=_DEFAULTS.phone_number_id, show_default=True),
-        click.option("--waba-id", default=_DEFAULTS.waba_id, show_default=True),
-        click.option(
-            "--display-phone-number", default=_DEFAULTS.display_phone_number, show_default=True
-        ),
+        click.option("--phone-number-id", cls=_SimulatorDefault),
+        click.option("--waba-id", cls=_SimulatorDefault),
+        click.option("--display-phone-number", cls=_SimulatorDefault),
         click.option(
             "--fault-profile",
             default="none",
@@ -164,6 +180,11 @@ def serve_command(
     run_id: str | None,
 ) -> None:
     """Run the fake Graph API and webhook sender, with a control API under /_harness/."""
+    # Imported here, not above: `harness --help` reads this module for the help alone.
+    from channels.whatsapp.config import SimulatorConfig
+    from channels.whatsapp.faults import FaultProfile
+    from channels.whatsapp.model_options import serve_recording
+
     token = control_token.strip() if control_token is not None else None
     if control_token is not None and not token:
         raise click.BadParameter("the token is empty", param_hint="--control-token")
@@ -209,6 +230,8 @@ class _Model:
 
     def endpoints(self, sim: WhatsAppSimulator) -> Endpoints:
         """Both, writing their events into the simulator's trace."""
+        from harness.endpoints import Endpoints, Stamp
+
         return Endpoints.for_recording(
             self.recording,
             sim.record,
@@ -229,6 +252,11 @@ async def _serve(
     token: str | None,
     model: _Model,
 ) -> None:
+    from channels.whatsapp.control import control_app
+    from channels.whatsapp.server import BackgroundServer
+    from channels.whatsapp.simulator import WhatsAppSimulator
+    from harness.clock import VirtualClock
+
     clock = VirtualClock(datetime.now(UTC).replace(microsecond=0))
     sim = WhatsAppSimulator(config, clock=clock, faults=faults, seed=run.seed, run_id=run.run_id)
     if webhook_url:

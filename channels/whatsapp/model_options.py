@@ -12,17 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from pydantic import ValidationError
 
-from harness.endpoints import ANTHROPIC_UPSTREAM, OPENAI_UPSTREAM
+from harness.endpoints.upstreams import ANTHROPIC_UPSTREAM, OPENAI_UPSTREAM
 from harness.exceptions import ConfigError
-from harness.fixture import LOG_FILES, JsonlWriter, read_jsonl
-from harness.recording import Recording
-from harness.records import LLMRecord
-from harness.tape import RecordMode
+
+if TYPE_CHECKING:
+    from harness.recording import Recording
+    from harness.records import LLMRecord
 
 __all__ = ["model_endpoint_options", "model_records_path", "serve_recording"]
 
@@ -59,10 +58,17 @@ def model_endpoint_options(command: F) -> F:
 
 def model_records_path(path: Path) -> Path:
     """The ``llm.jsonl`` a ``--model-records`` value names: the file, or a fixture's own."""
+    from harness.fixture import LOG_FILES
+
     return path / LOG_FILES["llm"] if path.is_dir() else path
 
 
 def _load(path: Path) -> list[LLMRecord]:
+    from pydantic import ValidationError
+
+    from harness.fixture import read_jsonl
+    from harness.records import LLMRecord
+
     if not path.exists():
         raise ConfigError(f"--model-records: {path} not found")
     records = []
@@ -82,6 +88,11 @@ def serve_recording(mode: str, records: Path | None) -> tuple[Recording, Callabl
     ``replay`` reads ``records`` (a fixture directory or an ``llm.jsonl``);
     ``record`` appends each new exchange to it as it is made.
     """
+    # Imported here, not above: the commands' declarations use this module's options alone.
+    from harness.fixture import JsonlWriter
+    from harness.recording import Recording
+    from harness.tape import RecordMode
+
     parsed = RecordMode.parse(mode)
     if parsed is RecordMode.PASSTHROUGH:
         return Recording(), lambda: None

@@ -17,24 +17,21 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import click
-import uvicorn
 
 from channels.whatsapp.model_options import model_endpoint_options
-from channels.whatsapp.proxy import (
-    WEBHOOK_PATH,
-    create_proxy_app,
-)
-from channels.whatsapp.proxy_collector import RecordingCollector
-from channels.whatsapp.proxy_record import ProxyRecorder
 from channels.whatsapp.proxy_settings import META_GRAPH_URL, ProxySettings
-from channels.whatsapp.pseudonyms import new_pseudonym_key
 from harness.exceptions import ConfigError, HarnessError
-from harness.fixture import META_FILE
 from harness.options import parse_settings
-from harness.store import Store, open_store
+
+if TYPE_CHECKING:
+    import uvicorn
+
+    from channels.whatsapp.proxy_record import ProxyRecorder
+    from harness.store import Store
 
 __all__ = ["parse_listen", "proxy_command", "proxy_main", "serve_proxy"]
 
@@ -75,6 +72,12 @@ async def serve_proxy(
     The fixture is closed (``conversation.json`` written) however serving
     ends. ``ready`` is told the proxy's URL once it listens.
     """
+    import uvicorn
+
+    from channels.whatsapp.proxy import create_proxy_app
+    from channels.whatsapp.proxy_collector import RecordingCollector
+    from channels.whatsapp.proxy_record import ProxyRecorder
+
     try:
         recorder = ProxyRecorder(settings)
     except BaseException:
@@ -225,6 +228,12 @@ def proxy_command(
     side_effect_tools: tuple[str, ...],
 ) -> None:
     """Record a live chat: forward Meta's webhooks to the agent and its Graph API calls upstream."""
+    # Imported here, not above: `harness --help` reads this module for the help alone.
+    from channels.whatsapp.proxy import WEBHOOK_PATH
+    from channels.whatsapp.pseudonyms import new_pseudonym_key
+    from harness.fixture import META_FILE
+    from harness.store import open_store
+
     host, port = parse_listen(listen)
     if store_url is not None and not store_url.startswith(("redis://", "rediss://", "unix://")):
         raise ConfigError(f"--store: expected a redis:// URL the agent shares, not {store_url!r}")

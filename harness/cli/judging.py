@@ -10,15 +10,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from harness.exceptions import Divergence, FixtureNotFound, LLMError
-from harness.llm_recorder import RecordingLLMClient
-from harness.replay.judge import Judge, Verdict, check_threshold, gate_outcome, load_verdicts
-from harness.replay.playback import ReplayResult
-from harness.tape import RecordMode
+if TYPE_CHECKING:
+    from harness.replay.judge import Verdict
+    from harness.replay.playback import ReplayResult
 
 __all__ = ["judge_exit", "judge_options"]
 
@@ -46,6 +44,11 @@ def judge_options(command: F) -> F:
 
 async def _judge(path: Path, result: ReplayResult) -> Verdict | None:
     """The recorded judge's verdict on the replayed conversation, offline; None if it can't."""
+    from harness.exceptions import Divergence, FixtureNotFound, LLMError
+    from harness.llm_recorder import RecordingLLMClient
+    from harness.replay.judge import Judge, load_verdicts
+    from harness.tape import RecordMode
+
     try:
         recorded = load_verdicts(path)
     except FixtureNotFound:
@@ -68,6 +71,8 @@ def judge_exit(
     """Print each fixture's verdict and the gate's decision; the exit code they set (0 unasked)."""
     if not judge and gate is None:
         return 0
+    from harness.replay.judge import check_threshold, gate_outcome
+
     if gate is not None:
         check_threshold(gate)
     verdicts = asyncio.run(_judge_all(paths, results))

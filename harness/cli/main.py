@@ -8,6 +8,7 @@ Channel plugins add their own subcommands (see :mod:`harness.plugins`).
 
 from __future__ import annotations
 
+import importlib
 import sys
 from typing import NoReturn
 
@@ -18,7 +19,16 @@ from harness.exceptions import Divergence, HarnessError
 from harness.plugins import load_channel_plugins
 from harness.version import VERSION
 
-__all__ = ["EXIT_DIVERGED", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "HarnessGroup", "cli", "main"]
+__all__ = [
+    "BUILTIN_COMMANDS",
+    "EXIT_DIVERGED",
+    "EXIT_FAILED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "HarnessGroup",
+    "cli",
+    "main",
+]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -26,24 +36,51 @@ EXIT_USAGE = 2
 EXIT_DIVERGED = 3
 
 
+#: Each built-in command and the module that declares it, imported when the command is
+#: asked for: ``harness run`` never imports what ``harness diff`` needs. The modules
+#: import what their command runs with inside it, so ``harness --help``, which reads
+#: every command's help, stays quick.
+BUILTIN_COMMANDS: dict[str, str] = {
+    "diff": "harness.cli.diff:diff_command",
+    "record": "harness.cli.record:record_command",
+    "regress": "harness.cli.regress:regress_command",
+    "replay": "harness.cli.replay:replay_command",
+    "run": "harness.cli.run:run_command",
+    "schema": "harness.cli.schema:schema_command",
+    "ui": "harness.cli.ui:ui_command",
+}
+
+
 class HarnessGroup(click.Group):
     """The top-level group: built-in commands plus those of installed channel plugins."""
 
+    _plugins: dict[str, click.Command] | None = None
+
     def _plugin_commands(self) -> dict[str, click.Command]:
-        commands: dict[str, click.Command] = {}
-        for plugin in load_channel_plugins().values():
-            for command in plugin.commands:
-                if command.name:
-                    commands[command.name] = command
-        return commands
+        # Once per process: finding the plugins reads every installed package's metadata.
+        if self._plugins is None:
+            commands: dict[str, click.Command] = {}
+            for plugin in load_channel_plugins().values():
+                for command in plugin.commands:
+                    if command.name:
+                        commands[command.name] = command
+            self._plugins = commands
+        return self._plugins
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        """Built-in and plugin commands, sorted."""
-        return sorted({*super().list_commands(ctx), *self._plugin_commands()})
+        """Built-in and plugin commands (and any added to the group), sorted."""
+        return sorted({*super().list_commands(ctx), *BUILTIN_COMMANDS, *self._plugin_commands()})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        """A built-in command, else a plugin's."""
-        return super().get_command(ctx, cmd_name) or self._plugin_commands().get(cmd_name)
+        """A command added to the group, else a built-in one (imported now), else a plugin's."""
+        added = super().get_command(ctx, cmd_name)
+        if added is not None:
+            return added
+        if cmd_name in BUILTIN_COMMANDS:
+            module, _, attr = BUILTIN_COMMANDS[cmd_name].partition(":")
+            command: click.Command = getattr(importlib.import_module(module), attr)
+            return command
+        return self._plugin_commands().get(cmd_name)
 
     def invoke(self, ctx: click.Context) -> object:
         """Run the command; the harness's own errors become one line and an exit code."""
@@ -61,32 +98,6 @@ class HarnessGroup(click.Group):
 @click.version_option(VERSION, prog_name="harness")
 def cli() -> None:
     """Record, replay and regression-test AI agents that run on WhatsApp."""
-
-
-def _builtin_commands() -> None:
-    # Imported here so that `harness --help` stays quick and plugins load lazily.
-    from harness.cli.diff import diff_command
-    from harness.cli.record import record_command
-    from harness.cli.regress import regress_command
-    from harness.cli.replay import replay_command
-    from harness.cli.run import run_command
-    from harness.cli.schema import schema_command
-    from harness.cli.ui import ui_command  # its web server loads when it runs, not here
-
-    commands = (
-        diff_command,
-        record_command,
-        regress_command,
-        replay_command,
-        run_command,
-        schema_command,
-        ui_command,
-    )
-    for command in commands:
-        cli.add_command(command)
-
-
-_builtin_commands()
 
 
 def main(argv: list[str] | None = None) -> NoReturn:

@@ -13,27 +13,26 @@ import asyncio
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from harness.cli.project import find_project, resolve_target
 from harness.exceptions import ConfigError
-from harness.llm import AnthropicClient, ToolUseBlock
-from harness.llm_recorder import RecordingLLMClient
 from harness.options import parse_settings
-from harness.providers import answered_by
-from harness.records import LLMRecord, ToolRecord
-from harness.replay.judge import Judge, save_verdicts
-from harness.report import scenario_causes
-from harness.suites.runner import Runner, RunOptions
-from harness.suites.scenario import load_scenario
-from harness.tape import RecordMode
+
+if TYPE_CHECKING:
+    from harness.records import LLMRecord, ToolRecord
 
 __all__ = ["record_command"]
 
 
 def _describe(record: LLMRecord | ToolRecord) -> str:
     """One line for a recorded exchange: what the model answered, or which tool ran."""
+    from harness.llm import ToolUseBlock
+    from harness.providers import answered_by
+    from harness.records import ToolRecord
+
     if isinstance(record, ToolRecord):
         outcome = f"failed: {record.error}" if record.error else "done"
         return f"tool {record.name} {outcome}"
@@ -86,7 +85,15 @@ def record_command(
     judge: bool,
 ) -> None:
     """Run a scenario once with the agent's model and tools recorded, into a fixture."""
+    # Imported here, not above: `harness --help` reads this module for the help alone.
+    from harness.llm import AnthropicClient
+    from harness.llm_recorder import RecordingLLMClient
+    from harness.replay.judge import Judge, save_verdicts
     from harness.replay.record import record_scenario
+    from harness.report import scenario_causes
+    from harness.suites.runner import Runner, RunOptions
+    from harness.suites.scenario import load_scenario
+    from harness.tape import RecordMode
 
     settings = parse_settings(agent_settings, "--agent-setting")
     key = os.environ.get("ANTHROPIC_API_KEY")

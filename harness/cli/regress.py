@@ -9,25 +9,16 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich.table import Table
 
 from harness.cli.judging import judge_exit, judge_options
-from harness.cli.replaying import (
-    REPLAY_EXIT,
-    fixture_dirs,
-    print_models,
-    print_result,
-    replay_all,
-)
-from harness.cli.run import write_reports
 from harness.options import parse_settings
 from harness.prompts import parse_prompt_overrides
-from harness.replay.outcome import replay_run
-from harness.replay.playback import Policy
-from harness.report import make_console
-from harness.suites.runner import Runner, RunOptions
+
+if TYPE_CHECKING:
+    from harness.replay.playback import Policy
 
 __all__ = ["regress_command"]
 
@@ -66,6 +57,21 @@ def regress_command(
 
     Exit 2 if a fixture holds less than the agent asked for (incomplete).
     """
+    # Imported here, not above: `harness --help` reads this module for the help alone.
+    from rich.table import Table
+
+    from harness.cli.replaying import (
+        REPLAY_EXIT,
+        fixture_dirs,
+        print_models,
+        print_result,
+        replay_all,
+    )
+    from harness.cli.run import write_reports
+    from harness.replay.outcome import replay_run
+    from harness.report import make_console
+    from harness.suites.runner import Runner, RunOptions
+
     settings: list[str] = []
     prompts: list[str] = []
     target: str | None = None

@@ -10,30 +10,18 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from harness.cli.judging import judge_exit, judge_options
-from harness.cli.replaying import (
-    REPLAY_EXIT,
-    fixture_dirs,
-    print_models,
-    print_result,
-    replay_all,
-)
-from harness.cli.run import write_reports
 from harness.exceptions import ConfigError
-from harness.fixture import Fixture, load_fixture
 from harness.options import parse_settings
 from harness.prompts import parse_prompt_overrides
-from harness.recording import publish_records
-from harness.records import LLMRecord, ToolRecord
-from harness.replay.outcome import replay_run
-from harness.replay.playback import Policy
-from harness.report import make_console
-from harness.skew import parse_skew
-from harness.store import open_store
-from harness.suites.runner import Runner, RunOptions
+
+if TYPE_CHECKING:
+    from harness.fixture import Fixture
+    from harness.replay.playback import Policy
 
 __all__ = ["replay_command"]
 
@@ -112,6 +100,22 @@ def replay_command(
     judge_gate: float | None,
 ) -> None:
     """Replay a recorded conversation with its timing, offline, and compare it turn by turn."""
+    # Imported here, not above: `harness --help` reads this module for the help alone.
+
+    from harness.cli.replaying import (
+        REPLAY_EXIT,
+        fixture_dirs,
+        print_models,
+        print_result,
+        replay_all,
+    )
+    from harness.cli.run import write_reports
+    from harness.fixture import load_fixture
+    from harness.replay.outcome import replay_run
+    from harness.report import make_console
+    from harness.skew import parse_skew
+    from harness.suites.runner import Runner, RunOptions
+
     found = fixture_dirs((fixture,))
     if len(found) != 1 or found[0] != fixture:
         raise ConfigError(
@@ -154,6 +158,10 @@ def replay_command(
 
 
 async def _publish(fixture: Fixture, url: str, fixture_id: str) -> None:
+    from harness.recording import publish_records
+    from harness.records import LLMRecord, ToolRecord
+    from harness.store import open_store
+
     store = open_store(url)
     try:
         await publish_records(

@@ -11,26 +11,19 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from harness.cli.cache import LastFailed
 from harness.cli.project import find_project, resolve_target
 from harness.durations import parse_duration
 from harness.exceptions import ConfigError, StoreError
 from harness.options import parse_settings
-from harness.report import (
-    SuiteProgress,
-    make_console,
-    print_summary,
-    write_html,
-    write_json,
-    write_junit,
-)
-from harness.results import RunResult
-from harness.suites.runner import Runner, RunOptions
-from harness.suites.scenario import Scenario, load_scenarios
-from harness.suites.selection import select_by_keyword, select_by_tags
+
+if TYPE_CHECKING:
+    from harness.cli.cache import LastFailed
+    from harness.results import RunResult
+    from harness.suites.scenario import Scenario
 
 __all__ = ["DEFAULT_SUITE", "parse_settings", "run_command", "write_reports"]
 
@@ -40,6 +33,8 @@ DEFAULT_SUITE = Path("scenarios")
 
 def write_reports(run: RunResult, directory: Path) -> list[Path]:
     """Write report.json, junit.xml and report.html into ``directory``."""
+    from harness.report import write_html, write_json, write_junit
+
     directory.mkdir(parents=True, exist_ok=True)
     return [
         write_json(run, directory / "report.json"),
@@ -222,6 +217,13 @@ def run_command(
     Defaults for the target, the paths, the channel and the concurrency come
     from [tool.harness] in the nearest pyproject.toml; flags win.
     """
+    # Imported here, not above: `harness --help` reads this module for the help alone.
+    from harness.cli.cache import LastFailed
+    from harness.report import SuiteProgress, make_console, print_summary
+    from harness.suites.runner import Runner, RunOptions
+    from harness.suites.scenario import load_scenarios
+    from harness.suites.selection import select_by_keyword, select_by_tags
+
     project = find_project()
     suite = list(paths) or list(project.paths) or [DEFAULT_SUITE]
     scenarios = load_scenarios(suite)

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import click
 
-from harness.suites.scenario import scenario_json_schema
-
 __all__ = ["schema_command", "schema_text"]
 
 
 def schema_text() -> str:
     """The scenario JSON Schema as stable, indented JSON ending in a newline."""
+    from harness.suites.scenario import scenario_json_schema
+
     return json.dumps(scenario_json_schema(), indent=2, ensure_ascii=False) + "\n"
 
 

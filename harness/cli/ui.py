@@ -14,11 +14,8 @@ from pathlib import Path
 import click
 
 from harness.cli.project import NO_TARGET, find_project
-from harness.cli.replaying import fixture_dirs
 from harness.exceptions import ConfigError
-from harness.fixture import load_fixture
 from harness.options import parse_settings
-from harness.prompts import declared_prompts
 
 __all__ = ["LOOPBACK_HOST", "ui_command"]
 
@@ -28,6 +25,8 @@ _LOOPBACK_ALIASES = (LOOPBACK_HOST, "localhost")
 
 
 def _recorded_target(paths: list[Path]) -> str | None:
+    from harness.fixture import load_fixture
+
     for path in paths:
         try:
             target = load_fixture(path).meta.agent_version
@@ -73,6 +72,10 @@ def ui_command(
     project's paths). Replays use the live policy: a request the recording
     can't answer goes to the agent's own model.
     """
+    # Imported here, not above: `harness --help` reads this module for the help alone.
+    from harness.cli.replaying import fixture_dirs
+    from harness.prompts import declared_prompts
+
     if host not in _LOOPBACK_ALIASES:
         raise ConfigError(
             f"--host {host!r}: harness ui listens on {LOOPBACK_HOST} only, since it can write "

@@ -8,62 +8,59 @@ into the run's model and tool events. Both are Starlette routes that
 ``harness serve``, ``harness proxy`` and ``harness run --target-url`` mount
 (together, through :mod:`~harness.endpoints.mount`); the wire formats live in
 :mod:`~harness.endpoints.anthropic_wire` and :mod:`~harness.endpoints.openai_wire`.
+
+Names load on first use (see :mod:`harness.lazy`): a command that offers
+the upstreams as defaults imports neither the endpoint nor Starlette.
 """
 
 from __future__ import annotations
 
-from harness.endpoints.anthropic_wire import (
-    ANTHROPIC_ERROR_TYPES,
-    anthropic_error,
-    anthropic_events,
-    anthropic_message,
-    check_anthropic_request,
-    parse_anthropic_message,
-)
-from harness.endpoints.model import (
-    ANTHROPIC_PATH,
-    ANTHROPIC_UPSTREAM,
-    OPENAI_PATH,
-    OPENAI_UPSTREAM,
-    ModelEndpoint,
-    Seat,
-    Seating,
-    request_key,
-)
-from harness.endpoints.mount import Endpoints, Stamp
-from harness.endpoints.openai_wire import (
-    check_openai_request,
-    openai_chunks,
-    openai_completion,
-    openai_error,
-    parse_openai_completion,
-)
-from harness.endpoints.otlp import MODEL_OPERATIONS, OTLP_TRACES_PATH, OTLPReceiver, span_events
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "ANTHROPIC_ERROR_TYPES",
-    "ANTHROPIC_PATH",
-    "ANTHROPIC_UPSTREAM",
-    "MODEL_OPERATIONS",
-    "OPENAI_PATH",
-    "OPENAI_UPSTREAM",
-    "OTLP_TRACES_PATH",
-    "Endpoints",
-    "ModelEndpoint",
-    "OTLPReceiver",
-    "Seat",
-    "Seating",
-    "Stamp",
-    "anthropic_error",
-    "anthropic_events",
-    "anthropic_message",
-    "check_anthropic_request",
-    "check_openai_request",
-    "openai_chunks",
-    "openai_completion",
-    "openai_error",
-    "parse_anthropic_message",
-    "parse_openai_completion",
-    "request_key",
-    "span_events",
-]
+from harness.lazy import lazy_names
+
+if TYPE_CHECKING:
+    from harness.endpoints.anthropic_wire import *
+    from harness.endpoints.model import *
+    from harness.endpoints.mount import *
+    from harness.endpoints.openai_wire import *
+    from harness.endpoints.otlp import *
+    from harness.endpoints.upstreams import *
+
+#: The module that owns each public name.
+_OWNERS: dict[str, str] = {
+    "ANTHROPIC_ERROR_TYPES": "harness.endpoints.anthropic_wire",
+    "ANTHROPIC_PATH": "harness.endpoints.model",
+    "ANTHROPIC_UPSTREAM": "harness.endpoints.upstreams",
+    "Endpoints": "harness.endpoints.mount",
+    "MODEL_OPERATIONS": "harness.endpoints.otlp",
+    "ModelEndpoint": "harness.endpoints.model",
+    "OPENAI_PATH": "harness.endpoints.model",
+    "OPENAI_UPSTREAM": "harness.endpoints.upstreams",
+    "OTLPReceiver": "harness.endpoints.otlp",
+    "OTLP_TRACES_PATH": "harness.endpoints.otlp",
+    "Seat": "harness.endpoints.model",
+    "Seating": "harness.endpoints.model",
+    "Stamp": "harness.endpoints.mount",
+    "anthropic_error": "harness.endpoints.anthropic_wire",
+    "anthropic_events": "harness.endpoints.anthropic_wire",
+    "anthropic_message": "harness.endpoints.anthropic_wire",
+    "check_anthropic_request": "harness.endpoints.anthropic_wire",
+    "check_openai_request": "harness.endpoints.openai_wire",
+    "openai_chunks": "harness.endpoints.openai_wire",
+    "openai_completion": "harness.endpoints.openai_wire",
+    "openai_error": "harness.endpoints.openai_wire",
+    "parse_anthropic_message": "harness.endpoints.anthropic_wire",
+    "parse_openai_completion": "harness.endpoints.openai_wire",
+    "request_key": "harness.endpoints.model",
+    "span_events": "harness.endpoints.otlp",
+}
+
+__all__ = sorted(_OWNERS)
+
+_load, __dir__ = lazy_names(__name__, _OWNERS)
+
+if not TYPE_CHECKING:
+    # Hidden from type checkers: a visible module __getattr__ would make them
+    # accept any name, typos included, as ``object``.
+    __getattr__ = _load

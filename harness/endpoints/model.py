@@ -54,6 +54,7 @@ from harness.endpoints.openai_wire import (
     openai_error,
     parse_openai_completion,
 )
+from harness.endpoints.upstreams import ANTHROPIC_UPSTREAM, OPENAI_UPSTREAM
 from harness.exceptions import Divergence, LLMError
 from harness.llm import LLMResponse, SystemPrompt
 from harness.llm_recorder import VOLATILE_PARAMS, RecordingLLMClient
@@ -62,9 +63,7 @@ from harness.tape import Sink
 
 __all__ = [
     "ANTHROPIC_PATH",
-    "ANTHROPIC_UPSTREAM",
     "OPENAI_PATH",
-    "OPENAI_UPSTREAM",
     "ModelEndpoint",
     "Seat",
     "Seating",
@@ -74,9 +73,6 @@ __all__ = [
 #: Where the endpoint serves each API (the SDKs' paths under their base URL).
 ANTHROPIC_PATH: Final = "/v1/messages"
 OPENAI_PATH: Final = "/v1/chat/completions"
-#: The real providers, the default upstreams.
-ANTHROPIC_UPSTREAM: Final = "https://api.anthropic.com"
-OPENAI_UPSTREAM: Final = "https://api.openai.com/v1"
 
 #: The recording a request belongs to, and the sink its trace events go to.
 Seat = tuple[Recording, Sink | None]

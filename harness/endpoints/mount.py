@@ -17,8 +17,9 @@ from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Mount
 from starlette.types import ASGIApp
 
-from harness.endpoints.model import ANTHROPIC_UPSTREAM, OPENAI_UPSTREAM, ModelEndpoint
+from harness.endpoints.model import ModelEndpoint
 from harness.endpoints.otlp import OTLPReceiver
+from harness.endpoints.upstreams import ANTHROPIC_UPSTREAM, OPENAI_UPSTREAM
 from harness.recording import Recording
 from harness.tape import Sink
 

@@ -23,12 +23,14 @@ reached what was never recorded, not a change of the agent: it is
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -219,7 +221,18 @@ def _scenario(fixture: Fixture) -> Scenario | None:
     text = getattr(fixture.meta, "scenario_yaml", None)
     if not isinstance(text, str) or not text.strip():
         return None
-    return parse_scenario(text, path=fixture.path / "meta.json")
+    return _parsed(text, fixture.path / "meta.json")
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(text: str, path: Path) -> Scenario:
+    """The scenario a fixture keeps, read once per text and file (scenarios are frozen).
+
+    Reading YAML with the line of every value costs more than the rest of a
+    short replay's set-up; a fixture replayed again (a benchmark, a watch
+    loop, pytest's runs) reads it from here.
+    """
+    return parse_scenario(text, path=path)
 
 
 async def _play(

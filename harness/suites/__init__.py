@@ -2,244 +2,168 @@
 
 They use the core (trace, clock, store, the channels' contract) and are used by
 replay, the reports and the command line.
+
+Names load on first use (see :mod:`harness.lazy`): reading a scenario file
+imports neither the runner nor the built-in invariants.
 """
 
 from __future__ import annotations
 
-from harness.suites.builtin_invariants import (
-    DEFAULT_PHRASES,
-    REPLY_TYPES,
-    action_only_after_confirmation,
-    constraint_honored,
-    every_inbound_answered,
-    never_reasks,
-    no_freeform_outside_window,
-    no_repeated_side_effects,
-    one_reply_per_burst,
-    sends_valid,
-)
-from harness.suites.dates import (
-    DEFAULT_FORMAT,
-    DateExpression,
-    check_dates,
-    has_dates,
-    parse_date_expression,
-    resolve_dates,
-)
-from harness.suites.expectations import (
-    EVENTUAL,
-    check_expectation,
-    eventual_part,
-    needs_quiet,
-    reply_text,
-    started_on,
-    with_dates,
-)
-from harness.suites.fit import ONLY_SUFFIX, ChannelFit, only_channels
-from harness.suites.invariants import (
-    BoundInvariant,
-    InvariantSpec,
-    NamedSpec,
-    SpecLike,
-    bind,
-    check,
-    parse_spec,
-    registered,
-    resolve,
-    unobserved,
-)
-from harness.suites.keywords import KeywordExpression
-from harness.suites.messages import (
-    LABEL_PATTERN,
-    SEND_SCHEMA,
-    Label,
-    MessageLabels,
-    Reference,
-    check_send,
-    references,
-)
-from harness.suites.preflight import bind_invariants, check_agent_settings, check_faults
-from harness.suites.realtime import distinct_user, expect_in_time, with_late
-from harness.suites.registry import (
-    DurationParam,
-    Invariant,
-    InvariantFunction,
-    Regex,
-    brief,
-    invariant,
-    registry,
-)
-from harness.suites.reproduce import shortest_reproduction
-from harness.suites.runner import Runner, RunOptions
-from harness.suites.scenario import (
-    DEFAULT_USER,
-    LONGEST_SCENARIO,
-    InvariantRef,
-    Scenario,
-    User,
-    load_scenario,
-    load_scenarios,
-    parse_scenario,
-    scenario_json_schema,
-)
-from harness.suites.selection import scenario_keywords, select_by_keyword, select_by_tags
-from harness.suites.sending import check_step_messages, send_step, step_message
-from harness.suites.steps import (
-    ACTIONS,
-    DEFAULT_GAP,
-    MEDIA_TYPES,
-    STATUSES,
-    STEP_TAGS,
-    STEP_TYPES,
-    BaseStep,
-    Duration,
-    Expectation,
-    ExpectStep,
-    LabelledStep,
-    RedeliverStep,
-    SayStep,
-    ScenarioPart,
-    SendStep,
-    Step,
-    TapStep,
-    ToolExpectation,
-    UserStep,
-    WaitStep,
-    step_action,
-)
-from harness.suites.store_watch import watch_outages
-from harness.suites.target import DEFAULT_TARGET, importable, load_target, settings_from
-from harness.suites.transcript import (
-    Transcript,
-    render_event,
-)
-from harness.suites.yamlpos import (
-    MAX_DEPTH,
-    MAX_FILE_BYTES,
-    LocatedError,
-    YamlDocument,
-    YamlPath,
-    describe,
-    dump_yaml,
-    field_name,
-    read_text,
-    read_yaml,
-    scenario_error,
-)
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "ACTIONS",
-    "DEFAULT_FORMAT",
-    "DEFAULT_GAP",
-    "DEFAULT_PHRASES",
-    "DEFAULT_TARGET",
-    "DEFAULT_USER",
-    "EVENTUAL",
-    "LABEL_PATTERN",
-    "LONGEST_SCENARIO",
-    "MAX_DEPTH",
-    "MAX_FILE_BYTES",
-    "MEDIA_TYPES",
-    "ONLY_SUFFIX",
-    "REPLY_TYPES",
-    "SEND_SCHEMA",
-    "STATUSES",
-    "STEP_TAGS",
-    "STEP_TYPES",
-    "BaseStep",
-    "BoundInvariant",
-    "ChannelFit",
-    "DateExpression",
-    "Duration",
-    "DurationParam",
-    "ExpectStep",
-    "Expectation",
-    "Invariant",
-    "InvariantFunction",
-    "InvariantRef",
-    "InvariantSpec",
-    "KeywordExpression",
-    "Label",
-    "LabelledStep",
-    "LocatedError",
-    "MessageLabels",
-    "NamedSpec",
-    "RedeliverStep",
-    "Reference",
-    "Regex",
-    "RunOptions",
-    "Runner",
-    "SayStep",
-    "Scenario",
-    "ScenarioPart",
-    "SendStep",
-    "SpecLike",
-    "Step",
-    "TapStep",
-    "ToolExpectation",
-    "Transcript",
-    "User",
-    "UserStep",
-    "WaitStep",
-    "YamlDocument",
-    "YamlPath",
-    "action_only_after_confirmation",
-    "bind",
-    "bind_invariants",
-    "brief",
-    "check",
-    "check_agent_settings",
-    "check_dates",
-    "check_expectation",
-    "check_faults",
-    "check_send",
-    "check_step_messages",
-    "constraint_honored",
-    "describe",
-    "distinct_user",
-    "dump_yaml",
-    "eventual_part",
-    "every_inbound_answered",
-    "expect_in_time",
-    "field_name",
-    "has_dates",
-    "importable",
-    "invariant",
-    "load_scenario",
-    "load_scenarios",
-    "load_target",
-    "needs_quiet",
-    "never_reasks",
-    "no_freeform_outside_window",
-    "no_repeated_side_effects",
-    "one_reply_per_burst",
-    "only_channels",
-    "parse_date_expression",
-    "parse_scenario",
-    "parse_spec",
-    "read_text",
-    "read_yaml",
-    "references",
-    "registered",
-    "registry",
-    "render_event",
-    "reply_text",
-    "resolve",
-    "resolve_dates",
-    "scenario_error",
-    "scenario_json_schema",
-    "scenario_keywords",
-    "select_by_keyword",
-    "select_by_tags",
-    "send_step",
-    "sends_valid",
-    "settings_from",
-    "shortest_reproduction",
-    "started_on",
-    "step_action",
-    "step_message",
-    "unobserved",
-    "watch_outages",
-    "with_dates",
-    "with_late",
-]
+from harness.lazy import lazy_names
+
+if TYPE_CHECKING:
+    from harness.suites.builtin_invariants import *
+    from harness.suites.dates import *
+    from harness.suites.expectations import *
+    from harness.suites.fit import *
+    from harness.suites.invariants import *
+    from harness.suites.keywords import *
+    from harness.suites.messages import LABEL_PATTERN as LABEL_PATTERN
+    from harness.suites.messages import SEND_SCHEMA as SEND_SCHEMA
+    from harness.suites.messages import Label as Label
+    from harness.suites.messages import MessageLabels as MessageLabels
+    from harness.suites.messages import Reference as Reference
+    from harness.suites.messages import check_send as check_send
+    from harness.suites.messages import references as references
+    from harness.suites.preflight import *
+    from harness.suites.realtime import *
+    from harness.suites.registry import *
+    from harness.suites.reproduce import *
+    from harness.suites.runner import *
+    from harness.suites.scenario import *
+    from harness.suites.selection import *
+    from harness.suites.sending import *
+    from harness.suites.steps import *
+    from harness.suites.store_watch import *
+    from harness.suites.target import *
+    from harness.suites.transcript import *
+    from harness.suites.yamlpos import *
+
+#: The module that owns each public name.
+_OWNERS: dict[str, str] = {
+    "ACTIONS": "harness.suites.steps",
+    "BaseStep": "harness.suites.steps",
+    "BoundInvariant": "harness.suites.invariants",
+    "ChannelFit": "harness.suites.fit",
+    "DEFAULT_FORMAT": "harness.suites.dates",
+    "DEFAULT_GAP": "harness.suites.steps",
+    "DEFAULT_PHRASES": "harness.suites.builtin_invariants",
+    "DEFAULT_TARGET": "harness.suites.target",
+    "DEFAULT_USER": "harness.suites.scenario",
+    "DateExpression": "harness.suites.dates",
+    "Duration": "harness.suites.steps",
+    "DurationParam": "harness.suites.registry",
+    "EVENTUAL": "harness.suites.expectations",
+    "ExpectStep": "harness.suites.steps",
+    "Expectation": "harness.suites.steps",
+    "Invariant": "harness.suites.registry",
+    "InvariantFunction": "harness.suites.registry",
+    "InvariantRef": "harness.suites.scenario",
+    "InvariantSpec": "harness.suites.invariants",
+    "KeywordExpression": "harness.suites.keywords",
+    "LABEL_PATTERN": "harness.suites.messages",
+    "LONGEST_SCENARIO": "harness.suites.scenario",
+    "Label": "harness.suites.messages",
+    "LabelledStep": "harness.suites.steps",
+    "LocatedError": "harness.suites.yamlpos",
+    "MAX_DEPTH": "harness.suites.yamlpos",
+    "MAX_FILE_BYTES": "harness.suites.yamlpos",
+    "MEDIA_TYPES": "harness.suites.steps",
+    "MessageLabels": "harness.suites.messages",
+    "NamedSpec": "harness.suites.invariants",
+    "ONLY_SUFFIX": "harness.suites.fit",
+    "REPLY_TYPES": "harness.suites.builtin_invariants",
+    "RedeliverStep": "harness.suites.steps",
+    "Reference": "harness.suites.messages",
+    "Regex": "harness.suites.registry",
+    "RunOptions": "harness.suites.runner",
+    "Runner": "harness.suites.runner",
+    "SEND_SCHEMA": "harness.suites.messages",
+    "STATUSES": "harness.suites.steps",
+    "STEP_TAGS": "harness.suites.steps",
+    "STEP_TYPES": "harness.suites.steps",
+    "SayStep": "harness.suites.steps",
+    "Scenario": "harness.suites.scenario",
+    "ScenarioPart": "harness.suites.steps",
+    "SendStep": "harness.suites.steps",
+    "SpecLike": "harness.suites.invariants",
+    "Step": "harness.suites.steps",
+    "TapStep": "harness.suites.steps",
+    "ToolExpectation": "harness.suites.steps",
+    "Transcript": "harness.suites.transcript",
+    "User": "harness.suites.scenario",
+    "UserStep": "harness.suites.steps",
+    "WaitStep": "harness.suites.steps",
+    "YamlDocument": "harness.suites.yamlpos",
+    "YamlPath": "harness.suites.yamlpos",
+    "action_only_after_confirmation": "harness.suites.builtin_invariants",
+    "bind": "harness.suites.invariants",
+    "bind_invariants": "harness.suites.preflight",
+    "brief": "harness.suites.registry",
+    "check": "harness.suites.invariants",
+    "check_agent_settings": "harness.suites.preflight",
+    "check_dates": "harness.suites.dates",
+    "check_expectation": "harness.suites.expectations",
+    "check_faults": "harness.suites.preflight",
+    "check_send": "harness.suites.messages",
+    "check_step_messages": "harness.suites.sending",
+    "constraint_honored": "harness.suites.builtin_invariants",
+    "describe": "harness.suites.yamlpos",
+    "distinct_user": "harness.suites.realtime",
+    "dump_yaml": "harness.suites.yamlpos",
+    "eventual_part": "harness.suites.expectations",
+    "every_inbound_answered": "harness.suites.builtin_invariants",
+    "expect_in_time": "harness.suites.realtime",
+    "field_name": "harness.suites.yamlpos",
+    "has_dates": "harness.suites.dates",
+    "importable": "harness.suites.target",
+    "invariant": "harness.suites.registry",
+    "load_scenario": "harness.suites.scenario",
+    "load_scenarios": "harness.suites.scenario",
+    "load_target": "harness.suites.target",
+    "needs_quiet": "harness.suites.expectations",
+    "never_reasks": "harness.suites.builtin_invariants",
+    "no_freeform_outside_window": "harness.suites.builtin_invariants",
+    "no_repeated_side_effects": "harness.suites.builtin_invariants",
+    "one_reply_per_burst": "harness.suites.builtin_invariants",
+    "only_channels": "harness.suites.fit",
+    "parse_date_expression": "harness.suites.dates",
+    "parse_scenario": "harness.suites.scenario",
+    "parse_spec": "harness.suites.invariants",
+    "read_text": "harness.suites.yamlpos",
+    "read_yaml": "harness.suites.yamlpos",
+    "references": "harness.suites.messages",
+    "registered": "harness.suites.invariants",
+    "registry": "harness.suites.registry",
+    "render_event": "harness.suites.transcript",
+    "reply_text": "harness.suites.expectations",
+    "resolve": "harness.suites.invariants",
+    "resolve_dates": "harness.suites.dates",
+    "scenario_error": "harness.suites.yamlpos",
+    "scenario_json_schema": "harness.suites.scenario",
+    "scenario_keywords": "harness.suites.selection",
+    "select_by_keyword": "harness.suites.selection",
+    "select_by_tags": "harness.suites.selection",
+    "send_step": "harness.suites.sending",
+    "sends_valid": "harness.suites.builtin_invariants",
+    "settings_from": "harness.suites.target",
+    "shortest_reproduction": "harness.suites.reproduce",
+    "started_on": "harness.suites.expectations",
+    "step_action": "harness.suites.steps",
+    "step_message": "harness.suites.sending",
+    "unobserved": "harness.suites.invariants",
+    "watch_outages": "harness.suites.store_watch",
+    "with_dates": "harness.suites.expectations",
+    "with_late": "harness.suites.realtime",
+}
+
+__all__ = sorted(_OWNERS)
+
+_load, __dir__ = lazy_names(__name__, _OWNERS)
+
+if not TYPE_CHECKING:
+    # Hidden from type checkers: a visible module __getattr__ would make them
+    # accept any name, typos included, as ``object``.
+    __getattr__ = _load

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from starlette.applications import Starlette
 
-from channels.direct import DirectChannel, direct_plugin, find_direct_agent
+from channels.direct import DirectChannel, find_direct_agent
+from channels.direct_plugin import direct_plugin
 from harness.agent import DirectAgent, DirectMessage, DirectOption, DirectReply, DirectTurn
 from harness.channel import AgentEnvironment, ChannelSetup, UserSpec
 from harness.clock import DEFAULT_START, VirtualClock
@@ -331,7 +332,8 @@ async def test_users_are_found_by_name_or_by_key() -> None:
 
 def test_the_plugin_builds_direct_channels() -> None:
     assert direct_plugin.name == "direct"
-    assert direct_plugin.factory is DirectChannel
+    channel = direct_plugin.factory(ChannelSetup(users=[ANA], agent_factory=lambda env: None))
+    assert isinstance(channel, DirectChannel)
     assert tuple(direct_plugin.commands) == ()
 
 

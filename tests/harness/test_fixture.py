@@ -465,6 +465,37 @@ def test_an_invalid_last_line_with_its_newline_is_an_error_not_a_tear(tmp_path: 
         load_fixture(tmp_path)
 
 
+def test_a_log_reads_every_value_as_the_standard_library_does(tmp_path: Path) -> None:
+    # Past 64 bits, NaN, infinity and a lone surrogate: what orjson would read otherwise or refuse.
+    lines = [
+        '{"n": 123456789012345678901234567890, "m": -18446744073709551617}',
+        '{"top": 18446744073709551615, "past": 18446744073709551616, "low": -9223372036854775809}',
+        '{"x": NaN, "y": -Infinity, "z": 1e400}',
+        '{"s": "a \\udfff b", "wamid": "wamid.1234567890123456789"}',
+        '{"plain": [1, 2.5, true, null, "é"]}',
+    ]
+    path = tmp_path / "log.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    read = [line.value for line in read_jsonl(path)]
+    assert repr(read) == repr([json.loads(line) for line in lines])
+    assert read[0]["n"] == 123456789012345678901234567890
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(st.lists(st.dictionaries(st.text(), _JSON, max_size=4), min_size=1, max_size=4))
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_log_reads_back_what_was_written(tmp_path: Path, records: list[dict[str, Any]]) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    assert repr([line.value for line in read_jsonl(path)]) == repr(records)
+
+
 def test_a_line_must_hold_an_object(tmp_path: Path) -> None:
     write_fixture(tmp_path, events="[1, 2]\n")
     with pytest.raises(

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from harness.canonical import canonical_json, canonical_key
+from harness.clock import VirtualClock
 from harness.exceptions import ConfigError, Divergence
 from harness.llm import LLMResponse, SystemPrompt, TextBlock, ToolUseBlock, Usage
 from harness.llm_recorder import VOLATILE_PARAMS, RecordingLLMClient
@@ -251,6 +252,21 @@ async def test_a_request_asked_twice_gets_its_two_answers_in_order() -> None:
         await client.create(**ask())
     assert caught.value.differences == ("asked 3 times, recorded 2",)
     assert caught.value.key == records[0].key
+
+
+async def test_a_replayed_answer_takes_the_recorded_time_on_the_runs_clock() -> None:
+    slow, quick = await recorded(ask(), ask(top_k=2))
+    records = [
+        slow.model_copy(update={"latency_ms": 1500.0}),
+        quick.model_copy(update={"latency_ms": 0.0}),
+    ]
+    clock = VirtualClock(START, auto_advance=True)
+    client = RecordingLLMClient(None, "replay", records=records, clock=clock)
+
+    assert (await client.create(**ask(top_k=2))).text == "answer 2"
+    assert clock.now() == START  # no time recorded, none taken
+    assert (await client.create(**ask())).text == "answer 1"
+    assert clock.now() == START + timedelta(seconds=1.5)
 
 
 async def test_replay_never_calls_the_inner_client() -> None:

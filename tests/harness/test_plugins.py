@@ -17,6 +17,7 @@ import pytest
 
 from channels.direct import DirectChannel
 from channels.whatsapp.channel import WhatsAppChannel
+from harness.channel import ChannelSetup, UserSpec
 from harness.exceptions import ConfigError
 from harness.plugins import ENTRY_POINT_GROUP, ChannelPlugin, load_channel_plugins
 
@@ -69,9 +70,12 @@ def test_the_installed_channels_load() -> None:
     assert sorted(plugins) == ["direct", "whatsapp"]
     assert all(isinstance(p, ChannelPlugin) for p in plugins.values())
     assert all(p.description for p in plugins.values())
-    assert plugins["direct"].factory is DirectChannel
+    setup = ChannelSetup(
+        users=[UserSpec(name="Ana", wa_id="15550001111")], agent_factory=lambda env: None
+    )
+    assert isinstance(plugins["direct"].factory(setup), DirectChannel)
     assert list(plugins["direct"].commands) == []
-    assert plugins["whatsapp"].factory is WhatsAppChannel
+    assert isinstance(plugins["whatsapp"].factory(setup), WhatsAppChannel)
     assert [c.name for c in plugins["whatsapp"].commands] == ["serve", "proxy"]
 
 

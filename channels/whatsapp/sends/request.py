@@ -13,9 +13,11 @@ OpenAPI document, with any :class:`SendLimits` applied.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Annotated, Any, Final, TypeAlias, get_args
 
+import orjson
 from pydantic import ConfigDict, PlainValidator, TypeAdapter, ValidationInfo, create_model
 
 from channels.whatsapp.sends.common import MessageSend
@@ -116,8 +118,16 @@ def send_schemas(
     """The JSON Schema of a send body (``SendRequest``) and of every model it uses, by name.
 
     ``ref_template`` says where the schemas will live, as in OpenAPI's
-    ``components/schemas`` (the default).
+    ``components/schemas`` (the default). Each call returns a fresh copy.
     """
+    # Generating them takes longer than the rest of a simulator's set-up, and every
+    # simulator describes its Graph API: they are generated once per limits, kept as JSON.
+    schemas: dict[str, Any] = orjson.loads(_send_schemas_json(limits, ref_template))
+    return schemas
+
+
+@functools.lru_cache(maxsize=16)
+def _send_schemas_json(limits: SendLimits, ref_template: str) -> bytes:
     by_key, top = TypeAdapter.json_schemas(
         [("SendRequest", "validation", SEND_REQUEST)],
         ref_template=ref_template,
@@ -128,5 +138,4 @@ def send_schemas(
         "description": "A message of any type, a read receipt, or a typing indicator.",
         **by_key["SendRequest", "validation"],
     }
-    schemas: dict[str, Any] = apply_limits({**top["$defs"], "SendRequest": request}, limits)
-    return schemas
+    return orjson.dumps(apply_limits({**top["$defs"], "SendRequest": request}, limits))

@@ -375,7 +375,8 @@ async def test_close_stops_the_agents_own_work(keeper: Keeper) -> None:
 
 def test_the_plugin_builds_whatsapp_channels_and_adds_serve() -> None:
     assert whatsapp_plugin.name == "whatsapp"
-    assert whatsapp_plugin.factory is WhatsAppChannel
+    channel = whatsapp_plugin.factory(ChannelSetup(users=[ANA], agent_factory=lambda env: None))
+    assert isinstance(channel, WhatsAppChannel)
     assert [c.name for c in whatsapp_plugin.commands] == ["serve", "proxy"]
 
 

@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from harness.cli.diff import diff_command, load_conversation, print_diff
+from harness.cli.diff import diff_command
+from harness.cli.diffing import load_conversation, print_diff
 from harness.exceptions import ConfigError, FixtureFormatError, FixtureNotFound, SchemaVersionError
 from harness.fixture import FixtureMeta, FixtureWriter
 from harness.replay.diff import diff_conversations

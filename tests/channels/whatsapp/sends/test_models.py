@@ -172,6 +172,16 @@ def test_the_schema_carries_the_limits_it_is_given() -> None:
     assert LIMIT_KEY not in str(loose)
 
 
+def test_each_call_gets_schemas_of_its_own() -> None:
+    first = send_schemas()
+    first["ReplyChoice"]["properties"]["title"]["maxLength"] = 99
+    del first["TextSend"]
+    again = send_schemas()
+    assert again["ReplyChoice"]["properties"]["title"]["maxLength"] == 20
+    assert "TextSend" in again
+    assert send_schemas(ref_template="#/$defs/{model}")["SendRequest"] != again["SendRequest"]
+
+
 def test_apply_limits_leaves_the_rest_alone() -> None:
     schema: dict[str, Any] = {
         "type": "object",
