@@ -18,7 +18,9 @@ failure, in the console, ``report.json``, ``junit.xml`` and ``report.html``::
 Outside a run it does nothing and returns False, so the agent logs as it
 always did. The runner and the replay collect with :func:`collecting_failures`;
 the tasks an agent starts inherit it, as context variables go (as they
-inherit the run's clock, see :mod:`harness.inflight`).
+inherit the run's clock, see :mod:`harness.inflight`). A replay's
+:class:`~harness.exceptions.Divergence` is taken but not listed: the replay
+reports it itself, once.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+
+from harness.exceptions import Divergence
 
 __all__ = ["collecting_failures", "failure_line", "report_failure"]
 
@@ -48,7 +52,8 @@ def report_failure(error: BaseException, what: str = "background work") -> bool:
     collected = _current.get()
     if collected is None:
         return False
-    collected.append(failure_line(error, what))
+    if not isinstance(error, Divergence):  # a replay reports its own divergence, once
+        collected.append(failure_line(error, what))
     return True
 
 

@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict
 
 from harness.agent_contract import loop_errors
 from harness.channel import ChannelSession, ChannelSetup, RecordedCall, UserSpec
-from harness.exceptions import ConfigError, HarnessError
+from harness.exceptions import ConfigError, Divergence, HarnessError
 from harness.failures import collecting_failures, failure_line
 from harness.fixture import CALL_LATENCY_ATTRIBUTE, CONVERSATION_FILE, Fixture
 from harness.inflight import running_on
@@ -460,7 +460,11 @@ async def replay_fixture(
                         if conversation is None:
                             conversation = session.conversation()
                         await session.close()
-            agent_errors.extend(failure_line(e, "background task") for e in crashed)
+            agent_errors.extend(
+                failure_line(e, "background task")
+                for e in crashed
+                if not isinstance(e, Divergence)  # reported as the replay's divergence
+            )
     except HarnessError as exc:
         error = str(exc)
     except Exception as exc:  # the agent crashed: a result, not a crash of ours

@@ -35,13 +35,40 @@ def test_a_record_with_an_exception_is_one_line() -> None:
 def test_an_agent_failing_in_a_replay_is_reported_in_the_result_not_logged(
     tmp_path: Path,
 ) -> None:
-    prompt = tmp_path / "system.md"
-    prompt.write_text("You are a rude assistant.\n", encoding="utf-8")
     reports = tmp_path / "reports"
     done = subprocess.run(
         [
             *(sys.executable, "-m", "harness", "replay", str(FIXTURE)),
-            *("--prompt", f"system={prompt}", "--report-dir", str(reports)),
+            *("--target", "tests.harness.replay.test_agent_errors:reporting_factory"),
+            *("--report-dir", str(reports)),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr  # the conversation is the same
+    assert done.stderr == ""  # nothing logged: no traceback, not even a line
+    failure = "CRM update failed: RuntimeError: the CRM could not be told"
+    lines = [line for line in done.stdout.splitlines() if line.startswith("  agent: ")]
+    assert lines
+    assert set(lines) == {f"  agent: {failure}"}
+    report = json.loads((reports / "report.json").read_text(encoding="utf-8"))
+    assert set(report["scenarios"][0]["agent_errors"]) == {failure}
+    junit = ET.parse(reports / "junit.xml").getroot()
+    assert (junit.findtext("testsuite/testcase/system-err") or "").startswith(f"agent: {failure}")
+    html = (reports / "report.html").read_text(encoding="utf-8")
+    assert '<ul class="agent-errors"' in html
+    assert f"<li>agent: {failure}" in html
+
+
+def test_a_replay_that_diverges_says_so_once(tmp_path: Path) -> None:
+    prompt = tmp_path / "system.md"
+    prompt.write_text("You are a rude assistant.\n", encoding="utf-8")
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "harness", "replay", str(FIXTURE)),
+            *("--prompt", f"system={prompt}"),
         ],
         capture_output=True,
         text=True,
@@ -50,17 +77,9 @@ def test_an_agent_failing_in_a_replay_is_reported_in_the_result_not_logged(
     )
     assert done.returncode == 3  # the changed prompt diverges from the recording
     assert done.stderr == ""  # nothing logged: no traceback, not even a line
-    failure = "background task failed: Divergence: replay diverged: system prompt differs"
-    [line] = [line for line in done.stdout.splitlines() if line.startswith("  agent: ")]
-    assert line.startswith(f"  agent: {failure}")
-    report = json.loads((reports / "report.json").read_text(encoding="utf-8"))
-    [reported] = report["scenarios"][0]["agent_errors"]
-    assert line == f"  agent: {reported}"
-    junit = ET.parse(reports / "junit.xml").getroot()
-    assert (junit.findtext("testsuite/testcase/system-err") or "").startswith(f"agent: {failure}")
-    html = (reports / "report.html").read_text(encoding="utf-8")
-    assert '<ul class="agent-errors"' in html
-    assert f"<li>agent: {failure}" in html
+    assert "diverged: turn 1: replay diverged: system prompt differs" in done.stdout
+    assert done.stdout.count("system prompt differs") == 1
+    assert "  agent: " not in done.stdout
 
 
 def _logged(error: Exception) -> logging.LogRecord:

@@ -57,17 +57,31 @@ async def test_work_that_fails_unawaited_is_a_line_of_the_result(
     assert replay_scenario_result(result).agent_errors == result.agent_errors
 
 
-async def test_the_booking_agent_reports_its_own_failures_instead_of_logging_them(
+async def test_the_replays_own_divergence_is_reported_once_not_as_the_agents_failure(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    # The booking agent's background task fails with the replay's Divergence: the replay
+    # reports it as its divergence, and neither logs it nor lists it as the agent's failure.
     with caplog.at_level(logging.DEBUG):
         result = await replay_fixture(
             Runner(RunOptions()), load_fixture(FIXTURE), prompts={"system": "Be rude."}
         )
     assert result.status == "diverged"
-    assert [line.split(": ", 2)[:2] for line in result.agent_errors] == [
-        ["background task failed", "Divergence"]
-    ]
+    assert [d for d in result.divergences if "system prompt differs" in d]
+    assert result.agent_errors == ()
+    assert [r.getMessage() for r in caplog.records if r.exc_info] == []
+
+
+async def test_the_booking_agent_reports_its_own_failures_instead_of_logging_them(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    runner = Runner(RunOptions(target=f"{HERE}:reporting_factory"))
+    with caplog.at_level(logging.DEBUG):
+        result = await replay_fixture(runner, load_fixture(FIXTURE))
+    assert result.status == "same"
+    assert set(result.agent_errors) == {
+        "CRM update failed: RuntimeError: the CRM could not be told"
+    }
     assert [r.getMessage() for r in caplog.records if r.exc_info] == []
 
 
