@@ -258,6 +258,13 @@ from channels.whatsapp.pseudonyms import (
     new_pseudonym_key,
 )
 from channels.whatsapp.remote import RemoteSession
+from channels.whatsapp.retention import (
+    SERVE_RETENTION,
+    Retention,
+    RetentionPolicy,
+    Snapshot,
+    Window,
+)
 from channels.whatsapp.router import UPSTREAM_OPTIONS, GraphRouter, Owner, shared_graph
 from channels.whatsapp.sends import (
     MESSAGE_MODELS,
@@ -362,6 +369,7 @@ __all__ = [
     "QUIET",
     "RETRY_HORIZON",
     "SEND_REQUEST",
+    "SERVE_RETENTION",
     "SIGNATURE_HEADER",
     "UPLOAD_LIFETIME",
     "UPSTREAM_OPTIONS",
@@ -470,6 +478,8 @@ __all__ = [
     "RecordingCollector",
     "RefusalHandler",
     "RemoteSession",
+    "Retention",
+    "RetentionPolicy",
     "SendAction",
     "SendBody",
     "SendContext",
@@ -487,6 +497,7 @@ __all__ = [
     "SignedBody",
     "SimUser",
     "SimulatorConfig",
+    "Snapshot",
     "SpamRateLimited",
     "Status",
     "StatusTiming",
@@ -530,6 +541,7 @@ __all__ = [
     "WebhookTarget",
     "WhatsAppChannel",
     "WhatsAppSimulator",
+    "Window",
     "agent_settings",
     "audio",
     "batch_webhooks",

@@ -21,10 +21,12 @@ from typing import Any, TypeVar
 
 import click
 
+from channels.whatsapp._retention_options import retention_options
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.control import control_app
 from channels.whatsapp.faults import FaultProfile
 from channels.whatsapp.model_options import model_endpoint_options, serve_recording
+from channels.whatsapp.retention import RetentionPolicy
 from channels.whatsapp.server import BackgroundServer
 from channels.whatsapp.simulator import WhatsAppSimulator
 from harness.clock import VirtualClock
@@ -141,6 +143,7 @@ def simulator_options(command: F) -> F:
 )
 @model_endpoint_options
 @simulator_options
+@retention_options
 def serve_command(
     host: str,
     port: int,
@@ -162,8 +165,12 @@ def serve_command(
     fault_profile: str,
     seed: int | None,
     run_id: str | None,
+    retention: RetentionPolicy,
 ) -> None:
-    """Run the fake Graph API and webhook sender, with a control API under /_harness/."""
+    """Run the fake Graph API and webhook sender, with a control API under /_harness/.
+
+    It keeps the past within the --keep-* limits (see the README), so it can run for days.
+    """
     token = control_token.strip() if control_token is not None else None
     if control_token is not None and not token:
         raise click.BadParameter("the token is empty", param_hint="--control-token")
@@ -193,7 +200,9 @@ def serve_command(
     model = _Model(recording, anthropic_upstream, openai_upstream, side_effect_tools)
     try:
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(_serve(config, faults, host, port, webhook_url, run, token, model))
+            asyncio.run(
+                _serve(config, faults, host, port, webhook_url, run, token, model, retention)
+            )
     finally:
         close_records()
 
@@ -228,9 +237,17 @@ async def _serve(
     run: _Run,
     token: str | None,
     model: _Model,
+    retention: RetentionPolicy,
 ) -> None:
     clock = VirtualClock(datetime.now(UTC).replace(microsecond=0))
-    sim = WhatsAppSimulator(config, clock=clock, faults=faults, seed=run.seed, run_id=run.run_id)
+    sim = WhatsAppSimulator(
+        config,
+        clock=clock,
+        faults=faults,
+        seed=run.seed,
+        run_id=run.run_id,
+        retention=retention,
+    )
     if webhook_url:
         sim.connect(webhook_url)
     endpoints = model.endpoints(sim)
