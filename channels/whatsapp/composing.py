@@ -165,10 +165,8 @@ class UserMessages:
         given = (context or {}).get("id")
         if isinstance(given, str):
             held = self._sent.get(given)
-            if held is None and given in self._inbound:
-                raise refusal("context.id", f"{given} is the user's own; a tap answers the agent")
             if held is None:
-                raise refusal("context.id", f"no message {given} of the agent's in the chat")
+                raise refusal("context.id", f"{given} is the user's own; a tap answers the agent")
         else:
             if kind == "interactive":
                 held = self._last_interactive(who)

@@ -303,6 +303,8 @@ class PendingUpdate:
     send_at: datetime = field(default=_EPOCH, repr=False)
     #: While the update waits for its first POST: its user, counted as having a message unsent.
     unsent: list[str] = field(default_factory=list, repr=False)
+    #: Set once a copy has gone out (by ``on_sending``): any later copy is a duplicate.
+    sent: bool = False
 
 
 Emit = Callable[[Any], None]

@@ -251,8 +251,8 @@ class Retention:
         for user, turn in list(self._turns.items()):
             if turn.last < horizon:
                 del self._turns[user]
-            elif turn.start >= self.events_first:
-                cut = min(cut, turn.start - self.events_first)
+            else:  # what is left of it, if the bound below has cut into it
+                cut = min(cut, max(turn.start - self.events_first, 0))
         if policy.events is not None:
             cut = max(cut, len(events) - 2 * policy.events)
         return cut

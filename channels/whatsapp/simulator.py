@@ -540,8 +540,9 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
         """
         payload = update.payload
         item = payload["entry"][0]["changes"][0]["value"]["messages"][0]
-        duplicate = update.item_id in self._sent_items
+        duplicate = update.sent or update.item_id in self._sent_items
         self._sent_items.add(update.item_id)
+        update.sent = True
         self.record(
             InboundMessage(
                 at=self.clock.now(),
