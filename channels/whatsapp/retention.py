@@ -99,15 +99,15 @@ class RetentionPolicy:
 
 
 SERVE_RETENTION: Final = RetentionPolicy(
-    events=10_000,
+    events=5_000,
     events_for=timedelta(days=1),
     outbox=1_000,
     outbox_for=timedelta(days=1),
-    messages=2_000,
+    messages=1_000,
     messages_for=timedelta(days=7),
-    media=200,
+    media=100,
 )
-"""What ``harness serve`` keeps by default: the last thousand turns or so, for a day at most."""
+"""What ``harness serve`` keeps by default: its last few hundred turns, a day at most."""
 
 
 class _Remembers(Protocol):

@@ -28,16 +28,16 @@ def _policy(*args: str) -> RetentionPolicy:
     return policy
 
 
-def test_by_default_serve_keeps_a_day_and_about_a_thousand_turns() -> None:
+def test_by_default_serve_keeps_a_day_and_a_few_hundred_turns() -> None:
     assert _policy() == SERVE_RETENTION
     written = RetentionPolicy(
-        events=10_000,
+        events=5_000,
         events_for=timedelta(days=1),
         outbox=1_000,
         outbox_for=timedelta(days=1),
-        messages=2_000,
+        messages=1_000,
         messages_for=timedelta(days=7),
-        media=200,
+        media=100,
         active=timedelta(minutes=10),
     )
     assert written == SERVE_RETENTION
