@@ -113,7 +113,8 @@ async def serving(*options: str) -> AsyncIterator[Served]:
     """``harness serve`` in its own process, delivering to the echo bot served here."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
+    # Idle connections are let go before uvicorn's own 5 s would close them under a request.
+    limits = httpx.Limits(max_connections=200, max_keepalive_connections=200, keepalive_expiry=2)
     async with httpx.AsyncClient(timeout=60, limits=limits) as client:
         config = BotConfig(APP_SECRET, VERIFY_TOKEN, ACCESS_TOKEN, PHONE_NUMBER_ID, graph_url=url)
         bot = EchoBot(config, client)

@@ -165,6 +165,7 @@ class Retention:
     def __init__(self, sim: _Remembers, policy: RetentionPolicy | None = None) -> None:
         self.sim = sim
         self.policy = policy or RetentionPolicy()
+        self._keeps_all = self.policy.keeps_all  # checked at every event: in-process runs
         #: The absolute index of ``sim.events[0]``: how many events were dropped.
         self.events_first = 0
         #: The absolute index of ``sim.outbox[0]``: how many sends were dropped.
@@ -190,8 +191,7 @@ class Retention:
 
     def noted(self, event: Event) -> None:
         """``event`` was just appended to the log: follow the turns, prune when due."""
-        policy = self.policy
-        if policy.keeps_all:
+        if self._keeps_all:
             return
         now = self.sim.clock.now()
         if isinstance(event, InboundMessage) and event.user is not None and not event.duplicate:
@@ -228,7 +228,7 @@ class Retention:
     def sweep(self) -> None:
         """Apply the policy now: drop what is over its count or older than its age."""
         self._since_sweep = 0
-        if self.policy.keeps_all:
+        if self._keeps_all:
             return
         now = self.sim.clock.now()
         self._drop_events(self._events_cut(now))
