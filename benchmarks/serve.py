@@ -2,8 +2,10 @@
 
 ``harness serve`` runs as a process of its own and delivers to the
 independent echo bot (``tests/channels/whatsapp/echo_bot.py``), served by
-uvicorn on loopback in this process, as the interop tests run it. Three
-figures, each with its target:
+uvicorn on loopback in this process, as the interop tests run it. The
+number is an upgraded one (``--throughput-mps 1000``): at Meta's default of
+80 messages a second, any rate over 80 turns a second meets 130429 by the
+rules, and the count would say nothing. Three figures, each with its target:
 
 (a) one turn through ``POST /_harness/inbound`` (the call answers once the
     agent has gone quiet) against one bare loopback round trip to the same
@@ -13,7 +15,7 @@ figures, each with its target:
     many sends Meta's throughput limit refused (130429), read from the event
     log. Target: at least 150 turns/s, and no 130429.
 (c) how much the serve process's resident memory grows over 5,000 turns
-    with its default retention, in KB per turn (the users write 10 at a
+    with its default retention, in KB per turn (the users write 20 at a
     time). Target: at most 10. The same with ``--keep-all`` is printed
     beside it, for comparison. Memory does not depend on timing, so these
     runs go side by side, each server with a bot of its own.
@@ -55,6 +57,8 @@ VERIFY_TOKEN = "harness-verify-token"
 ACCESS_TOKEN = "harness-access-token"
 PHONE_NUMBER_ID = "100200300400500"
 THROTTLED = 130429
+# Users writing at once while the memory figure is taken.
+AT_ONCE = 20
 
 
 class Failure(Exception):
@@ -121,7 +125,7 @@ async def serving(*options: str) -> AsyncIterator[Served]:
         async with serve_in_process(bot.app()) as bot_url:
             process = await asyncio.create_subprocess_exec(
                 *(sys.executable, "-m", "harness", "serve", "--port", str(port)),
-                *("--webhook-url", f"{bot_url}/webhook", *options),
+                *("--webhook-url", f"{bot_url}/webhook", "--throughput-mps", "1000", *options),
                 cwd=ROOT,
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
                 stdout=asyncio.subprocess.DEVNULL,
@@ -333,7 +337,7 @@ async def main(args: argparse.Namespace) -> None:
 
     async def memory(name: str, *options: str) -> None:
         async with serving(*options) as served:
-            per_turn, kept, total = await memory_per_turn(served, args.turns, 10)
+            per_turn, kept, total = await memory_per_turn(served, args.turns, AT_ONCE)
         grown[name].append(per_turn)
         held[name] = (kept, total)
 
@@ -341,7 +345,7 @@ async def main(args: argparse.Namespace) -> None:
         *(memory("default retention") for _ in range(repeats)),
         *(memory("--keep-all", "--keep-all") for _ in range(repeats)),
     )
-    print(f"(c) resident memory of harness serve over {args.turns} turns, 10 users at a time")
+    print(f"(c) resident memory of harness serve over {args.turns} turns, {AT_ONCE} at a time")
     for name, values in grown.items():
         kept, total = held[name]
         line = f"    {name:18} {_spread(values, ' KB/turn')}, {kept} of {total} events kept"

@@ -220,7 +220,7 @@ async def test_harness_serve_driven_through_its_control_api() -> None:
         assert echo.messages[-1]["reaction"] == {"message_id": last, "emoji": "👍"}
         events = (await client.get(f"{graph}/_harness/events")).json()["events"]
         kinds = {e["kind"] for e in events}
-        assert {"verification", "inbound", "send", "delivery", "status"} <= kinds
+        assert {"verification", "inbound", "send", "delivery"} <= kinds
         before = (await client.get(f"{graph}/_harness/clock")).json()["now"]
         moved = await client.post(f"{graph}/_harness/advance", json={"duration": "25h"})
         assert moved.json()["now"] > before

@@ -179,12 +179,16 @@ async def test_the_outbox_keeps_the_latest_sends_by_count_and_by_age(
     answer = (await served.control.get("/_harness/outbox")).json()
     texts = [m["text"]["body"] for m in answer["messages"]]
     assert texts == ["echo: message 2", "echo: message 3", "echo: message 4"]
-    assert answer["dropped"] == 2
+    assert (answer["first"], answer["next"], answer["dropped"]) == (2, 5, 2)
+    # indices are absolute: send 3 is still the fourth the outbox took
+    later = (await served.control.get("/_harness/outbox", params={"since": 3})).json()
+    assert [m["text"]["body"] for m in later["messages"]] == ["echo: message 3", "echo: message 4"]
+    assert (later["first"], later["next"], later["dropped"]) == (2, 5, 0)
     await served.sim.advance(timedelta(hours=2))
     await served.turn(ANA, "later")
-    answer = (await served.control.get("/_harness/outbox")).json()
+    answer = (await served.control.get("/_harness/outbox", params={"since": 1})).json()
     assert [m["text"]["body"] for m in answer["messages"]] == ["echo: later"]
-    assert answer["dropped"] == 5
+    assert (answer["first"], answer["next"], answer["dropped"]) == (5, 6, 4)
 
 
 # -- indices stay absolute ------------------------------------------------------------
