@@ -105,6 +105,8 @@ if TYPE_CHECKING:
     from channels.whatsapp.proxy_settings import *
     from channels.whatsapp.pseudonyms import *
     from channels.whatsapp.remote import *
+    from channels.whatsapp.retention import *
+    from channels.whatsapp.retention_policy import *
     from channels.whatsapp.router import *
     from channels.whatsapp.sends import MESSAGE_MODELS as MESSAGE_MODELS
     from channels.whatsapp.sends import SEND_REQUEST as SEND_REQUEST
@@ -419,6 +421,11 @@ _OWNERS: dict[str, str] = {
     "verify": "channels.whatsapp.signing",
     "video": "channels.whatsapp.messages",
     "whatsapp_plugin": "channels.whatsapp.plugin",
+    "Retention": "channels.whatsapp.retention",
+    "RetentionPolicy": "channels.whatsapp.retention_policy",
+    "SERVE_RETENTION": "channels.whatsapp.retention_policy",
+    "Snapshot": "channels.whatsapp.retention",
+    "Window": "channels.whatsapp.retention",
 }
 
 __all__ = sorted(_OWNERS)

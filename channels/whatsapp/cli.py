@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from channels.whatsapp._retention_options import retention_options
 from channels.whatsapp.model_options import model_endpoint_options
 from harness.exceptions import ConfigError
 from harness.record_mode import RecordMode
@@ -28,6 +29,7 @@ from harness.record_mode import RecordMode
 if TYPE_CHECKING:
     from channels.whatsapp.config import SimulatorConfig
     from channels.whatsapp.faults import FaultProfile
+    from channels.whatsapp.retention import RetentionPolicy
     from channels.whatsapp.simulator import WhatsAppSimulator
     from harness.endpoints import Endpoints
     from harness.recording import Recording
@@ -157,6 +159,7 @@ def simulator_options(command: F) -> F:
 )
 @model_endpoint_options
 @simulator_options
+@retention_options
 def serve_command(
     host: str,
     port: int,
@@ -178,8 +181,12 @@ def serve_command(
     fault_profile: str,
     seed: int | None,
     run_id: str | None,
+    retention: RetentionPolicy,
 ) -> None:
-    """Run the fake Graph API and webhook sender, with a control API under /_harness/."""
+    """Run the fake Graph API and webhook sender, with a control API under /_harness/.
+
+    It keeps the past within the --keep-* limits (see the README), so it can run for days.
+    """
     # Imported here, not above: `harness --help` reads this module for the help alone.
     from channels.whatsapp.config import SimulatorConfig
     from channels.whatsapp.faults import FaultProfile
@@ -214,7 +221,9 @@ def serve_command(
     model = _Model(recording, anthropic_upstream, openai_upstream, side_effect_tools)
     try:
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(_serve(config, faults, host, port, webhook_url, run, token, model))
+            asyncio.run(
+                _serve(config, faults, host, port, webhook_url, run, token, model, retention)
+            )
     finally:
         close_records()
 
@@ -251,6 +260,7 @@ async def _serve(
     run: _Run,
     token: str | None,
     model: _Model,
+    retention: RetentionPolicy,
 ) -> None:
     from channels.whatsapp.control import control_app
     from channels.whatsapp.server import BackgroundServer
@@ -258,7 +268,14 @@ async def _serve(
     from harness.clock import VirtualClock
 
     clock = VirtualClock(datetime.now(UTC).replace(microsecond=0))
-    sim = WhatsAppSimulator(config, clock=clock, faults=faults, seed=run.seed, run_id=run.run_id)
+    sim = WhatsAppSimulator(
+        config,
+        clock=clock,
+        faults=faults,
+        seed=run.seed,
+        run_id=run.run_id,
+        retention=retention,
+    )
     if webhook_url:
         sim.connect(webhook_url)
     endpoints = model.endpoints(sim)

@@ -37,6 +37,7 @@ from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.errors import error_object
 from channels.whatsapp.media import MediaStore, is_animated_webp, media_kind
 from channels.whatsapp.messages import check_inbound, refusal
+from channels.whatsapp.retention import Retention
 from channels.whatsapp.simuser import SentMessage, SimUser
 from channels.whatsapp.summary import interactive_options
 from harness.exceptions import StepError
@@ -95,6 +96,7 @@ class UserMessages:
     config: SimulatorConfig
     media: MediaStore
     events: list[Event]
+    retention: Retention
     _sent: dict[str, SentMessage]
     _inbound: dict[str, tuple[SimUser, dict[str, Any]]]
 
@@ -132,7 +134,7 @@ class UserMessages:
             except ValueError as exc:
                 raise refusal(field, str(exc)) from None
             try:
-                wamid = ref.resolve(self.events, who.key)
+                wamid = self.retention.resolve(ref, self.events, who.key)
             except StepError as exc:
                 raise StepError(f"{field}: {exc}") from None
         sent = self._sent.get(wamid)

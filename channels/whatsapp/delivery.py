@@ -303,6 +303,8 @@ class PendingUpdate:
     send_at: datetime = field(default=_EPOCH, repr=False)
     #: While the update waits for its first POST: its user, counted as having a message unsent.
     unsent: list[str] = field(default_factory=list, repr=False)
+    #: Set once a copy has gone out (by ``on_sending``): any later copy is a duplicate.
+    sent: bool = False
 
 
 Emit = Callable[[Any], None]
@@ -417,6 +419,16 @@ class Deliverer:
         updates = [] if latest is None else [latest]
         self._spawn(self._send(body, [item_id], updates, (reason,), 0.0, self._count(updates)))
         return True
+
+    def forget(self, keep: Callable[[str], bool]) -> None:
+        """Forget the signed bodies of the items ``keep`` refuses: they can't be redelivered.
+
+        Deliveries on their way or waiting for a retry are not affected.
+        """
+        for item_id in [i for i in self.sent_bodies if not keep(i)]:
+            del self.sent_bodies[item_id]
+        for item_id in [i for i in self._latest if not keep(i)]:
+            del self._latest[item_id]
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(coro)

@@ -236,6 +236,20 @@ class MediaStore:
         """Delete the media; ``False`` when there was none (its URLs stop working too)."""
         return self._media.pop(media_id, None) is not None
 
+    def forget(self, *, keep: int | None = None) -> None:
+        """Drop expired media and download links, then the oldest files beyond ``keep``.
+
+        A file dropped answers as one that never existed, as after its lifetime.
+        """
+        now = self.clock.now()
+        for media_id in [i for i, media in self._media.items() if now >= media.expires]:
+            del self._media[media_id]
+        if keep is not None:
+            for media_id in list(self._media)[: max(len(self._media) - keep, 0)]:
+                del self._media[media_id]
+        for token in [t for t, link in self._links.items() if link.expires <= now]:
+            del self._links[token]
+
     def describe(self, media: StoredMedia) -> dict[str, Any]:
         """The media endpoint's answer for ``media``, with a fresh download URL.
 

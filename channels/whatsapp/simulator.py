@@ -48,6 +48,7 @@ from channels.whatsapp.messages import (
     parse_message,
 )
 from channels.whatsapp.outbound import OutboundRules
+from channels.whatsapp.retention import Retention, RetentionPolicy
 from channels.whatsapp.simuser import SentMessage, SimUser
 from channels.whatsapp.summary import interactive_options, message_reply_id, message_text
 from channels.whatsapp.timekeeping import Timekeeping
@@ -84,7 +85,9 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
     given; then they follow from the seed and ``run_id`` (see
     :func:`~channels.whatsapp.ids.id_source`), so a run can be played again
     with the same ids and no two runs share one. Fault dice use ``seed``
-    (0 when none is given) unless ``faults`` carries its own.
+    (0 when none is given) unless ``faults`` carries its own. ``retention``
+    bounds what it keeps of the past (:mod:`channels.whatsapp.retention`;
+    everything by default).
     """
 
     def __init__(
@@ -99,6 +102,7 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
         templates: TemplateRegistry | None = None,
         sink: Callable[[Event], None] | None = None,
         media: MediaStore | None = None,
+        retention: RetentionPolicy | None = None,
     ) -> None:
         self.config = config or SimulatorConfig()
         self.clock: Clock = clock or VirtualClock()
@@ -146,6 +150,8 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
         #: When each user's conversation last moved, in real time (for per-user quiet).
         self.activity = Activity()
         self._remote = False
+        #: What the simulator keeps of the past, and the absolute indices of its logs.
+        self.retention = Retention(self, retention)
 
     # -- wiring -------------------------------------------------------------
 
@@ -218,6 +224,7 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
         self.activity.note(event)
         if self._sink is not None:
             self._sink(event)
+        self.retention.noted(event)
 
     # -- users ------------------------------------------------------------------
 
@@ -470,7 +477,10 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
             if wamid is None:
                 raise ConfigError(f"user {key} has sent nothing to redeliver")
         if not self._deliverer_or_fail().redeliver(wamid):
-            raise ConfigError(f"message {wamid} was never delivered, so it can't be redelivered")
+            raise ConfigError(
+                f"message {wamid} is not one this server delivered (or still keeps),"
+                " so it can't be redelivered"
+            )
         return wamid
 
     def sender_of(self, wamid: str) -> str | None:
@@ -523,15 +533,20 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
             self._verified.set()
 
     def _on_inbound_sending(self, update: PendingUpdate, delivery: str) -> None:
-        """A user's message goes out to the agent: it enters the trace now (a copy: a duplicate)."""
-        who, payload = self._inbound[update.item_id]
+        """A user's message goes out to the agent: it enters the trace now (a copy: a duplicate).
+
+        Read from the update itself, which carries the webhook: a retry may go out after the
+        simulator has forgotten the message (:mod:`channels.whatsapp.retention`).
+        """
+        payload = update.payload
         item = payload["entry"][0]["changes"][0]["value"]["messages"][0]
-        duplicate = update.item_id in self._sent_items
+        duplicate = update.sent or update.item_id in self._sent_items
         self._sent_items.add(update.item_id)
+        update.sent = True
         self.record(
             InboundMessage(
                 at=self.clock.now(),
-                user=who.key,
+                user=update.user,
                 wamid=update.item_id,
                 type=item["type"],
                 text=message_text(item),

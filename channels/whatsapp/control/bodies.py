@@ -37,11 +37,14 @@ __all__ = [
     "CONTROL_OPENAPI_SCHEMAS",
     "WA_ID_PATTERN",
     "Advance",
+    "Clear",
     "ControlBody",
     "ControlEndpoint",
     "ControlErrorBody",
     "ControlErrorMessage",
+    "EventsPage",
     "Inbound",
+    "Kept",
     "NewUser",
     "Now",
     "Outbox",
@@ -212,6 +215,20 @@ class Advance(ControlBody):
         return parse_duration(self.duration)
 
 
+class Clear(ControlBody):
+    """``POST /_harness/clear``: drop the events and sends before these indices (all if omitted).
+
+    The indices are absolute, as ``/_harness/events`` and an export give
+    them: export first, then clear before the export's ``next``, and nothing
+    recorded meanwhile is lost. ``messages`` also forgets every message, so
+    their ids answer as unknown ones.
+    """
+
+    events_before: Maybe[Annotated[int, Field(ge=0)]] = None
+    outbox_before: Maybe[Annotated[int, Field(ge=0)]] = None
+    messages: bool = False
+
+
 class RegisteredUser(BaseModel):
     """The user registered, with the BSUID made up when none was given."""
 
@@ -243,10 +260,41 @@ class Now(BaseModel):
 
 
 class Outbox(BaseModel):
-    """The sends the agent made, as it sent them, from index ``since`` on; ``next`` reads on."""
+    """The sends the agent made, as it sent them, from absolute index ``since`` on.
+
+    Send ``i`` is the ``i``-th the server ever took; ``next`` reads on (``?since=next``).
+    """
 
     messages: list[dict[str, Any]]
+    first: int = Field(default=0, description="The index of the first send the server still keeps.")
     next: int = Field(description="Where the next read starts (?since=next).")
+    dropped: int = Field(
+        default=0,
+        description="How many of the sends asked for are no longer kept (the answer starts"
+        " at the first kept one).",
+    )
+
+
+class EventsPage(BaseModel):
+    """Trace events from an absolute index: event ``i`` is the ``i``-th ever recorded."""
+
+    events: list[dict[str, Any]]
+    first: int = Field(description="The index of the first event the server still keeps.")
+    next: int = Field(description="Where the next read starts (?since=next).")
+    dropped: int = Field(
+        description="How many of the events asked for are no longer kept (the answer starts"
+        " at the first kept one)."
+    )
+
+
+class Kept(BaseModel):
+    """What the server keeps now, as ranges of absolute indices."""
+
+    events_first: int
+    events_next: int
+    outbox_first: int
+    outbox_next: int
+    messages_forgotten: int = Field(description="How many messages' ids now answer as unknown.")
 
 
 class ControlErrorMessage(BaseModel):
@@ -290,6 +338,8 @@ class ControlEndpoint:
     status: int = 200
     #: The content types taken as a raw body (a file's bytes) instead of a JSON ``body``.
     raw: tuple[str, ...] = ()
+    #: The content type of the answer, when it is not one JSON document.
+    answer_type: str = "application/json"
 
 
 CONTROL_ENDPOINTS: Final = (
@@ -330,9 +380,25 @@ CONTROL_ENDPOINTS: Final = (
     ControlEndpoint(
         "/_harness/outbox", "GET", "The sends the agent made, as sent (from ?since=N)", Outbox
     ),
-    ControlEndpoint("/_harness/events", "GET", "The trace event log (from index ?since=N)", None),
+    ControlEndpoint(
+        "/_harness/events", "GET", "The trace event log (from index ?since=N)", EventsPage
+    ),
     ControlEndpoint(
         "/_harness/conversation", "GET", "The conversation so far, with its turns", None
+    ),
+    ControlEndpoint(
+        "/_harness/export",
+        "GET",
+        "Everything kept, as JSON lines: a header, then each event and each send with its index",
+        None,
+        answer_type="application/x-ndjson",
+    ),
+    ControlEndpoint(
+        "/_harness/clear",
+        "POST",
+        "Drop the events and sends kept (before given indices)",
+        Kept,
+        Clear,
     ),
 )
 """The control endpoints, with the models of their bodies and answers."""
@@ -343,7 +409,7 @@ _SINCE = {
     "name": "since",
     "in": "query",
     "required": False,
-    "description": "Only what came from this index on.",
+    "description": "Only what came from this absolute index on (from the first kept, if later).",
     "schema": {"type": "integer", "minimum": 0},
 }
 _WAIT = {
@@ -406,8 +472,10 @@ def _operation_id(path: str) -> str:
     return "harness" + path.removeprefix("/_harness/").title().replace("/", "")
 
 
-def _json(description: str, schema: dict[str, Any]) -> dict[str, Any]:
-    return {"description": description, "content": {"application/json": {"schema": schema}}}
+def _json(
+    description: str, schema: dict[str, Any], media_type: str = "application/json"
+) -> dict[str, Any]:
+    return {"description": description, "content": {media_type: {"schema": schema}}}
 
 
 def _operation(endpoint: ControlEndpoint) -> dict[str, Any]:
@@ -416,6 +484,8 @@ def _operation(endpoint: ControlEndpoint) -> dict[str, Any]:
         if endpoint.answer is None
         else {"$ref": _REF.format(model=endpoint.answer.__name__)}
     )
+    if endpoint.answer_type != "application/json":
+        answer = {"type": "string"}
     operation: dict[str, Any] = {
         "operationId": _operation_id(endpoint.path),
         "summary": endpoint.summary,
@@ -423,7 +493,7 @@ def _operation(endpoint: ControlEndpoint) -> dict[str, Any]:
         # No token, unless the server was given one (harness serve --control-token).
         "security": [{}, {"bearer": []}],
         "responses": {
-            str(endpoint.status): _json("Done", answer),
+            str(endpoint.status): _json("Done", answer, endpoint.answer_type),
             "400": _json("Bad input", _ERROR),
             "401": _json("The server has a control token, and it was not given", _ERROR),
         },

@@ -17,10 +17,15 @@ any language (or curl) can play the users and read what the agent did:
 - ``POST /_harness/redeliver``: Meta delivers a message again, byte for byte;
 - ``POST /_harness/advance``: virtual time jumps (``duration`` like ``25h``);
 - ``GET /_harness/clock``, ``/_harness/outbox``, ``/_harness/events`` and
-  ``/_harness/conversation``: what happened so far, as JSON. The outbox and
-  the event log read from ``?since=N`` (the ``next`` of the previous read),
-  for one ``?user=`` if given, and with ``?wait=S`` wait up to S seconds for
-  something new instead of answering with nothing.
+  ``/_harness/conversation``: what happened so far, as JSON (as much of it as
+  the server keeps: :mod:`channels.whatsapp.retention`). The outbox and the
+  event log read from ``?since=N`` (the ``next`` of the previous read; indices
+  are absolute, so a read goes on across what was dropped), for one
+  ``?user=`` if given, and with ``?wait=S`` wait up to S seconds for
+  something new instead of answering with nothing;
+- ``GET /_harness/export``: everything kept, as JSON lines; ``POST
+  /_harness/clear``: drop it (before given indices, so an export then a
+  clear loses nothing).
 
 A call that plays a user (inbound, tap, redeliver) answers once *that user's*
 conversation is quiet: on ``harness serve``, once the agent has answered and
@@ -46,14 +51,15 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import json
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
@@ -70,8 +76,10 @@ from channels.whatsapp.control.bodies import (
     CONTROL_OPENAPI_PATHS,
     CONTROL_OPENAPI_SCHEMAS,
     Advance,
+    Clear,
     ControlErrorBody,
     Inbound,
+    Kept,
     NewUser,
     Now,
     Outbox,
@@ -86,6 +94,7 @@ from channels.whatsapp.control.bodies import (
 )
 from channels.whatsapp.media import MEDIA_KINDS, largest_size, media_kind, size_limit
 from channels.whatsapp.payloads import PayloadError
+from channels.whatsapp.retention import Retention, Snapshot, Window
 from channels.whatsapp.simulator import WhatsAppSimulator
 from channels.whatsapp.timekeeping import QUIET
 from harness.exceptions import ConfigError, HarnessError, StepError
@@ -100,6 +109,7 @@ _INDEX_DIGITS = 18
 _LATEST = datetime(9000, 1, 1, tzinfo=UTC)
 _Body = TypeVar("_Body", bound=BaseModel)
 _Item = TypeVar("_Item")
+_Where = TypeVar("_Where")
 # The longest a read may wait for something new (?wait=).
 _LONGEST_WAIT = 60.0
 
@@ -201,8 +211,8 @@ def _reading(request: Request, sim: WhatsAppSimulator) -> tuple[int, float, set[
 
 
 async def _waiting(
-    sim: WhatsAppSimulator, wait: float, chosen: Callable[[], tuple[list[_Item], int]]
-) -> tuple[list[_Item], int]:
+    sim: WhatsAppSimulator, wait: float, chosen: Callable[[], tuple[list[_Item], _Where]]
+) -> tuple[list[_Item], _Where]:
     """What ``chosen`` picks now, or, if nothing, at the first event that brings some."""
     found, after = chosen()
     loop = asyncio.get_running_loop()
@@ -326,34 +336,54 @@ def control_routes(sim: WhatsAppSimulator, *, token: str | None = None) -> list[
 
     async def outbox(request: Request) -> Response:
         since, wait, keys = _reading(request, sim)
+        sim.retention.sweep()
 
-        def chosen() -> tuple[list[dict[str, Any]], int]:
-            sent = sim.outbox[since:]
+        def chosen() -> tuple[list[dict[str, Any]], Window[dict[str, Any]]]:
+            window = sim.retention.outbox_since(since)
+            sent = list(window.items)
             if keys is not None:
                 sent = [m for m in sent if m.get("to") in keys or m.get("recipient") in keys]
-            return sent, len(sim.outbox)
+            return sent, window
 
-        found, after = await _waiting(sim, wait, chosen)
-        return _answer(Outbox(messages=found, next=after))
+        found, window = await _waiting(sim, wait, chosen)
+        answer = Outbox(
+            messages=found, first=window.first, next=window.next, dropped=window.dropped
+        )
+        return _answer(answer)
 
     async def events(request: Request) -> Response:
         since, wait, keys = _reading(request, sim)
+        sim.retention.sweep()
 
-        def chosen() -> tuple[list[Event], int]:
-            logged = sim.events[since:]
+        def chosen() -> tuple[list[Event], Window[Event]]:
+            window = sim.retention.events_since(since)
+            logged = list(window.items)
             if keys is not None:
                 logged = [e for e in logged if e.user in keys]
-            return logged, len(sim.events)
+            return logged, window
 
-        found, after = await _waiting(sim, wait, chosen)
+        found, window = await _waiting(sim, wait, chosen)
+        where = f'"first":{window.first},"next":{window.next},"dropped":{window.dropped}'
         return Response(
             b'{"events":['
             + b",".join(EVENT_ADAPTER.dump_json(e) for e in found)
-            + b'],"next":'
-            + str(after).encode()
-            + b"}",
+            + f"],{where}}}".encode(),
             media_type="application/json",
         )
+
+    async def export(request: Request) -> Response:
+        return StreamingResponse(
+            _json_lines(sim.retention.snapshot()), media_type="application/x-ndjson"
+        )
+
+    async def clear(request: Request) -> Response:
+        body = await _read(request, Clear)
+        sim.retention.clear(
+            events_before=body.events_before,
+            outbox_before=body.outbox_before,
+            messages=body.messages,
+        )
+        return _answer(_kept(sim.retention))
 
     async def conversation(request: Request) -> Response:
         return Response(sim.conversation().model_dump_json(), media_type="application/json")
@@ -369,8 +399,54 @@ def control_routes(sim: WhatsAppSimulator, *, token: str | None = None) -> list[
         "/_harness/outbox": outbox,
         "/_harness/events": events,
         "/_harness/conversation": conversation,
+        "/_harness/export": export,
+        "/_harness/clear": clear,
     }
     return [
         Route(endpoint.path, guarded(handlers[endpoint.path]), methods=[endpoint.method])
         for endpoint in CONTROL_ENDPOINTS
     ]
+
+
+def _kept(retention: Retention) -> Kept:
+    return Kept(
+        events_first=retention.events_first,
+        events_next=retention.events_next,
+        outbox_first=retention.outbox_first,
+        outbox_next=retention.outbox_next,
+        messages_forgotten=retention.messages_forgotten,
+    )
+
+
+# Lines sent in one piece of an export.
+_LINES_AT_ONCE = 200
+
+
+async def _json_lines(kept: Snapshot) -> AsyncIterator[bytes]:
+    """An export: a header line, then one line per event and per send, each with its index."""
+    header = {
+        "export": {
+            "at": kept.at.isoformat(),
+            "events": {"first": kept.events_first, "next": kept.events_first + len(kept.events)},
+            "outbox": {"first": kept.outbox_first, "next": kept.outbox_first + len(kept.outbox)},
+        }
+    }
+    yield _line(header)
+    chunk: list[bytes] = []
+    for offset, event in enumerate(kept.events):
+        index = kept.events_first + offset
+        chunk.append(b'{"index":%d,"event":%s}\n' % (index, EVENT_ADAPTER.dump_json(event)))
+        if len(chunk) >= _LINES_AT_ONCE:
+            yield b"".join(chunk)
+            chunk = []
+    for offset, body in enumerate(kept.outbox):
+        chunk.append(_line({"index": kept.outbox_first + offset, "send": body}))
+        if len(chunk) >= _LINES_AT_ONCE:
+            yield b"".join(chunk)
+            chunk = []
+    if chunk:
+        yield b"".join(chunk)
+
+
+def _line(record: object) -> bytes:
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"

@@ -158,6 +158,19 @@ BAD_FIELDS: list[tuple[str, dict[str, Any], str, bool]] = [
     ("/_harness/advance", {}, "field 'duration' is required", True),
     ("/_harness/advance", {"duration": 90}, "field 'duration' must be a str", True),
     ("/_harness/advance", {"duration": "-5m"}, "field 'duration' can't be negative", False),
+    (
+        "/_harness/clear",
+        {"events_before": -1},
+        "field 'events_before': Input should be greater than or equal to 0",
+        True,
+    ),
+    (
+        "/_harness/clear",
+        {"outbox_before": "3"},
+        "field 'outbox_before': Input should be a valid integer",
+        True,
+    ),
+    ("/_harness/clear", {"messages": 1}, "field 'messages': Input should be a valid boolean", True),
 ]
 
 
@@ -229,6 +242,8 @@ async def test_the_document_describes_the_control_endpoints(client: httpx.AsyncC
         "/_harness/outbox",
         "/_harness/events",
         "/_harness/conversation",
+        "/_harness/export",
+        "/_harness/clear",
     }
     for path in control:
         for operation in document["paths"][path].values():

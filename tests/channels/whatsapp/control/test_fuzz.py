@@ -7,7 +7,8 @@ as a state machine that chains the operations the document links (a user
 registered writes in, a message delivered is redelivered, an upload is
 fetched and deleted) and checks, after every step, that the readers still
 answer. Neither run may meet a 5xx. Both are bounded, together well under a
-minute.
+minute. The simulator keeps little (:data:`RETENTION`), so calls also meet
+ids it has forgotten.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from schemathesis.specs.openapi.stateful import OpenAPIStateMachine
 
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.control import CONTROL_ENDPOINTS, control_app
+from channels.whatsapp.retention import RetentionPolicy
 from channels.whatsapp.simulator import WhatsAppSimulator
 from harness.clock import VirtualClock
 from tests.channels.whatsapp.echo_bot import BotConfig, EchoBot
@@ -42,12 +44,14 @@ CHECKS = [
     content_type_conformance,
     response_schema_conformance,
 ]
-READERS = ("/_harness/outbox", "/_harness/events", "/_harness/conversation")
+READERS = ("/_harness/outbox", "/_harness/events", "/_harness/conversation", "/_harness/export")
+# Small limits, so that generated calls meet ids the server has forgotten.
+RETENTION = RetentionPolicy(events=40, outbox=5, messages=3, media=2)
 
 
 def _served() -> tuple[WhatsAppSimulator, Any]:
     """A simulator with the echo bot connected, and the app ``harness serve`` runs for it."""
-    sim = WhatsAppSimulator(CONFIG, clock=VirtualClock())
+    sim = WhatsAppSimulator(CONFIG, clock=VirtualClock(), retention=RETENTION)
     bot = BotConfig(
         app_secret=CONFIG.app_secret,
         verify_token=CONFIG.verify_token,

@@ -239,7 +239,7 @@ async def test_a_waiting_read_with_nothing_new_answers_empty_at_its_deadline(
 ) -> None:
     read = await served.control.get("/_harness/outbox", params={"wait": 0.2})
     assert read.status_code == 200
-    assert read.json() == {"messages": [], "next": 0}
+    assert read.json() == {"messages": [], "first": 0, "next": 0, "dropped": 0}
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,370 @@
+"""``harness serve`` under load: one turn, many users at once, and memory per turn.
+
+``harness serve`` runs as a process of its own and delivers to the
+independent echo bot (``tests/channels/whatsapp/echo_bot.py``), served by
+uvicorn on loopback in this process, as the interop tests run it. The
+number is an upgraded one (``--throughput-mps 1000``): at Meta's default of
+80 messages a second, any rate over 80 turns a second meets 130429 by the
+rules, and the count would say nothing. Three figures, each with its target:
+
+(a) one turn through ``POST /_harness/inbound`` (the call answers once the
+    agent has gone quiet) against one bare loopback round trip to the same
+    bot: a signed status webhook POSTed straight to it. The rounds
+    interleave the two, and each round gives a ratio. Target: at most 15x.
+(b) 20 users writing at once for a few seconds: turns per second, and how
+    many sends Meta's throughput limit refused (130429), read from the event
+    log. Target: at least 150 turns/s, and no 130429.
+(c) how much the serve process's resident memory grows over 5,000 turns
+    with its default retention, in KB per turn (the users write 20 at a
+    time). Target: at most 10. The same with ``--keep-all`` is printed
+    beside it, for comparison. Memory does not depend on timing, so these
+    runs go side by side, each server with a bot of its own.
+
+Each figure is the median over the repetitions, with its min-max. Missed
+targets are reported, not failed: the exit code is non-zero only when
+something went wrong (a call refused, the server or the bot failing).
+
+Run: ``python benchmarks/serve.py`` (``--quick`` for fewer repetitions).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import hmac
+import json
+import os
+import statistics
+import sys
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.bots.loopback import free_port, serve_in_process  # noqa: E402  # after the path tweak
+from tests.channels.whatsapp.echo_bot import BotConfig, EchoBot  # noqa: E402
+
+# harness serve's defaults, which the bot is configured with as a real bot would be.
+APP_SECRET = "harness-app-secret"
+VERIFY_TOKEN = "harness-verify-token"
+ACCESS_TOKEN = "harness-access-token"
+PHONE_NUMBER_ID = "100200300400500"
+THROTTLED = 130429
+# Meta's pair rate (45 at once, then one every 6 s to a user): a user typing faster meets it.
+PAIR_RATE = 131056
+# Users writing at once while the memory figure is taken.
+AT_ONCE = 20
+
+
+class Failure(Exception):
+    """Something went wrong (not a missed target): the benchmark exits non-zero."""
+
+
+@dataclass
+class Served:
+    """A running ``harness serve`` process, the bot it delivers to, and a client for both."""
+
+    url: str
+    process: asyncio.subprocess.Process
+    bot: EchoBot
+    bot_url: str
+    client: httpx.AsyncClient
+
+    def rss_kb(self) -> int:
+        """The serve process's resident set size, in KB (Linux)."""
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        raise Failure("no VmRSS in /proc: the memory figure needs Linux")
+
+    async def turn(self, user: str, text: str = "hello") -> None:
+        """One user message through the control API, answered once the agent is quiet."""
+        answer = await self.client.post(
+            f"{self.url}/_harness/inbound", json={"user": user, "text": text}
+        )
+        if answer.status_code != 200:
+            raise Failure(f"POST /_harness/inbound answered {answer.status_code}: {answer.text}")
+
+    async def events(self, since: int) -> dict[str, object]:
+        """The event log from absolute index ``since``."""
+        answer = await self.client.get(f"{self.url}/_harness/events", params={"since": since})
+        if answer.status_code != 200:
+            raise Failure(f"GET /_harness/events answered {answer.status_code}: {answer.text}")
+        page: dict[str, object] = answer.json()
+        return page
+
+    def forget_what_the_bot_saw(self) -> None:
+        """The bot keeps what it saw for tests to read; a long run has no use for it."""
+        bot = self.bot
+        if bot.errors:
+            raise Failure(f"the bot could not read a webhook: {bot.errors[0]}")
+        refused = [body for status, body in bot.send_results if status != 200]
+        if any(body.get("error", {}).get("code") not in (THROTTLED, PAIR_RATE) for body in refused):
+            raise Failure(f"the fake Graph API refused a send of the bot's: {refused[0]}")
+        for seen in (bot.raw_bodies, bot.signatures, bot.messages, bot.statuses):
+            seen.clear()
+        bot.send_results.clear()
+        bot.downloads.clear()
+
+
+@asynccontextmanager
+async def serving(*options: str) -> AsyncIterator[Served]:
+    """``harness serve`` in its own process, delivering to the echo bot served here."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    # Idle connections are let go before uvicorn's own 5 s would close them under a request.
+    limits = httpx.Limits(max_connections=200, max_keepalive_connections=200, keepalive_expiry=2)
+    async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+        config = BotConfig(APP_SECRET, VERIFY_TOKEN, ACCESS_TOKEN, PHONE_NUMBER_ID, graph_url=url)
+        bot = EchoBot(config, client)
+        async with serve_in_process(bot.app()) as bot_url:
+            process = await asyncio.create_subprocess_exec(
+                *(sys.executable, "-m", "harness", "serve", "--port", str(port)),
+                *("--webhook-url", f"{bot_url}/webhook", "--throughput-mps", "1000", *options),
+                cwd=ROOT,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.PIPE,
+            )
+            try:
+                await _started(client, url, process)
+                yield Served(url, process, bot, bot_url, client)
+                await bot.idle()
+            finally:
+                if process.returncode is None:
+                    process.terminate()
+                await process.communicate()
+
+
+async def _started(
+    client: httpx.AsyncClient, url: str, process: asyncio.subprocess.Process
+) -> None:
+    deadline = time.monotonic() + 20
+    while True:
+        if process.returncode is not None:
+            assert process.stderr is not None
+            raise Failure(f"harness serve exited: {(await process.stderr.read()).decode()}")
+        try:
+            if (await client.get(f"{url}/_harness/clock")).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            raise Failure("harness serve did not answer within 20 s")
+        await asyncio.sleep(0.05)
+
+
+def _signed_status(at: int) -> tuple[bytes, dict[str, str]]:
+    """A status webhook as Meta sends one, signed: the bot reads it and sends nothing back."""
+    user = "BR.7790102030405060708"
+    status = {
+        "id": "wamid.HBgNNTUxMTk4NzY1NDMyMRUCABEYEjQ2QzA1N0Q3RkI3Q0JBRjVFNQA=",
+        "status": "delivered",
+        "timestamp": str(at),
+        "recipient_id": "5511987654321",
+        "recipient_user_id": user,
+    }
+    value = {
+        "messaging_product": "whatsapp",
+        "metadata": {"display_phone_number": "15550001111", "phone_number_id": PHONE_NUMBER_ID},
+        "contacts": [{"wa_id": "5511987654321", "user_id": user}],
+        "statuses": [status],
+    }
+    payload = {
+        "object": "whatsapp_business_account",
+        "entry": [{"id": "900800700600500", "changes": [{"field": "messages", "value": value}]}],
+    }
+    body = json.dumps(payload, separators=(",", ":")).encode()
+    digest = hmac.new(APP_SECRET.encode(), body, hashlib.sha256).hexdigest()
+    return body, {"Content-Type": "application/json", "X-Hub-Signature-256": f"sha256={digest}"}
+
+
+# -- (a) one turn against one bare round trip -------------------------------------------------
+
+
+async def single_turn(served: Served, rounds: int, turns: int) -> list[tuple[float, float]]:
+    """Per round: the median seconds of a turn and of a bare round trip, timed in turn."""
+    body, headers = _signed_status(int(time.time()))
+    webhook = f"{served.bot_url}/webhook"
+
+    async def bare() -> None:
+        answer = await served.client.post(webhook, content=body, headers=headers)
+        if answer.status_code != 200:
+            raise Failure(f"the bot answered a signed webhook with {answer.status_code}")
+
+    await served.turn("15550100000", "warm up")
+    for _ in range(5):
+        await bare()
+    figures = []
+    for round_ in range(rounds):
+        user = f"155501{round_ + 1:05d}"  # a user of its own per round: pair rates stay clear
+        turn_times, bare_times = [], []
+        for i in range(turns):
+            started = time.perf_counter()
+            await served.turn(user, f"hello {i}")
+            turn_times.append(time.perf_counter() - started)
+            for _ in range(4):
+                started = time.perf_counter()
+                await bare()
+                bare_times.append(time.perf_counter() - started)
+        figures.append((statistics.median(turn_times), statistics.median(bare_times)))
+        served.forget_what_the_bot_saw()
+    return figures
+
+
+# -- (b) 20 users at once ---------------------------------------------------------------------
+
+
+async def concurrent_users(
+    served: Served, repetition: int, users: int, seconds: float
+) -> tuple[float, int, int]:
+    """Turns per second with ``users`` writing at once for ``seconds``, and the refusals met.
+
+    The refusals are the sends refused with 130429 (throughput), then with 131056 (pair rate).
+    """
+    since = int(str((await served.events(0))["next"]))
+    names = [f"1555{repetition + 2:02d}{n:05d}" for n in range(users)]  # new users each time
+    done = 0
+
+    async def user(name: str, until: float) -> None:
+        nonlocal done
+        i = 0
+        while time.perf_counter() < until:
+            await served.turn(name, f"message {i}")
+            done += 1
+            i += 1
+
+    started = time.perf_counter()
+    await asyncio.gather(*(user(name, started + seconds) for name in names))
+    elapsed = time.perf_counter() - started
+    refused: list[object] = []
+    missed = 0
+    while True:
+        page = await served.events(since)
+        events = page["events"]
+        assert isinstance(events, list)
+        missed += int(str(page["dropped"]))
+        refused += [(e.get("error") or {}).get("code") for e in events if e["kind"] == "send"]
+        if not events:
+            break
+        since = int(str(page["next"]))
+    if missed:
+        raise Failure(f"{missed} events were dropped before they could be read")
+    served.forget_what_the_bot_saw()
+    return done / elapsed, refused.count(THROTTLED), refused.count(PAIR_RATE)
+
+
+# -- (c) memory over 5,000 turns ------------------------------------------------------------
+
+
+async def memory_per_turn(served: Served, turns: int, at_once: int) -> tuple[float, int, int]:
+    """KB of resident memory the serve process gains per turn, with the events it holds."""
+    per_user = 25  # well under the pair rate's burst of 45: no user is held back
+    users = [f"1556{n:07d}" for n in range(max(turns // per_user, at_once))]
+    for name in users[:at_once]:  # the same code paths, once, before the first reading
+        await served.turn(name, "warm up")
+    await _quiet(served)
+    before = served.rss_kb()
+    queue = asyncio.Queue[str]()
+    for i in range(turns):
+        queue.put_nowait(users[i % len(users)])
+
+    async def writer() -> None:
+        while not queue.empty():
+            name = queue.get_nowait()
+            await served.turn(name, "hello")
+            if queue.qsize() % 500 == 0:
+                served.forget_what_the_bot_saw()
+
+    await asyncio.gather(*(writer() for _ in range(at_once)))
+    await _quiet(served)
+    served.forget_what_the_bot_saw()
+    after = served.rss_kb()
+    page = await served.events(0)
+    kept = int(str(page["next"])) - int(str(page["first"]))
+    return (after - before) / turns, kept, int(str(page["next"]))
+
+
+async def _quiet(served: Served) -> None:
+    """Wait until the statuses of the last sends have come (5 s after them, at most)."""
+    last, since = -1, time.monotonic()
+    while time.monotonic() - since < 1.5:
+        await asyncio.sleep(0.25)
+        now = int(str((await served.events(1 << 62))["next"]))
+        if now != last:
+            last, since = now, time.monotonic()
+
+
+# -- the table ----------------------------------------------------------------------------------
+
+
+def _spread(values: Sequence[float], unit: str = "", digits: int = 1) -> str:
+    low, mid, high = min(values), statistics.median(values), max(values)
+    return f"{mid:.{digits}f}{unit} (min {low:.{digits}f}, max {high:.{digits}f})"
+
+
+def _verdict(met: bool) -> str:
+    return "target met" if met else "target MISSED"
+
+
+async def main(args: argparse.Namespace) -> None:
+    """Measure and print the figures."""
+    repeats = 1 if args.quick else args.repeat
+    async with serving() as served:
+        pairs = await single_turn(served, rounds=3 if args.quick else 5, turns=5)
+        ratios = [turn / bare for turn, bare in pairs]
+        print("(a) one turn through POST /_harness/inbound against one bare loopback round trip")
+        print(f"    turn {_spread([t * 1e3 for t, _ in pairs], ' ms')}")
+        print(f"    bare {_spread([b * 1e3 for _, b in pairs], ' ms', 2)}")
+        print(f"    ratio {_spread(ratios, 'x')}: {_verdict(statistics.median(ratios) <= 15)}")
+
+        rates, throttled, paired = [], [], []
+        for repetition in range(repeats if args.quick else 3):
+            rate, over, fast = await concurrent_users(served, repetition, 20, args.seconds)
+            rates.append(rate)
+            throttled.append(over)
+            paired.append(fast)
+        print(f"(b) 20 users at once for {args.seconds:g} s, {len(rates)} repetitions")
+        met = statistics.median(rates) >= 150 and max(throttled) == 0
+        print(f"    {_spread(rates, ' turns/s')}; 130429 refusals {throttled}: {_verdict(met)}")
+        print(f"    (131056 refusals, a user over Meta's pair rate: {paired})")
+
+    grown: dict[str, list[float]] = {"default retention": [], "--keep-all": []}
+    held: dict[str, tuple[int, int]] = {}
+
+    async def memory(name: str, *options: str) -> None:
+        async with serving(*options) as served:
+            per_turn, kept, total = await memory_per_turn(served, args.turns, AT_ONCE)
+        grown[name].append(per_turn)
+        held[name] = (kept, total)
+
+    await asyncio.gather(
+        *(memory("default retention") for _ in range(repeats)),
+        *(memory("--keep-all", "--keep-all") for _ in range(repeats)),
+    )
+    print(f"(c) resident memory of harness serve over {args.turns} turns, {AT_ONCE} at a time")
+    for name, values in grown.items():
+        kept, total = held[name]
+        line = f"    {name:18} {_spread(values, ' KB/turn')}, {kept} of {total} events kept"
+        if name == "default retention":
+            line += f": {_verdict(statistics.median(values) <= 10)}"
+        print(line)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3, help="repetitions of (c)")
+    parser.add_argument("--turns", type=int, default=5000, help="turns for (c)")
+    parser.add_argument("--seconds", type=float, default=3.0, help="length of (b)")
+    parser.add_argument("--quick", action="store_true", help="one repetition of each")
+    try:
+        asyncio.run(main(parser.parse_args()))
+    except Failure as exc:
+        sys.exit(f"error: {exc}")
