@@ -135,7 +135,9 @@ async def serving(*options: str) -> AsyncIterator[Served]:
             )
             try:
                 await _started(client, url, process)
-                yield Served(url, process, bot, bot_url, client)
+                served = Served(url, process, bot, bot_url, client)
+                yield served
+                await _quiet(served)  # the last statuses: none is cut off on its way to the bot
                 await bot.idle()
             finally:
                 if process.returncode is None:
