@@ -27,10 +27,13 @@ class Activity:
         self._moved: dict[str, float] = {}
         self._answered: dict[str, float] = {}
         self._waiters: set[asyncio.Future[None]] = set()
+        #: How many events have happened in all (the log itself may have forgotten some).
+        self.count = 0
 
     def note(self, event: Event) -> None:
         """An event happened: note who it concerns and wake whoever waits."""
         now = time.monotonic()
+        self.count += 1
         user = event.user
         if user is not None:
             self._moved[user] = now

@@ -248,10 +248,10 @@ class Timekeeping:
             return
         loop = asyncio.get_running_loop()
         quiet_since = loop.time()
-        marker = len(self.events)
+        marker = self.activity.count  # not the log's length: retention shortens the log
         while loop.time() - quiet_since < real_quiet:
             await asyncio.sleep(min(0.05, real_quiet))
             busy = self._deliverer is not None and self._deliverer.in_flight > 0
             if busy or len(self.events) != marker:
-                marker = len(self.events)
+                marker = self.activity.count  # not the log's length: retention shortens the log
                 quiet_since = loop.time()

@@ -16,7 +16,7 @@ from channels.whatsapp.control import control_app
 from channels.whatsapp.retention import SERVE_RETENTION, RetentionPolicy
 from channels.whatsapp.simulator import WhatsAppSimulator
 from harness.clock import VirtualClock
-from harness.trace import Event, InboundMessage, OutboundSend, StatusUpdate
+from harness.trace import ClockJump, Event, InboundMessage, OutboundSend, StatusUpdate
 from tests.channels.whatsapp.echo_bot import BotConfig, EchoBot
 
 ANA = "5511987654321"
@@ -464,3 +464,15 @@ async def test_without_a_policy_the_simulator_keeps_everything(opened: list[Serv
     assert served.sim.retention.policy.keeps_all
     assert served.sim.events == served.recorded
     assert len(served.sim.outbox) == len(served.sim._sent) == len(served.sim._inbound) == 30
+
+
+def test_the_count_of_events_keeps_growing_when_the_log_forgets() -> None:
+    # A wait for silence compares this count, not the log's length, which pruning shortens.
+    sim = WhatsAppSimulator(
+        SimulatorConfig(), clock=VirtualClock(), retention=RetentionPolicy(events=2)
+    )
+    for _ in range(600):
+        now = sim.clock.now()
+        sim.record(ClockJump(at=now, previous=now, reason="tick"))
+    assert sim.activity.count == 600
+    assert len(sim.events) < 600
