@@ -26,7 +26,9 @@ class Activity:
     def __init__(self) -> None:
         self._moved: dict[str, float] = {}
         self._answered: dict[str, float] = {}
+        # Who waits for any event, and who waits only for one user's.
         self._waiters: set[asyncio.Future[None]] = set()
+        self._waiting_for: dict[str, set[asyncio.Future[None]]] = {}
         #: How many events have happened in all (the log itself may have forgotten some).
         self.count = 0
 
@@ -42,6 +44,9 @@ class Activity:
         for waiter in self._waiters:
             if not waiter.done():
                 waiter.set_result(None)
+        for waiter in self._waiting_for.get(user, ()) if user is not None else ():
+            if not waiter.done():
+                waiter.set_result(None)
 
     def moved(self, user: str) -> float:
         """When an event about ``user`` last happened (``time.monotonic``; 0 if never)."""
@@ -51,12 +56,15 @@ class Activity:
         """When the agent last sent ``user`` a message (not a receipt or typing); 0 if never."""
         return self._answered.get(user, 0.0)
 
-    async def next_change(self, longest: float) -> None:
-        """Return at the next event, or after ``longest`` seconds without one."""
+    async def next_change(self, longest: float, *, user: str | None = None) -> None:
+        """Return at the next event (about ``user`` only, if given), or after ``longest`` s."""
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.add(waiter)
+        waiters = self._waiters if user is None else self._waiting_for.setdefault(user, set())
+        waiters.add(waiter)
         try:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(waiter, max(longest, 0.0))
         finally:
-            self._waiters.discard(waiter)
+            waiters.discard(waiter)
+            if user is not None and not waiters:
+                self._waiting_for.pop(user, None)

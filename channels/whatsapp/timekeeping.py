@@ -153,7 +153,7 @@ class Timekeeping:
                 if idle >= window:
                     break
                 wait = window - idle
-            await activity.next_change(min(wait, end - now))
+            await activity.next_change(min(wait, end - now), user=user)
         self.raise_undelivered()
 
     async def advance(self, seconds: float | timedelta, *, reason: str = "wait") -> None:
