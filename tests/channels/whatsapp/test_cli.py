@@ -51,6 +51,21 @@ def test_an_empty_control_token_is_refused() -> None:
     assert "Error: Invalid value for --control-token: the token is empty" in result.output
 
 
+async def _started(client: httpx.AsyncClient, process: asyncio.subprocess.Process) -> None:
+    """Wait until the ``harness serve`` process answers (its OpenAPI document), at most 20 s."""
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            if (await client.get("/openapi.json")).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if process.returncode is not None:
+            pytest.fail((await process.communicate())[1].decode())
+        assert time.monotonic() < deadline, "harness serve did not start in 20 s"
+        await asyncio.sleep(0.1)
+
+
 @pytest.mark.network
 async def test_harness_serve_with_a_token_from_the_environment_wants_it_on_the_control_api() -> (
     None
@@ -65,17 +80,7 @@ async def test_harness_serve_with_a_token_from_the_environment_wants_it_on_the_c
     )
     try:
         async with httpx.AsyncClient(base_url=base, timeout=10) as client:
-            deadline = time.monotonic() + 20
-            while True:
-                try:
-                    if (await client.get("/openapi.json")).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                if process.returncode is not None:
-                    pytest.fail((await process.communicate())[1].decode())
-                assert time.monotonic() < deadline, "harness serve did not start in 20 s"
-                await asyncio.sleep(0.1)
+            await _started(client, process)
             assert (await client.get("/_harness/clock")).status_code == 401
             wrong = await client.get("/_harness/clock", headers={"Authorization": "Bearer x"})
             assert wrong.status_code == 401
@@ -101,17 +106,7 @@ async def test_harness_serve_sends_at_the_throughput_it_is_given() -> None:
     template = {"name": "hello_world", "language": {"code": "en_US"}}
     try:
         async with httpx.AsyncClient(base_url=base, timeout=10) as client:
-            deadline = time.monotonic() + 20
-            while True:
-                try:
-                    if (await client.get("/openapi.json")).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                if process.returncode is not None:
-                    pytest.fail((await process.communicate())[1].decode())
-                assert time.monotonic() < deadline, "harness serve did not start in 20 s"
-                await asyncio.sleep(0.1)
+            await _started(client, process)
             codes = []
             started = time.monotonic()
             for n in range(8):  # at once: three fit in one second's budget, then one per 1/3 s
