@@ -43,6 +43,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import aiohttp
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,6 +77,7 @@ class Served:
     bot: EchoBot
     bot_url: str
     client: httpx.AsyncClient
+    driver: aiohttp.ClientSession
 
     def rss_kb(self) -> int:
         """The serve process's resident set size, in KB (Linux)."""
@@ -86,11 +88,13 @@ class Served:
 
     async def turn(self, user: str, text: str = "hello") -> None:
         """One user message through the control API, answered once the agent is quiet."""
-        answer = await self.client.post(
+        async with self.driver.post(
             f"{self.url}/_harness/inbound", json={"user": user, "text": text}
-        )
-        if answer.status_code != 200:
-            raise Failure(f"POST /_harness/inbound answered {answer.status_code}: {answer.text}")
+        ) as answer:
+            if answer.status != 200:
+                raise Failure(
+                    f"POST /_harness/inbound answered {answer.status}: {await answer.text()}"
+                )
 
     async def events(self, since: int) -> dict[str, object]:
         """The event log from absolute index ``since``."""
@@ -121,9 +125,18 @@ async def serving(*options: str) -> AsyncIterator[Served]:
     url = f"http://127.0.0.1:{port}"
     # Idle connections are let go before uvicorn's own 5 s would close them under a request.
     limits = httpx.Limits(max_connections=200, max_keepalive_connections=200, keepalive_expiry=2)
-    async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+    # The bot's own client: httpx's default pool, as a bot would have it, with the same expiry.
+    bot_limits = httpx.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=2)
+    # The driver plays the users; aiohttp, whose pool costs little per request at 20 at once,
+    # so that the figure is the server's and the bot's, not the driver's.
+    connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=2)
+    async with (
+        httpx.AsyncClient(timeout=60, limits=limits) as client,
+        httpx.AsyncClient(timeout=60, limits=bot_limits) as bot_client,
+        aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(60)) as driver,
+    ):
         config = BotConfig(APP_SECRET, VERIFY_TOKEN, ACCESS_TOKEN, PHONE_NUMBER_ID, graph_url=url)
-        bot = EchoBot(config, client)
+        bot = EchoBot(config, bot_client)
         async with serve_in_process(bot.app()) as bot_url:
             process = await asyncio.create_subprocess_exec(
                 *(sys.executable, "-m", "harness", "serve", "--port", str(port)),
@@ -135,7 +148,7 @@ async def serving(*options: str) -> AsyncIterator[Served]:
             )
             try:
                 await _started(client, url, process)
-                served = Served(url, process, bot, bot_url, client)
+                served = Served(url, process, bot, bot_url, client, driver)
                 yield served
                 await _quiet(served)  # the last statuses: none is cut off on its way to the bot
                 await bot.idle()
@@ -197,9 +210,9 @@ async def single_turn(served: Served, rounds: int, turns: int) -> list[tuple[flo
     webhook = f"{served.bot_url}/webhook"
 
     async def bare() -> None:
-        answer = await served.client.post(webhook, content=body, headers=headers)
-        if answer.status_code != 200:
-            raise Failure(f"the bot answered a signed webhook with {answer.status_code}")
+        async with served.driver.post(webhook, data=body, headers=headers) as answer:
+            if answer.status != 200:
+                raise Failure(f"the bot answered a signed webhook with {answer.status}")
 
     await served.turn("15550100000", "warm up")
     for _ in range(5):
