@@ -136,6 +136,7 @@ if TYPE_CHECKING:
     from channels.whatsapp.summary import *
     from channels.whatsapp.timekeeping import *
     from channels.whatsapp.transport import *
+    from channels.whatsapp.url_target import *
     from channels.whatsapp.validation import *
     from channels.whatsapp.window import *
 
@@ -354,6 +355,7 @@ _OWNERS: dict[str, str] = {
     "create_graph_app": "channels.whatsapp.graph",
     "create_proxy_app": "channels.whatsapp.proxy",
     "document": "channels.whatsapp.messages",
+    "elapsed_ms": "channels.whatsapp.url_target",
     "error_envelope": "channels.whatsapp.errors",
     "error_object": "channels.whatsapp.errors",
     "error_response": "channels.whatsapp.openapi",

@@ -27,19 +27,16 @@ from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.envelope import batch_webhooks
 from channels.whatsapp.faults import FaultDice
 from channels.whatsapp.signing import SIGNATURE_HEADER, SignedBody
-from channels.whatsapp.url_target import META_USER_AGENT, PostResult, UrlTarget, elapsed_ms
+from channels.whatsapp.url_target import META_USER_AGENT, PostResult, elapsed_ms
 from harness.clock import Clock
 from harness.exceptions import HandshakeError
 from harness.redaction import REDACTED
 from harness.trace import DeliveryAttempt, Event, Verification
 
 __all__ = [
-    "META_USER_AGENT",
     "AsgiTarget",
     "Deliverer",
     "PendingUpdate",
-    "PostResult",
-    "UrlTarget",
     "WebhookTarget",
     "handshake",
 ]

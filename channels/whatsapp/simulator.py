@@ -30,7 +30,6 @@ from channels.whatsapp.delivery import (
     AsgiTarget,
     Deliverer,
     PendingUpdate,
-    UrlTarget,
     WebhookTarget,
     handshake,
 )
@@ -52,6 +51,7 @@ from channels.whatsapp.retention import Retention, RetentionPolicy
 from channels.whatsapp.simuser import SentMessage, SimUser
 from channels.whatsapp.summary import interactive_options, message_reply_id, message_text
 from channels.whatsapp.timekeeping import Timekeeping
+from channels.whatsapp.url_target import UrlTarget
 from channels.whatsapp.validation import TemplateRegistry
 from channels.whatsapp.window import SessionWindows
 from harness.clock import Clock, VirtualClock

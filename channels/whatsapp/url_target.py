@@ -23,7 +23,7 @@ from harness.inflight import busy
 if TYPE_CHECKING:
     import aiohttp
 
-__all__ = ["META_USER_AGENT", "PostResult", "UrlTarget"]
+__all__ = ["META_USER_AGENT", "PostResult", "UrlTarget", "elapsed_ms"]
 
 # Seconds an idle connection to the agent is kept for the next POST.
 _KEEP_ALIVE = 2.0
