@@ -15,7 +15,8 @@ line, so a page needs no markup to be tested:
 An HTML comment on the lines just before a block says more about it:
 ``<!-- docs-test: skip (why) -->`` leaves a shell block out, with the reason in
 the page's source for everyone to see (a skip without a reason is an error);
-``<!-- docs-test: exit N -->`` says the block ends with exit status N. One
+``<!-- docs-test: exit N -->`` says the block ends with exit status N, and
+``<!-- docs-test: prints "text" -->`` that its output contains the text. One
 anywhere on a page, ``<!-- docs-test: after other/page.md -->``, runs that page
 first in the same session (a tutorial that goes on from another).
 """
@@ -44,6 +45,7 @@ _COMMENT = re.compile(r"^\s*<!--(.*?)-->\s*$")
 _MARKER = re.compile(r"^\s*docs-test:\s*(?P<what>.*?)\s*$")
 _SKIP = re.compile(r"^skip\s*\((?P<reason>.+)\)$")
 _EXIT = re.compile(r"^exit\s+(?P<code>\d+)$")
+_PRINTS = re.compile(r'^prints\s+"(?P<text>[^"]+)"$')
 _AFTER = re.compile(r"^after\s+(?P<page>[\w./-]+\.md)$")
 _FILE = re.compile(r"^#\s+(?P<path>[\w-][\w./-]*\.\w+)\s*$")
 
@@ -62,6 +64,7 @@ class Block:
     text: str
     skip: str | None = None  # the reason, when the page says to leave it out
     exit_code: int = 0
+    prints: tuple[str, ...] = ()  # what its output must contain
 
     @property
     def file(self) -> str | None:
@@ -123,7 +126,7 @@ def read_page(text: str, name: str) -> Page:
             end += 1
         if end == len(lines):
             raise PageError(f"{name}:{index + 1}: a code block that is never closed")
-        skip, exit_code = None, 0
+        skip, exit_code, prints = None, 0, []
         before = index - 1
         while before >= 0 and _COMMENT.match(lines[before]):
             marker = _MARKER.match(_COMMENT.match(lines[before]).group(1))  # type: ignore[union-attr]
@@ -136,12 +139,14 @@ def read_page(text: str, name: str) -> Page:
                 skip = skipped.group("reason").strip()
             elif (code := _EXIT.match(what)) is not None:
                 exit_code = int(code.group("code"))
+            elif (printed := _PRINTS.match(what)) is not None:
+                prints.append(printed.group("text"))
             elif (first := _AFTER.match(what)) is not None:
                 after = first.group("page")
             else:
                 raise PageError(
                     f"{name}:{before + 2}: docs-test marker {what!r} is none of "
-                    "'skip (reason)', 'exit N', 'after page.md'"
+                    "'skip (reason)', 'exit N', 'prints \"text\"', 'after page.md'"
                 )
         blocks.append(
             Block(
@@ -151,6 +156,7 @@ def read_page(text: str, name: str) -> Page:
                 text="\n".join(body) + "\n",
                 skip=skip,
                 exit_code=exit_code,
+                prints=tuple(prints),
             )
         )
         index = end + 1

@@ -111,8 +111,9 @@ class Session:
         script = (
             f". {state}/env 2>/dev/null || true\n"
             f'cd -- "$(cat {state}/cwd)"\n'
-            f"trap 'pwd > {state}/cwd; export -p > {state}/env' EXIT\n"
-            "set -e\n" + commands_of(block)
+            f"_docs_keep() {{ pwd > {state}/cwd; export -p > {state}/env; }}\n"
+            "trap _docs_keep EXIT\n"
+            "set -e\n" + commands_of(block) + "_docs_keep\n"  # a block may set a trap of its own
         )
         try:
             done = subprocess.run(
@@ -130,6 +131,12 @@ class Session:
         if done.returncode != block.exit_code:
             raise BlockFailed(
                 f"{block.where}: exited {done.returncode}, the page says {block.exit_code}\n"
+                f"--- the block\n{block.text}--- what it printed (the end)\n{printed[-4000:]}"
+            )
+        missing = [text for text in block.prints if text not in printed]
+        if missing:
+            raise BlockFailed(
+                f"{block.where}: the output lacks {missing}\n"
                 f"--- the block\n{block.text}--- what it printed (the end)\n{printed[-4000:]}"
             )
         return printed

@@ -48,7 +48,9 @@ def test_the_docs_have_pages_and_most_shell_blocks_run() -> None:
     shell = [b for name in PAGES for b in _page(name).blocks if b.is_shell]
     skipped = [b for b in shell if b.skip is not None]
     assert len(PAGES) > 10
-    assert len(skipped) * 4 < len(shell), [b.where for b in skipped]
+    # Left out only what needs a server in another terminal, Meta, or the project's own set-up.
+    assert len(skipped) * 3 < len(shell), [b.where for b in skipped]
+    assert all(b.skip for b in skipped)
 
 
 @pytest.mark.slow
