@@ -21,9 +21,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "docs" / "assets" / "report.png"
 REGRESSION = "no_dedupe"  # a redelivered Confirm books twice: the report's first failure
-VIEWPORT = {"width": 1280, "height": 860}
+WIDTH, HEIGHT = 1280, 860
 
-__all__ = ["DEFAULT_OUT", "run_report", "screenshot"]
+__all__ = ["DEFAULT_OUT", "HEIGHT", "WIDTH", "run_report", "screenshot"]
 
 
 def run_report(into: Path) -> Path:
@@ -60,7 +60,7 @@ def screenshot(report: Path, out: Path, chromium: str) -> Path:
             executable_path=chromium, args=["--no-sandbox", "--disable-dev-shm-usage"]
         )
         try:
-            page = browser.new_page(viewport=VIEWPORT)
+            page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
             page.goto(report.as_uri())
             page.wait_for_load_state("load")
             page.screenshot(path=str(out))
@@ -76,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     chromium = args.chromium or shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
-        print("error: headless Chromium is not installed (apt-get install chromium)", file=sys.stderr)
+        message = "error: headless Chromium is not installed (apt-get install chromium)"
+        print(message, file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory() as folder:
         out = screenshot(run_report(Path(folder)), args.out, chromium)

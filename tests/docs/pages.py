@@ -128,8 +128,8 @@ def read_page(text: str, name: str) -> Page:
             raise PageError(f"{name}:{index + 1}: a code block that is never closed")
         skip, exit_code, prints = None, 0, []
         before = index - 1
-        while before >= 0 and _COMMENT.match(lines[before]):
-            marker = _MARKER.match(_COMMENT.match(lines[before]).group(1))  # type: ignore[union-attr]
+        while before >= 0 and (comment := _COMMENT.match(lines[before])) is not None:
+            marker = _MARKER.match(comment.group(1))
             before -= 1
             if marker is None:
                 continue  # another comment, such as the README's test-command marker

@@ -41,7 +41,7 @@ def _with_the_pages_before(name: str) -> list[Page]:
     return chain
 
 
-RUNNABLE = [name for name in PAGES if any(b.is_shell and b.skip is None for b in _page(name).blocks)]
+RUNNABLE = [n for n in PAGES if any(b.is_shell and b.skip is None for b in _page(n).blocks)]
 
 
 def test_the_docs_have_pages_and_most_shell_blocks_run() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.report_screenshot import DEFAULT_OUT, VIEWPORT, run_report, screenshot
+from scripts.report_screenshot import DEFAULT_OUT, HEIGHT, WIDTH, run_report, screenshot
 from tests.harness.report.browser import PNG_SIGNATURE, find_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,11 +32,11 @@ def test_the_run_behind_the_picture_fails_on_the_planted_bug(tmp_path: Path) -> 
 def test_the_script_saves_the_report_as_chromium_draws_it(tmp_path: Path) -> None:
     chromium = find_chromium()
     out = screenshot(run_report(tmp_path / "run"), tmp_path / "report.png", chromium)
-    assert _png_size(out) == (VIEWPORT["width"], VIEWPORT["height"])
+    assert _png_size(out) == (WIDTH, HEIGHT)
 
 
 def test_the_committed_picture_is_the_scripts_and_the_pages_show_it() -> None:
     assert DEFAULT_OUT == ROOT / "docs" / "assets" / "report.png"
-    assert _png_size(DEFAULT_OUT) == (VIEWPORT["width"], VIEWPORT["height"])
+    assert _png_size(DEFAULT_OUT) == (WIDTH, HEIGHT)
     assert "](docs/assets/report.png)" in (ROOT / "README.md").read_text(encoding="utf-8")
     assert "](assets/report.png)" in (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
