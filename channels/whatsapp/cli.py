@@ -185,7 +185,7 @@ def serve_command(
 ) -> None:
     """Run the fake Graph API and webhook sender, with a control API under /_harness/.
 
-    It keeps the past within the --keep-* limits (see the README), so it can run for days.
+    It keeps the past within the --keep-* limits (see docs/how-to/serve.md), so it can run for days.
     """
     # Imported here, not above: `harness --help` reads this module for the help alone.
     from channels.whatsapp.config import SimulatorConfig
