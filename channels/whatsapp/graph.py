@@ -71,6 +71,7 @@ from channels.whatsapp.errors import (
     InvalidParameter,
     MediaUploadError,
     ParameterInvalid,
+    ServiceUnavailable,
 )
 from channels.whatsapp.ids import new_fbtrace_id, new_wamid
 from channels.whatsapp.media import MediaStore, largest_size
@@ -84,6 +85,7 @@ from channels.whatsapp.validation import (
     parse_json_body,
 )
 from harness.clock import Clock
+from harness.exceptions import StoreUnavailable
 
 __all__ = [
     "AcceptAll",
@@ -228,6 +230,8 @@ class _GraphAPI:
                 return await endpoint(request)
             except GraphAPIError as exc:
                 return self.error(exc)
+            except StoreUnavailable as exc:  # the shared state's Redis (serve --redis) is away
+                return self.error(ServiceUnavailable(details=str(exc)))
             except Exception:
                 _log.exception("the fake Graph API failed on %s %s", request.method, request.url)
                 return self.error(GenericError(details="The simulator failed on this request."))

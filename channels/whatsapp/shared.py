@@ -1,0 +1,507 @@
+"""One Meta across processes: the simulator's state in Redis, for ``harness serve --redis``.
+
+Several ``harness serve`` processes behind one address act as one Meta when
+each attaches a :class:`SharedMeta` on the same Redis and key namespace.
+What must agree at the instant it is asked is asked of Redis itself: the
+24-hour windows (:class:`~channels.whatsapp.window.SessionWindows` on the
+Redis store), the pair-rate and throughput buckets (one Lua script each
+send, so two processes can't both spend the last token), a user or a
+message another process registered a moment ago (read on a miss). What
+grows with the conversation is kept in Redis too, in the order Redis
+received it: the event log and the outbox (lists with the absolute index
+of their first entry, so ``?since=N`` means the same on every process), the
+users, and the messages either way (hashes, bounded by the retention
+policy's ``messages``).
+
+Each process keeps its own copy of all that in memory, so the simulator's
+synchronous lookups (a ``reply 2`` reference, a tap on the last buttons)
+stay as fast as in one process. Every change a process makes is written to
+Redis and published on one channel in the same transaction; the others
+apply it to their copy as it comes (milliseconds later) and wake whoever
+waits on it: a long-poll read (``?wait=``) or a call waiting for a user's
+turn to end on process B wakes for an event appended by process A. Virtual
+time is shared as an offset from real time: an ``advance`` on one process
+moves every process's clock.
+
+Writes are queued by the synchronous paths that make them (``record``)
+and sent in order by one task; every read of the shared logs first sends
+what is queued. A Redis that stops answering is reported as an outage
+(:class:`~harness.exceptions.StoreUnavailable`: 503 on the control API,
+Meta's 131016 on the Graph API), never as a wrong answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Final
+
+from channels.whatsapp.limits import TokenBucketLimiter
+from channels.whatsapp.simuser import SentMessage, SimUser
+from channels.whatsapp.validation import ValidatedSend
+from harness.clock import VirtualClock
+from harness.exceptions import StoreError
+from harness.store import RedisStore
+from harness.trace import EVENT_ADAPTER, Event
+
+if TYPE_CHECKING:
+    from redis.asyncio.client import PubSub
+
+    from channels.whatsapp.simulator import WhatsAppSimulator
+
+__all__ = ["LogWindow", "SharedMeta", "decode_events", "decode_sends", "open_shared"]
+
+_log = logging.getLogger(__name__)
+
+# Changes sent to Redis in one transaction at most.
+_BATCH: Final = 500
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROS: Final = 1_000_000
+# Seconds between tries to reach Redis again from the background tasks.
+_RETRY: Final = 0.5
+
+# Append entries to a log (KEYS[1]) whose first index is KEYS[2]; keep at most ARGV[1] (0: all).
+_APPEND = """
+local n = redis.call('RPUSH', KEYS[1], unpack(ARGV, 2))
+local cap = tonumber(ARGV[1])
+if cap > 0 and n > cap then
+  redis.call('LTRIM', KEYS[1], n - cap, -1)
+  redis.call('INCRBY', KEYS[2], n - cap)
+end
+return n
+"""
+# Read a log (KEYS[1], first index KEYS[2]) from absolute index ARGV[1]: {first, length, items}.
+_READ = """
+local first = tonumber(redis.call('GET', KEYS[2]) or '0')
+local n = redis.call('LLEN', KEYS[1])
+local start = tonumber(ARGV[1]) - first
+if start < 0 then start = 0 end
+local items = {}
+if start < n then items = redis.call('LRANGE', KEYS[1], start, -1) end
+return {first, n, items}
+"""
+# Drop a log's entries before absolute index ARGV[1] (-1: all): {first, length} after.
+_CLEAR = """
+local first = tonumber(redis.call('GET', KEYS[2]) or '0')
+local n = redis.call('LLEN', KEYS[1])
+local cut = n
+if tonumber(ARGV[1]) >= 0 then cut = math.min(math.max(tonumber(ARGV[1]) - first, 0), n) end
+if cut > 0 then
+  redis.call('LTRIM', KEYS[1], cut, -1)
+  redis.call('INCRBY', KEYS[2], cut)
+end
+return {first + cut, n - cut}
+"""
+# Remember a message (hash KEYS[1], ids in order in KEYS[2]): ARGV cap (0: all), then id, json.
+_REMEMBER = """
+redis.call('HSET', KEYS[1], ARGV[2], ARGV[3])
+local n = redis.call('RPUSH', KEYS[2], ARGV[2])
+local cap = tonumber(ARGV[1])
+if cap > 0 and n > cap then
+  local old = redis.call('LPOP', KEYS[2], n - cap)
+  redis.call('HDEL', KEYS[1], unpack(old))
+end
+return n
+"""
+# A token bucket kept as credit in units of 1/q microseconds (see SharedMeta.check_limits).
+# ARGV: now (us), cost, cap, q. Answers -1 when a token was spent, else the credit missing.
+_SPEND = """
+local now, cost, cap, q = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local state = redis.call('HMGET', KEYS[1], 'credit', 'at')
+local credit, at = tonumber(state[1]), tonumber(state[2])
+if credit == nil then credit, at = cap, now end
+local elapsed = now - at
+if elapsed < 0 then elapsed = 0 end
+credit = math.min(cap, credit + elapsed * q)
+if credit < cost then return cost - credit end
+credit = credit - cost
+redis.call('HSET', KEYS[1], 'credit', credit, 'at', math.max(now, at))
+redis.call('PEXPIRE', KEYS[1], math.floor((cap - credit) / q / 1000) + 1000)
+return -1
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class LogWindow:
+    """Entries of a shared log read from an absolute index, as the control API answers them."""
+
+    items: list[bytes]
+    first: int
+    next: int
+    dropped: int
+
+
+async def open_shared(url: str, namespace: str, phone_number_id: str) -> SharedMeta:
+    """Connect to the Redis at ``url`` and join the Meta kept under ``namespace`` there.
+
+    Raises :class:`~harness.exceptions.StoreUnavailable` (one line) when Redis does not answer.
+    """
+    base = RedisStore.from_url(url, namespace=namespace)
+    try:
+        await base.ping()
+    except StoreError:
+        await base.close()
+        raise
+    node = await base.with_namespace(f"wa:{phone_number_id}").incr("nodes")
+    shared = SharedMeta(base, phone_number_id, node=node)
+    await shared.read_offset()
+    return shared
+
+
+class SharedMeta:
+    """The simulator's state in Redis, shared by every process that opens the same namespace."""
+
+    def __init__(self, base: RedisStore, phone_number_id: str, *, node: int = 0) -> None:
+        #: The store the simulator is given (it adds ``wa:<phone_number_id>`` itself).
+        self.base = base
+        self.store = base.with_namespace(f"wa:{phone_number_id}")
+        #: This process's number among those that joined (1 for the first).
+        self.node = node
+        #: How far virtual time is ahead of real time, for every process.
+        self.offset = timedelta(0)
+        self._origin = f"{node}-{secrets.token_hex(4)}"
+        self._channel = self._key("changes")
+        self._pending: list[dict[str, Any]] = []
+        self._queued = asyncio.Event()
+        self._lock = asyncio.Lock()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._pubsub: PubSub | None = None
+        self._sim: WhatsAppSimulator | None = None
+        client = base.client
+        self._append = client.register_script(_APPEND)
+        self._read = client.register_script(_READ)
+        self._clear = client.register_script(_CLEAR)
+        self._remember = client.register_script(_REMEMBER)
+        self._spend = client.register_script(_SPEND)
+
+    def _key(self, name: str) -> str:
+        return f"{self.store.namespace}:{name}"
+
+    @property
+    def sim(self) -> WhatsAppSimulator:
+        """The simulator this process shares (after :meth:`attach`)."""
+        if self._sim is None:
+            raise StoreError("the shared state is not attached to a simulator yet")
+        return self._sim
+
+    # -- joining and leaving ---------------------------------------------------------
+
+    async def read_offset(self) -> None:
+        """Read how far the shared virtual time is ahead of real time."""
+        raw = await self.store.get("clock")
+        self.offset = timedelta(microseconds=int(raw)) if raw else timedelta(0)
+
+    def start(self) -> datetime:
+        """Where this process's virtual clock starts: real time plus the shared offset."""
+        return datetime.now(UTC).replace(microsecond=0) + self.offset
+
+    async def attach(self, sim: WhatsAppSimulator) -> None:
+        """Share ``sim``: load the users others registered, then follow and publish changes."""
+        self._sim = sim
+        sim.shared = self
+        pubsub = self.base.client.pubsub(ignore_subscribe_messages=True)
+        await self.base.execute("changes", lambda _: pubsub.subscribe(self._channel))
+        self._pubsub = pubsub
+        users = await self.store_call("users", lambda c: c.hgetall(self._key("users")))
+        for raw in users.values():
+            self._keep_user(json.loads(raw))
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._flushing()), loop.create_task(self._following())]
+
+    async def aclose(self) -> None:
+        """Send what is queued, stop following, and close the connection."""
+        with contextlib.suppress(StoreError):
+            await self.flush()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if self._pubsub is not None:
+            with contextlib.suppress(Exception):  # the connection may be gone already
+                await self._pubsub.aclose()  # type: ignore[no-untyped-call]  # unannotated upstream
+        await self.base.close()
+
+    async def store_call(self, key: str, command: Any, *, changes: bool = False) -> Any:
+        """Run a Redis command with the store's retries and one-line errors."""
+        return await self.store.execute(key, command, changes=changes)
+
+    # -- what this process changes ----------------------------------------------------
+
+    def user_added(self, user: SimUser) -> None:
+        """A user was registered here."""
+        self._queue({"kind": "user", "user": asdict(user)})
+
+    def inbound_added(self, wamid: str, user: str, payload: Mapping[str, Any], burst: str) -> None:
+        """A user's message was made here."""
+        self._queue(
+            {"kind": "inbound", "wamid": wamid, "user": user, "payload": payload, "burst": burst}
+        )
+
+    def sent_added(self, sent: SentMessage) -> None:
+        """The agent's message was accepted here."""
+        self._queue(
+            {
+                "kind": "sent",
+                "wamid": sent.wamid,
+                "user": None if sent.user is None else sent.user.key,
+                "send": {**asdict(sent.send), "body": dict(sent.send.body)},
+                "at": sent.at.isoformat(),
+            }
+        )
+
+    def outbox_added(self, body: Mapping[str, Any]) -> None:
+        """A send entered the outbox here."""
+        self._queue({"kind": "outbox", "body": dict(body)})
+
+    def event_recorded(self, event: Event) -> None:
+        """An event was recorded here."""
+        self._queue({"kind": "event", "event": EVENT_ADAPTER.dump_python(event, mode="json")})
+
+    async def advanced(self, previous: datetime) -> None:
+        """Virtual time jumped here from ``previous``: every process's clock jumps with it."""
+        delta = (self.sim.clock.now() - previous) // timedelta(microseconds=1)
+        offset = await self.store.incr("clock", delta)
+        self.offset += timedelta(microseconds=delta)
+        await self._catch_up(offset)  # another process's jump meanwhile, if any
+        self._queue({"kind": "clock", "offset": offset})
+        await self.flush()
+
+    async def sync_clock(self) -> None:
+        """Jump this process's clock as far as the others have jumped theirs, if further."""
+        raw = await self.store.get("clock")
+        if raw:
+            await self._catch_up(int(raw))
+
+    async def _catch_up(self, offset: int) -> None:
+        missing = timedelta(microseconds=offset) - self.offset
+        if missing <= timedelta(0):
+            return
+        self.offset += missing
+        clock = self.sim.clock
+        if isinstance(clock, VirtualClock):
+            # At once, not step by step: what falls due wakes, and nothing here waits for it
+            # (a request this process serves may be what the woken work waits on).
+            clock.advance(missing, reason="advance elsewhere")
+
+    def _queue(self, change: dict[str, Any]) -> None:
+        self._pending.append(change)
+        self._queued.set()
+
+    async def flush(self) -> None:
+        """Send every queued change to Redis, in order, and publish it to the other processes."""
+        async with self._lock:
+            while self._pending:
+                batch = self._pending[:_BATCH]
+                await self._write(batch)
+                del self._pending[: len(batch)]
+
+    async def _write(self, batch: Sequence[dict[str, Any]]) -> None:
+        policy = self.sim.retention.policy
+        events = [json.dumps(c["event"]) for c in batch if c["kind"] == "event"]
+        outbox = [json.dumps(c["body"]) for c in batch if c["kind"] == "outbox"]
+        message = json.dumps({"origin": self._origin, "changes": list(batch)})
+
+        async def run(client: Any) -> Any:
+            pipe = client.pipeline(transaction=True)
+            for change in batch:
+                kind = change["kind"]
+                if kind == "user":
+                    user = change["user"]
+                    raw = json.dumps(user)
+                    for alias in {user["user_id"], user["wa_id"]} - {None}:
+                        pipe.hset(self._key("users"), alias, raw)
+                elif kind in ("inbound", "sent"):
+                    keys = [self._key(kind), self._key(f"{kind}:order")]
+                    args = [policy.messages or 0, change["wamid"], json.dumps(change)]
+                    await self._remember(keys=keys, args=args, client=pipe)
+            for name, items, cap in (
+                ("events", events, policy.events),
+                ("outbox", outbox, policy.outbox),
+            ):
+                if items:
+                    keys = [self._key(name), self._key(f"{name}:first")]
+                    await self._append(keys=keys, args=[cap or 0, *items], client=pipe)
+            pipe.publish(self._channel, message)
+            return await pipe.execute()
+
+        await self.store_call("changes", run, changes=True)
+
+    async def _flushing(self) -> None:
+        """Send queued changes as they come; keep them and try again while Redis is away."""
+        while True:
+            await self._queued.wait()
+            self._queued.clear()
+            try:
+                await self.flush()
+            except StoreError as exc:
+                _log.warning("harness serve: %s; trying again", exc)
+                await asyncio.sleep(_RETRY)
+                self._queued.set()
+
+    # -- what the other processes change ---------------------------------------------------
+
+    async def _following(self) -> None:
+        """Apply what the other processes publish, in the order Redis received it."""
+        assert self._pubsub is not None
+        pubsub = self._pubsub
+        while True:
+            try:
+                message = await pubsub.get_message(timeout=1.0)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a lost connection: the client subscribes again
+                _log.warning("harness serve: following Redis failed (%s); retrying", exc)
+                await asyncio.sleep(_RETRY)
+                continue
+            if message is None or message.get("type") != "message":
+                continue
+            data = json.loads(message["data"])
+            if data["origin"] == self._origin:
+                continue
+            for change in data["changes"]:
+                try:
+                    await self._apply(change)
+                except Exception:  # one change this process can't apply: go on with the rest
+                    _log.exception("could not apply a %s from another process", change["kind"])
+
+    async def _apply(self, change: Mapping[str, Any]) -> None:
+        sim = self.sim
+        kind = change["kind"]
+        if kind == "user":
+            self._keep_user(change["user"])
+        elif kind == "inbound":
+            self._keep_inbound(change)
+        elif kind == "sent":
+            self._keep_sent(change)
+        elif kind == "event":
+            event = EVENT_ADAPTER.validate_python(change["event"])
+            sim.events.append(event)
+            sim.activity.note(event)
+            sim.retention.noted(event)
+        elif kind == "clock":
+            await self._catch_up(int(change["offset"]))
+
+    def _keep_user(self, data: Mapping[str, Any]) -> SimUser:
+        sim = self.sim
+        user = SimUser(**data)
+        known = sim._users.get(user.key)
+        if known == user:
+            return known  # the same object, so that identity checks on it hold
+        sim._keep_user(user)
+        return user
+
+    def _keep_inbound(self, change: Mapping[str, Any]) -> None:
+        sim = self.sim
+        user = sim._users.get(change["user"])
+        if user is None:
+            return  # the user's own change comes first; nothing to attach this to otherwise
+        wamid = change["wamid"]
+        sim._inbound[wamid] = (user, dict(change["payload"]))
+        sim._burst_of[wamid] = change["burst"]
+
+    def _keep_sent(self, change: Mapping[str, Any]) -> None:
+        sim = self.sim
+        user = None if change["user"] is None else sim._users.get(change["user"])
+        send = ValidatedSend(**change["send"])
+        at = datetime.fromisoformat(change["at"])
+        sim._sent[change["wamid"]] = SentMessage(change["wamid"], user, send, at)
+
+    # -- asking Redis when this process hasn't heard yet -----------------------------------
+
+    async def fetch_user(self, key: str) -> None:
+        """Make sure a user another process registered is known here."""
+        if key in self.sim._users:
+            return
+        raw = await self.store_call("users", lambda c: c.hget(self._key("users"), key))
+        if raw is not None:
+            self._keep_user(json.loads(raw))
+
+    async def fetch_message(self, wamid: str) -> None:
+        """Make sure a message (a user's or the agent's) another process made is known here."""
+        sim = self.sim
+        if not wamid or wamid in sim._inbound or wamid in sim._sent:
+            return
+        for kind in ("inbound", "sent"):
+            raw = await self.store_call(kind, lambda c, k=kind: c.hget(self._key(k), wamid))
+            if raw is not None:
+                change = json.loads(raw)
+                if change["user"] is not None:
+                    await self.fetch_user(change["user"])
+                (self._keep_inbound if kind == "inbound" else self._keep_sent)(change)
+                return
+
+    # -- limits ---------------------------------------------------------------------------
+
+    async def check_limits(self, user: str | None) -> None:
+        """Spend the throughput token and, for a user, the pair-rate token, or raise the error.
+
+        The buckets are the limiters' own (burst, interval, clock), kept in Redis
+        in exact integers: credit in units of 1/q microseconds for an interval of
+        p/q seconds, so one token costs p * 10^6 units.
+        """
+        sim = self.sim
+        await self._spend_one(sim.throughput, f"limit:throughput:{sim.config.phone_number_id}")
+        if user is not None:
+            await self._spend_one(sim.pair_limit, f"limit:pair:{user}", user)
+
+    async def _spend_one(self, limiter: TokenBucketLimiter, key: str, name: str = "") -> None:
+        if not limiter.enabled:
+            return
+        interval = limiter.interval
+        p, q = interval.numerator, interval.denominator
+        cost = p * _MICROS
+        now = (limiter.clock.now() - _EPOCH) // timedelta(microseconds=1)
+        args = [now, cost, limiter.burst * cost, q]
+        missing = await self.store_call(
+            key,
+            lambda c: self._spend(keys=[self._key(key)], args=args, client=c),
+            changes=True,
+        )
+        if int(missing) >= 0:
+            wait = int(missing) / q / _MICROS
+            raise limiter.refusal(name or self.sim.config.phone_number_id, wait)
+
+    # -- the shared logs -----------------------------------------------------------------
+
+    async def read_log(self, name: str, since: int) -> LogWindow:
+        """The entries of ``events`` or ``outbox`` from absolute index ``since``."""
+        await self.flush()
+        keys = [self._key(name), self._key(f"{name}:first")]
+        first, length, items = await self.store_call(
+            name, lambda c: self._read(keys=keys, args=[since], client=c)
+        )
+        first, length = int(first), int(length)
+        return LogWindow(list(items), first, first + length, max(first - since, 0))
+
+    async def clear_log(self, name: str, before: int | None) -> tuple[int, int]:
+        """Drop the entries before absolute index ``before`` (all, if None): (first, next) after."""
+        await self.flush()
+        keys = [self._key(name), self._key(f"{name}:first")]
+        first, length = await self.store_call(
+            name,
+            lambda c: self._clear(keys=keys, args=[-1 if before is None else before], client=c),
+            changes=True,
+        )
+        return int(first), int(first) + int(length)
+
+    async def forget_messages(self) -> None:
+        """Forget every message either way, in Redis (each process forgets its own copy)."""
+        keys = [self._key(k) for k in ("inbound", "inbound:order", "sent", "sent:order")]
+        await self.store_call("messages", lambda c: c.delete(*keys))
+
+
+def decode_events(items: Sequence[bytes]) -> list[Event]:
+    """Events as read from the shared log."""
+    return [EVENT_ADAPTER.validate_json(item) for item in items]
+
+
+def decode_sends(items: Sequence[bytes]) -> list[dict[str, Any]]:
+    """Sends as read from the shared outbox."""
+    return [json.loads(item) for item in items]
