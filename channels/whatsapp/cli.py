@@ -288,6 +288,7 @@ async def _serve(
     retention: RetentionPolicy,
 ) -> None:
     from channels.whatsapp.control import control_app
+    from channels.whatsapp.ids import id_source
     from channels.whatsapp.server import BackgroundServer
     from channels.whatsapp.simulator import WhatsAppSimulator
     from harness.clock import VirtualClock
@@ -299,11 +300,16 @@ async def _serve(
 
         shared = await open_shared(run.redis_url, run.namespace, config.phone_number_id)
         run_id = f"{run_id}-{shared.node}"  # seeded ids differ between the processes too
-    start = shared.start() if shared else datetime.now(UTC).replace(microsecond=0)
+    clock = VirtualClock(shared.start() if shared else datetime.now(UTC).replace(microsecond=0))
+    media = None
+    if shared is not None:
+        rng = id_source(run.seed, run_id, "media")
+        media = shared.media_store(clock, config.public_url, rng=rng)
     sim = WhatsAppSimulator(
         config,
-        clock=VirtualClock(start),
+        clock=clock,
         store=shared.base if shared else None,
+        media=media,
         faults=faults,
         seed=run.seed,
         run_id=run_id,

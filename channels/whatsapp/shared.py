@@ -40,20 +40,27 @@ import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from channels.whatsapp.limits import TokenBucketLimiter
+from channels.whatsapp.shared_media import SharedMediaStore
 from channels.whatsapp.simuser import SentMessage, SimUser
 from channels.whatsapp.validation import ValidatedSend
-from harness.clock import VirtualClock
+from harness.clock import Clock, VirtualClock
 from harness.exceptions import StoreError
 from harness.store import RedisStore
 from harness.trace import EVENT_ADAPTER, Event
 
 if TYPE_CHECKING:
+    import random
+
     from redis.asyncio.client import PubSub
 
-    from channels.whatsapp.simulator import WhatsAppSimulator
+    from channels.whatsapp.activity import Activity
+    from channels.whatsapp.config import SimulatorConfig
+    from channels.whatsapp.limits import PairRateLimiter, ThroughputLimiter
+    from channels.whatsapp.media import MediaStore
+    from channels.whatsapp.retention import Retention
 
 __all__ = ["LogWindow", "SharedMeta", "decode_events", "decode_sends", "open_shared"]
 
@@ -154,6 +161,37 @@ async def open_shared(url: str, namespace: str, phone_number_id: str) -> SharedM
     return shared
 
 
+def _ms(lifetime: timedelta) -> int:
+    return max(1, lifetime // timedelta(milliseconds=1))
+
+
+def _told(change: dict[str, Any]) -> dict[str, Any]:
+    """A change as the other processes are told it: a file's bytes stay in Redis."""
+    if change["kind"] == "media":
+        return {"kind": "media", "id": change["record"]["id"]}
+    return change
+
+
+class _Shares(Protocol):
+    """What of the simulator the shared state reads and fills in."""
+
+    config: SimulatorConfig
+    clock: Clock
+    events: list[Event]
+    activity: Activity
+    retention: Retention
+    media: MediaStore
+    throughput: ThroughputLimiter
+    pair_limit: PairRateLimiter
+    shared: SharedMeta | None
+    _users: dict[str, SimUser]
+    _inbound: dict[str, tuple[SimUser, dict[str, Any]]]
+    _sent: dict[str, SentMessage]
+    _burst_of: dict[str, str]
+
+    def _keep_user(self, user: SimUser) -> None: ...
+
+
 class SharedMeta:
     """The simulator's state in Redis, shared by every process that opens the same namespace."""
 
@@ -172,7 +210,7 @@ class SharedMeta:
         self._lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
         self._pubsub: PubSub | None = None
-        self._sim: WhatsAppSimulator | None = None
+        self._sim: _Shares | None = None
         client = base.client
         self._append = client.register_script(_APPEND)
         self._read = client.register_script(_READ)
@@ -184,7 +222,7 @@ class SharedMeta:
         return f"{self.store.namespace}:{name}"
 
     @property
-    def sim(self) -> WhatsAppSimulator:
+    def sim(self) -> _Shares:
         """The simulator this process shares (after :meth:`attach`)."""
         if self._sim is None:
             raise StoreError("the shared state is not attached to a simulator yet")
@@ -201,7 +239,7 @@ class SharedMeta:
         """Where this process's virtual clock starts: real time plus the shared offset."""
         return datetime.now(UTC).replace(microsecond=0) + self.offset
 
-    async def attach(self, sim: WhatsAppSimulator) -> None:
+    async def attach(self, sim: _Shares) -> None:
         """Share ``sim``: load the users others registered, then follow and publish changes."""
         self._sim = sim
         sim.shared = self
@@ -260,6 +298,34 @@ class SharedMeta:
         """A send entered the outbox here."""
         self._queue({"kind": "outbox", "body": dict(body)})
 
+    def media_added(self, record: Mapping[str, Any], lifetime: timedelta) -> None:
+        """A file was stored here (``record`` as :func:`~.shared_media.media_record` makes it)."""
+        self._queue({"kind": "media", "record": record, "ms": _ms(lifetime)})
+
+    def media_deleted(self, media_id: str) -> None:
+        """A file was deleted here."""
+        self._queue({"kind": "unmedia", "id": media_id})
+
+    def link_issued(self, token: str, media_id: str, lifetime: timedelta) -> None:
+        """A download URL was issued here."""
+        expires = (self.sim.clock.now() + lifetime).isoformat()
+        link = {"media_id": media_id, "expires": expires}
+        self._queue({"kind": "link", "token": token, "link": link, "ms": _ms(lifetime)})
+
+    async def read_media(self, media_id: str) -> bytes | None:
+        """A file another process stored, as :func:`media_record` wrote it; None if gone."""
+        return await self.store.get(f"media:{media_id}")
+
+    async def read_link(self, token: str) -> bytes | None:
+        """A download URL another process issued: its media id and expiry; None if gone."""
+        return await self.store.get(f"link:{token}")
+
+    def media_store(
+        self, clock: Clock, public_url: str, *, rng: random.Random | None = None
+    ) -> SharedMediaStore:
+        """A media store whose files every process of this Meta can use."""
+        return SharedMediaStore(self, clock, public_url, rng=rng)
+
     def event_recorded(self, event: Event) -> None:
         """An event was recorded here."""
         self._queue({"kind": "event", "event": EVENT_ADAPTER.dump_python(event, mode="json")})
@@ -306,7 +372,8 @@ class SharedMeta:
         policy = self.sim.retention.policy
         events = [json.dumps(c["event"]) for c in batch if c["kind"] == "event"]
         outbox = [json.dumps(c["body"]) for c in batch if c["kind"] == "outbox"]
-        message = json.dumps({"origin": self._origin, "changes": list(batch)})
+        told = [_told(change) for change in batch]
+        message = json.dumps({"origin": self._origin, "changes": told})
 
         async def run(client: Any) -> Any:
             pipe = client.pipeline(transaction=True)
@@ -317,6 +384,16 @@ class SharedMeta:
                     raw = json.dumps(user)
                     for alias in {user["user_id"], user["wa_id"]} - {None}:
                         pipe.hset(self._key("users"), alias, raw)
+                elif kind == "media":
+                    record = change["record"]
+                    pipe.set(
+                        self._key(f"media:{record['id']}"), json.dumps(record), px=change["ms"]
+                    )
+                elif kind == "unmedia":
+                    pipe.delete(self._key(f"media:{change['id']}"))
+                elif kind == "link":
+                    link = json.dumps(change["link"])
+                    pipe.set(self._key(f"link:{change['token']}"), link, px=change["ms"])
                 elif kind in ("inbound", "sent"):
                     keys = [self._key(kind), self._key(f"{kind}:order")]
                     args = [policy.messages or 0, change["wamid"], json.dumps(change)]
@@ -387,6 +464,8 @@ class SharedMeta:
             sim.retention.noted(event)
         elif kind == "clock":
             await self._catch_up(int(change["offset"]))
+        elif kind == "unmedia" and isinstance(sim.media, SharedMediaStore):
+            sim.media.forget_here(change["id"])
 
     def _keep_user(self, data: Mapping[str, Any]) -> SimUser:
         sim = self.sim

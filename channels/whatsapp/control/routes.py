@@ -71,6 +71,14 @@ from channels.whatsapp._request_body import (
     nul_in,
     read_limited,
 )
+from channels.whatsapp.control._shared_reads import (
+    events_of,
+    sends_of,
+    shared_clear,
+    shared_conversation,
+    shared_read,
+    shared_snapshot,
+)
 from channels.whatsapp.control.bodies import (
     CONTROL_ENDPOINTS,
     CONTROL_OPENAPI_PATHS,
@@ -92,15 +100,13 @@ from channels.whatsapp.control.bodies import (
     config_error,
     is_wa_id,
 )
-from channels.whatsapp.control.shared_reads import (
-    events_of,
-    sends_of,
-    shared_clear,
-    shared_conversation,
-    shared_read,
-    shared_snapshot,
+from channels.whatsapp.media import (
+    MEDIA_KINDS,
+    largest_size,
+    media_id_in,
+    media_kind,
+    size_limit,
 )
-from channels.whatsapp.media import MEDIA_KINDS, largest_size, media_kind, size_limit
 from channels.whatsapp.payloads import PayloadError
 from channels.whatsapp.retention import Retention, Snapshot, Window
 from channels.whatsapp.shared import LogWindow
@@ -323,6 +329,7 @@ def control_routes(sim: WhatsAppSimulator, *, token: str | None = None) -> list[
         body = await _read(request, Inbound)
         user = await user_of(body.user)
         message = body.message or {"type": "text", "text": {"body": body.text}}
+        await sim.media.load(media_id_in(message))  # a file uploaded through another process
         try:
             wamid = await sim.receive(user, message)
         except (PayloadError, StepError) as exc:  # the message, not the simulator, is wrong

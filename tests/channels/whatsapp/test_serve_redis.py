@@ -255,3 +255,91 @@ def _seconds(stamp: str) -> float:
     from datetime import datetime
 
     return datetime.fromisoformat(stamp).timestamp()
+
+
+async def test_a_read_waiting_on_one_server_wakes_for_a_message_made_on_the_other(
+    redis_url: str, namespace: str
+) -> None:
+    async with _one_meta(redis_url, namespace) as meta:
+        await _say(meta.a, ANA, "first")
+        start = (await _events(meta.b))["next"]
+        waiting = asyncio.create_task(
+            meta.b.get("/_harness/events", params={"since": start, "wait": 30, "user": ANA})
+        )
+        await asyncio.sleep(0.3)  # the read is waiting on B before anything happens
+        assert not waiting.done()
+        wamid = await _say(meta.a, ANA, "second")
+        woken = (await waiting).json()
+    assert woken["events"], "the read on B never woke"
+    assert woken["events"][0]["kind"] in ("inbound", "delivery")
+    assert wamid in [e.get("wamid") for e in woken["events"]] or woken["next"] > start
+
+
+async def test_the_pair_rate_limit_counts_the_sends_of_both_servers(
+    redis_url: str, namespace: str
+) -> None:
+    async with _one_meta(redis_url, namespace) as meta:
+        await _say(meta.a, BEN, "hi")  # the bot's answer spends one of Ben's 45
+        text = {"type": "text", "text": {"body": "news"}}
+        answers = [(await _send(meta.either(i), {"to": BEN, **text})) for i in range(45)]
+    codes = [a.json()["error"]["code"] if a.status_code != 200 else 200 for a in answers]
+    assert codes[:44] == [200] * 44
+    assert codes[44] == 131056  # the 46th message within seconds, whichever server took it
+
+
+async def test_a_file_uploaded_through_one_server_is_sent_and_downloaded_through_the_other(
+    redis_url: str, namespace: str
+) -> None:
+    photo = b"\xff\xd8\xff\xe0" + b"a user's photo" * 50
+    async with _one_meta(redis_url, namespace) as meta:
+        uploaded = await meta.a.post(
+            "/_harness/media", content=photo, headers={"Content-Type": "image/jpeg"}
+        )
+        assert uploaded.status_code == 201, uploaded.text
+        media_id = uploaded.json()["id"]
+        image = {"type": "image", "image": {"id": media_id}}
+        sent = await meta.b.post("/_harness/inbound", json={"user": ANA, "message": image})
+        assert sent.status_code == 200, sent.text
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        described = (await meta.b.get(f"/v25.0/{media_id}", headers=auth)).json()
+        path = "/" + described["url"].split("/", 3)[3]
+        downloaded = await meta.a.get(path, headers=auth)
+        # The agent's own upload, through B, sent by its id through A.
+        form = {"messaging_product": "whatsapp", "type": "image/jpeg"}
+        files = {"file": ("reply.jpg", photo, "image/jpeg")}
+        upload = await meta.b.post(
+            f"/v25.0/{PHONE_NUMBER_ID}/media", data=form, files=files, headers=auth
+        )
+        reply = await _send(
+            meta.a, {"to": ANA, "type": "image", "image": {"id": upload.json()["id"]}}
+        )
+    assert downloaded.status_code == 200
+    assert downloaded.content == photo
+    assert reply.status_code == 200, reply.text
+
+
+async def test_buttons_sent_through_one_server_are_tapped_through_the_other(
+    redis_url: str, namespace: str
+) -> None:
+    buttons = {
+        "type": "interactive",
+        "interactive": {
+            "type": "button",
+            "body": {"text": "Pizza?"},
+            "action": {
+                "buttons": [
+                    {"type": "reply", "reply": {"id": "yes", "title": "Yes"}},
+                    {"type": "reply", "reply": {"id": "no", "title": "No"}},
+                ]
+            },
+        },
+    }
+    async with _one_meta(redis_url, namespace) as meta:
+        await _say(meta.b, ANA, "hungry")
+        offered = await _send(meta.a, {"to": ANA, **buttons})
+        assert offered.status_code == 200, offered.text
+        tapped = await meta.b.post("/_harness/tap", json={"user": ANA, "choice": "Yes"})
+        events = (await _events(meta.a))["events"]
+    assert tapped.status_code == 200, tapped.text
+    [tap] = [e for e in events if e["kind"] == "inbound" and e["type"] == "interactive"]
+    assert tap["context_id"] == offered.json()["messages"][0]["id"]
