@@ -48,7 +48,7 @@ from channels.whatsapp.simuser import SentMessage, SimUser
 from channels.whatsapp.validation import ValidatedSend
 from harness.clock import Clock, VirtualClock
 from harness.exceptions import StoreError
-from harness.store import RedisStore
+from harness.store import RedisStore, check_store
 from harness.trace import EVENT_ADAPTER, Event
 
 if TYPE_CHECKING:
@@ -149,12 +149,8 @@ async def open_shared(url: str, namespace: str, phone_number_id: str) -> SharedM
 
     Raises :class:`~harness.exceptions.StoreUnavailable` (one line) when Redis does not answer.
     """
+    await check_store(url, wait=2.0)  # a wrong URL fails at once, not after retries
     base = RedisStore.from_url(url, namespace=namespace)
-    try:
-        await base.ping()
-    except StoreError:
-        await base.close()
-        raise
     node = await base.with_namespace(f"wa:{phone_number_id}").incr("nodes")
     shared = SharedMeta(base, phone_number_id, node=node)
     await shared.read_offset()

@@ -21,12 +21,15 @@ from typing import Any
 import httpx
 import pytest
 import redis.asyncio as aioredis
+from click.testing import CliRunner
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from channels.whatsapp.cli import serve_command
 from tests.bots.loopback import free_port, serve_in_process, started_process
+from tests.support.redis_server import RedisServer
 
 pytestmark = [pytest.mark.network, pytest.mark.redis]
 
@@ -344,3 +347,36 @@ async def test_buttons_sent_through_one_server_are_tapped_through_the_other(
     assert tapped.status_code == 200, tapped.text
     [tap] = [e for e in events if e["kind"] == "inbound" and e["type"] == "interactive"]
     assert tap["context_id"] == offered.json()["messages"][0]["id"]
+
+
+async def test_a_redis_outage_is_answered_as_one_and_the_server_carries_on_after_it(
+    redis_server: RedisServer, namespace: str
+) -> None:
+    port = free_port()
+    process = await _serve(port, "http://127.0.0.1:9/webhook", redis_server.url, namespace)
+    text = {"type": "text", "text": {"body": "hello"}}
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+            await _started(client, process)
+            before = await _send(client, {"to": ANA, **text})
+            await redis_server.kill()
+            graph = await _send(client, {"to": ANA, **text})
+            control = await client.get("/_harness/outbox")
+            await redis_server.start()  # an empty Redis on the same port
+            after = await client.get("/_harness/outbox")
+    finally:
+        await _stop(process)
+    assert before.status_code == 200
+    assert (graph.status_code, graph.json()["error"]["code"]) == (503, 131016)
+    assert "Redis at redis://127.0.0.1" in graph.json()["error"]["error_data"]["details"]
+    assert control.status_code == 503
+    assert control.json()["error"]["message"].startswith("Redis at redis://127.0.0.1")
+    assert after.status_code == 200
+
+
+def test_harness_serve_stops_with_one_line_when_its_redis_does_not_answer() -> None:
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    result = CliRunner().invoke(serve_command, ["--port", "0", "--redis", url])
+    assert result.exit_code == 1
+    assert result.output.startswith(f"Error: Redis at {url} is unavailable")
+    assert result.output.count("\n") == 1
