@@ -130,7 +130,6 @@ class OutboundRules:
             return await self._on_read(send, now)
         key = send.user or ""
         if self.shared is not None:  # what another process did a moment ago, if not heard yet
-            await self.shared.sync_clock()
             await self.shared.fetch_user(key)
             await self.shared.fetch_message(send.message_id or "")
         who = self._users.get(key)

@@ -70,6 +70,10 @@ _log = logging.getLogger(__name__)
 _BATCH: Final = 500
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROS: Final = 1_000_000
+# Turns of the event loop the flusher lets pass before it writes what was queued.
+_GATHER: Final = 3
+# Seconds a call waits at most to have heard every other process's changes.
+_CAUGHT_UP: Final = 2.0
 # Seconds between tries to reach Redis again from the background tasks.
 _RETRY: Final = 0.5
 
@@ -116,21 +120,33 @@ if cap > 0 and n > cap then
 end
 return n
 """
-# A token bucket kept as credit in units of 1/q microseconds (see SharedMeta.check_limits).
-# ARGV: now (us), cost, cap, q. Answers -1 when a token was spent, else the credit missing.
-_SPEND = """
-local now, cost, cap, q = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local state = redis.call('HMGET', KEYS[1], 'credit', 'at')
-local credit, at = tonumber(state[1]), tonumber(state[2])
-if credit == nil then credit, at = cap, now end
-local elapsed = now - at
-if elapsed < 0 then elapsed = 0 end
-credit = math.min(cap, credit + elapsed * q)
-if credit < cost then return cost - credit end
-credit = credit - cost
-redis.call('HSET', KEYS[1], 'credit', credit, 'at', math.max(now, at))
-redis.call('PEXPIRE', KEYS[1], math.floor((cap - credit) / q / 1000) + 1000)
-return -1
+# Before a send: the shared clock's offset (KEYS[1]), and a token from each bucket KEYS[2..]
+# in turn. A bucket is credit in units of 1/q microseconds (see SharedMeta.check_limits);
+# ARGV: now (us), then cost, cap and q of each bucket. Answers {the bucket that refused
+# (1-based; 0 for none), the credit it missed, the offset}; a refusal spends nothing there.
+_BEFORE_SEND = """
+local function spend(key, now, cost, cap, q)
+  local state = redis.call('HMGET', key, 'credit', 'at')
+  local credit, at = tonumber(state[1]), tonumber(state[2])
+  if credit == nil then credit, at = cap, now end
+  local elapsed = now - at
+  if elapsed < 0 then elapsed = 0 end
+  credit = math.min(cap, credit + elapsed * q)
+  if credit < cost then return cost - credit end
+  credit = credit - cost
+  redis.call('HSET', key, 'credit', credit, 'at', math.max(now, at))
+  redis.call('PEXPIRE', key, math.floor((cap - credit) / q / 1000) + 1000)
+  return -1
+end
+local offset = tonumber(redis.call('GET', KEYS[1]) or '0')
+local now = tonumber(ARGV[1])
+for i = 2, #KEYS do
+  local at = 2 + (i - 2) * 3
+  local missing = spend(KEYS[i], now, tonumber(ARGV[at]), tonumber(ARGV[at + 1]),
+    tonumber(ARGV[at + 2]))
+  if missing >= 0 then return {i - 1, missing, offset} end
+end
+return {0, 0, offset}
 """
 
 
@@ -200,6 +216,7 @@ class SharedMeta:
         #: How far virtual time is ahead of real time, for every process.
         self.offset = timedelta(0)
         self._origin = f"{node}-{secrets.token_hex(4)}"
+        self._own = self._origin.encode()
         self._channel = self._key("changes")
         self._pending: list[dict[str, Any]] = []
         self._queued = asyncio.Event()
@@ -212,7 +229,11 @@ class SharedMeta:
         self._read = client.register_script(_READ)
         self._clear = client.register_script(_CLEAR)
         self._remember = client.register_script(_REMEMBER)
-        self._spend = client.register_script(_SPEND)
+        self._before_send = client.register_script(_BEFORE_SEND)
+        # Marks this process published and waits to hear back (see caught_up).
+        self._marks: dict[str, asyncio.Future[None]] = {}
+        # Whether the scripts a transaction runs are known to Redis (a restart forgets them).
+        self._loaded = False
 
     def _key(self, name: str) -> str:
         return f"{self.store.namespace}:{name}"
@@ -369,7 +390,8 @@ class SharedMeta:
         events = [json.dumps(c["event"]) for c in batch if c["kind"] == "event"]
         outbox = [json.dumps(c["body"]) for c in batch if c["kind"] == "outbox"]
         told = [_told(change) for change in batch]
-        message = json.dumps({"origin": self._origin, "changes": told})
+        # Each message starts with its origin: a process skips its own without reading them.
+        message = f"{self._origin} {json.dumps(told)}"
 
         async def run(client: Any) -> Any:
             pipe = client.pipeline(transaction=True)
@@ -393,23 +415,37 @@ class SharedMeta:
                 elif kind in ("inbound", "sent"):
                     keys = [self._key(kind), self._key(f"{kind}:order")]
                     args = [policy.messages or 0, change["wamid"], json.dumps(change)]
-                    await self._remember(keys=keys, args=args, client=pipe)
+                    pipe.evalsha(self._remember.sha, len(keys), *keys, *args)
             for name, items, cap in (
                 ("events", events, policy.events),
                 ("outbox", outbox, policy.outbox),
             ):
                 if items:
                     keys = [self._key(name), self._key(f"{name}:first")]
-                    await self._append(keys=keys, args=[cap or 0, *items], client=pipe)
+                    pipe.evalsha(self._append.sha, len(keys), *keys, cap or 0, *items)
             pipe.publish(self._channel, message)
             return await pipe.execute()
 
-        await self.store_call("changes", run, changes=True)
+        if not self._loaded:
+            await self.store_call("scripts", self._load_scripts)
+            self._loaded = True
+        try:
+            await self.store_call("changes", run, changes=True)
+        except StoreError:
+            self._loaded = False  # Redis may have restarted, without the scripts
+            raise
+
+    async def _load_scripts(self, client: Any) -> None:
+        for script in (self._remember, self._append):
+            await client.script_load(script.script)
 
     async def _flushing(self) -> None:
         """Send queued changes as they come; keep them and try again while Redis is away."""
         while True:
             await self._queued.wait()
+            # What the same step changes next (a send, its event, its outbox entry) goes along.
+            for _ in range(_GATHER):
+                await asyncio.sleep(0)
             self._queued.clear()
             try:
                 await self.flush()
@@ -435,10 +471,15 @@ class SharedMeta:
                 continue
             if message is None or message.get("type") != "message":
                 continue
-            data = json.loads(message["data"])
-            if data["origin"] == self._origin:
+            origin, _, told = bytes(message["data"]).partition(b" ")
+            if told.startswith(b"mark "):
+                mark = self._marks.get(told[5:].decode()) if origin == self._own else None
+                if mark is not None and not mark.done():
+                    mark.set_result(None)
                 continue
-            for change in data["changes"]:
+            if origin == self._own:
+                continue
+            for change in json.loads(told):
                 try:
                     await self._apply(change)
                 except Exception:  # one change this process can't apply: go on with the rest
@@ -488,6 +529,24 @@ class SharedMeta:
         at = datetime.fromisoformat(change["at"])
         sim._sent[change["wamid"]] = SentMessage(change["wamid"], user, send, at)
 
+    async def caught_up(self, *, within: float = _CAUGHT_UP) -> None:
+        """Return once every change published so far by any process has been applied here.
+
+        A mark published on the channel comes back after everything published
+        before it, so hearing it means the rest has been heard (and applied).
+        After ``within`` seconds without it, go on with what has been heard.
+        """
+        token = secrets.token_hex(8)
+        mark: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._marks[token] = mark
+        note = f"{self._origin} mark {token}"
+        try:
+            await self.store_call("changes", lambda c: c.publish(self._channel, note))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(mark, within)
+        finally:
+            del self._marks[token]
+
     # -- asking Redis when this process hasn't heard yet -----------------------------------
 
     async def fetch_user(self, key: str) -> None:
@@ -515,33 +574,40 @@ class SharedMeta:
     # -- limits ---------------------------------------------------------------------------
 
     async def check_limits(self, user: str | None) -> None:
-        """Spend the throughput token and, for a user, the pair-rate token, or raise the error.
+        """Catch up with the shared clock, then spend a throughput token and a pair-rate one.
 
-        The buckets are the limiters' own (burst, interval, clock), kept in Redis
-        in exact integers: credit in units of 1/q microseconds for an interval of
-        p/q seconds, so one token costs p * 10^6 units.
+        One call to Redis: the clock another process moved counts for this send's
+        window, and two processes can't both spend a bucket's last token. Raises
+        the limit's error (130429, 131056) when a bucket is empty. The buckets are
+        the limiters' own (burst, interval, clock), kept in exact integers: credit
+        in units of 1/q microseconds for an interval of p/q seconds, so one token
+        costs p * 10^6 units.
         """
         sim = self.sim
-        await self._spend_one(sim.throughput, f"limit:throughput:{sim.config.phone_number_id}")
+        number = sim.config.phone_number_id
+        buckets: list[tuple[TokenBucketLimiter, str, str]] = [
+            (sim.throughput, f"limit:throughput:{number}", number)
+        ]
         if user is not None:
-            await self._spend_one(sim.pair_limit, f"limit:pair:{user}", user)
-
-    async def _spend_one(self, limiter: TokenBucketLimiter, key: str, name: str = "") -> None:
-        if not limiter.enabled:
-            return
-        interval = limiter.interval
-        p, q = interval.numerator, interval.denominator
-        cost = p * _MICROS
-        now = (limiter.clock.now() - _EPOCH) // timedelta(microseconds=1)
-        args = [now, cost, limiter.burst * cost, q]
-        missing = await self.store_call(
-            key,
-            lambda c: self._spend(keys=[self._key(key)], args=args, client=c),
+            buckets.append((sim.pair_limit, f"limit:pair:{user}", user))
+        buckets = [bucket for bucket in buckets if bucket[0].enabled]
+        now = (sim.throughput.clock.now() - _EPOCH) // timedelta(microseconds=1)
+        keys = [self._key("clock")] + [self._key(key) for _, key, _ in buckets]
+        args = [now]
+        for limiter, _, _ in buckets:
+            interval = limiter.interval
+            cost = interval.numerator * _MICROS
+            args += [cost, limiter.burst * cost, interval.denominator]
+        refused, missing, offset = await self.store_call(
+            "limits",
+            lambda c: self._before_send(keys=keys, args=args, client=c),
             changes=True,
         )
-        if int(missing) >= 0:
-            wait = int(missing) / q / _MICROS
-            raise limiter.refusal(name or self.sim.config.phone_number_id, wait)
+        await self._catch_up(int(offset))
+        if int(refused):
+            limiter, _, name = buckets[int(refused) - 1]
+            wait = int(missing) / limiter.interval.denominator / _MICROS
+            raise limiter.refusal(name, wait)
 
     # -- the shared logs -----------------------------------------------------------------
 

@@ -292,7 +292,8 @@ def control_routes(sim: WhatsAppSimulator, *, token: str | None = None) -> list[
         return endpoint
 
     async def user_of(key: str) -> str:
-        if sim.shared is not None:  # registered by another process a moment ago
+        if sim.shared is not None:  # what other processes did a moment ago counts here too
+            await sim.shared.caught_up()
             await sim.shared.fetch_user(key)
         try:
             sim.user(key)
