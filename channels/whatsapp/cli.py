@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
 
 import click
 
@@ -210,6 +211,7 @@ def serve_command(
     from channels.whatsapp.faults import FaultProfile
     from channels.whatsapp.model_options import serve_recording
     from harness.exceptions import StoreError
+    from harness.store import REDIS_SCHEMES
 
     token = control_token.strip() if control_token is not None else None
     if control_token is not None and not token:
@@ -238,6 +240,10 @@ def serve_command(
     run = _Run(seed, run_id or secrets.token_hex(6), redis_url, redis_namespace.strip())
     if redis_url is not None and not run.namespace:
         raise click.BadParameter("the namespace is empty", param_hint="--redis-namespace")
+    if redis_url is not None and urlsplit(redis_url).scheme.lower() not in REDIS_SCHEMES:
+        raise click.BadParameter(
+            "expected a redis://, rediss:// or unix:// URL", param_hint="--redis"
+        )
     recording, close_records = serve_recording(model_mode, model_records)
     model = _Model(recording, anthropic_upstream, openai_upstream, side_effect_tools)
     try:
@@ -245,8 +251,6 @@ def serve_command(
             asyncio.run(
                 _serve(config, faults, host, port, webhook_url, run, token, model, retention)
             )
-    except ConfigError as exc:
-        raise click.BadParameter(str(exc), param_hint="--redis") from None
     except StoreError as exc:  # Redis does not answer: one line, not a traceback
         raise click.ClickException(str(exc)) from None
     finally:
