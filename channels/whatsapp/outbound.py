@@ -168,6 +168,8 @@ class OutboundRules:
             )
         else:
             self._schedule_lifecycle(wamid, send, who, template)
+        if self.shared is not None:  # in Redis before the agent hears of the wamid
+            await self.shared.flush()
         return SendOutcome(
             wamid=wamid,
             wa_id=who.wa_id if who else send.to,

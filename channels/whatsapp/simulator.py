@@ -366,8 +366,9 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
         )
         self._inbound[wamid] = (who, payload)
         self._burst_of[wamid] = burst or f"burst-{next(self._burst_ids)}"
-        if self.shared is not None:
+        if self.shared is not None:  # in Redis before the agent hears of the wamid
             self.shared.inbound_added(wamid, who.key, payload, self._burst_of[wamid])
+            await self.shared.flush()
         if self.on_inbound is not None:
             self.on_inbound(wamid)
         self._last_inbound[who.key] = wamid

@@ -277,9 +277,12 @@ def control_routes(sim: WhatsAppSimulator, *, token: str | None = None) -> list[
                     answer.headers["WWW-Authenticate"] = 'Bearer realm="harness control"'
                     return answer
             try:
-                if sim.shared is not None:  # another process may have moved time a moment ago
-                    await sim.shared.sync_clock()
-                return await handler(request)
+                if sim.shared is None:
+                    return await handler(request)
+                await sim.shared.sync_clock()  # another process may have moved time just now
+                handled = await handler(request)
+                await sim.shared.flush()  # what the call changed is shared before it answers
+                return handled
             except ConfigError as exc:
                 return _error(400, str(exc))
             except StoreUnavailable as exc:  # the shared state's Redis is away: no answer
