@@ -380,3 +380,27 @@ def test_harness_serve_stops_with_one_line_when_its_redis_does_not_answer() -> N
     assert result.exit_code == 1
     assert result.output.startswith(f"Error: Redis at {url} is unavailable")
     assert result.output.count("\n") == 1
+
+
+async def test_two_servers_given_the_same_seed_and_run_id_draw_different_wamids(
+    redis_url: str, namespace: str
+) -> None:
+    async with AsyncExitStack() as stack:
+        stack.push_async_callback(_drop, redis_url, namespace)
+        wamids = []
+        for _ in range(2):
+            port = free_port()
+            process = await asyncio.create_subprocess_exec(
+                *(sys.executable, "-m", "harness", "serve", "--port", str(port)),
+                *("--redis", redis_url, "--redis-namespace", namespace),
+                *("--seed", "7", "--run-id", "same"),
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.PIPE,
+            )
+            stack.push_async_callback(_stop, process)
+            url = f"http://127.0.0.1:{port}"
+            client = await stack.enter_async_context(httpx.AsyncClient(base_url=url, timeout=30))
+            await _started(client, process)
+            sent = await _send(client, {"to": ANA, "type": "text", "text": {"body": "hi"}})
+            wamids.append(sent.json()["messages"][0]["id"])
+    assert wamids[0] != wamids[1]
