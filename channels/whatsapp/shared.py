@@ -42,6 +42,8 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from channels.whatsapp._shared_scripts import APPEND, BEFORE_SEND, CLEAR, READ, REMEMBER
+from channels.whatsapp._shared_window import SharedSessionWindows
 from channels.whatsapp.limits import TokenBucketLimiter
 from channels.whatsapp.shared_media import SharedMediaStore
 from channels.whatsapp.simuser import SentMessage, SimUser
@@ -61,6 +63,7 @@ if TYPE_CHECKING:
     from channels.whatsapp.limits import PairRateLimiter, ThroughputLimiter
     from channels.whatsapp.media import MediaStore
     from channels.whatsapp.retention import Retention
+    from channels.whatsapp.window import SessionWindows
 
 __all__ = ["LogWindow", "SharedMeta", "decode_events", "decode_sends", "open_shared"]
 
@@ -76,78 +79,6 @@ _GATHER: Final = 3
 _CAUGHT_UP: Final = 2.0
 # Seconds between tries to reach Redis again from the background tasks.
 _RETRY: Final = 0.5
-
-# Append entries to a log (KEYS[1]) whose first index is KEYS[2]; keep at most ARGV[1] (0: all).
-_APPEND = """
-local n = redis.call('RPUSH', KEYS[1], unpack(ARGV, 2))
-local cap = tonumber(ARGV[1])
-if cap > 0 and n > cap then
-  redis.call('LTRIM', KEYS[1], n - cap, -1)
-  redis.call('INCRBY', KEYS[2], n - cap)
-end
-return n
-"""
-# Read a log (KEYS[1], first index KEYS[2]) from absolute index ARGV[1]: {first, length, items}.
-_READ = """
-local first = tonumber(redis.call('GET', KEYS[2]) or '0')
-local n = redis.call('LLEN', KEYS[1])
-local start = tonumber(ARGV[1]) - first
-if start < 0 then start = 0 end
-local items = {}
-if start < n then items = redis.call('LRANGE', KEYS[1], start, -1) end
-return {first, n, items}
-"""
-# Drop a log's entries before absolute index ARGV[1] (-1: all): {first, length} after.
-_CLEAR = """
-local first = tonumber(redis.call('GET', KEYS[2]) or '0')
-local n = redis.call('LLEN', KEYS[1])
-local cut = n
-if tonumber(ARGV[1]) >= 0 then cut = math.min(math.max(tonumber(ARGV[1]) - first, 0), n) end
-if cut > 0 then
-  redis.call('LTRIM', KEYS[1], cut, -1)
-  redis.call('INCRBY', KEYS[2], cut)
-end
-return {first + cut, n - cut}
-"""
-# Remember a message (hash KEYS[1], ids in order in KEYS[2]): ARGV cap (0: all), then id, json.
-_REMEMBER = """
-redis.call('HSET', KEYS[1], ARGV[2], ARGV[3])
-local n = redis.call('RPUSH', KEYS[2], ARGV[2])
-local cap = tonumber(ARGV[1])
-if cap > 0 and n > cap then
-  local old = redis.call('LPOP', KEYS[2], n - cap)
-  redis.call('HDEL', KEYS[1], unpack(old))
-end
-return n
-"""
-# Before a send: the shared clock's offset (KEYS[1]), and a token from each bucket KEYS[2..]
-# in turn. A bucket is credit in units of 1/q microseconds (see SharedMeta.check_limits);
-# ARGV: now (us), then cost, cap and q of each bucket. Answers {the bucket that refused
-# (1-based; 0 for none), the credit it missed, the offset}; a refusal spends nothing there.
-_BEFORE_SEND = """
-local function spend(key, now, cost, cap, q)
-  local state = redis.call('HMGET', key, 'credit', 'at')
-  local credit, at = tonumber(state[1]), tonumber(state[2])
-  if credit == nil then credit, at = cap, now end
-  local elapsed = now - at
-  if elapsed < 0 then elapsed = 0 end
-  credit = math.min(cap, credit + elapsed * q)
-  if credit < cost then return cost - credit end
-  credit = credit - cost
-  redis.call('HSET', key, 'credit', credit, 'at', math.max(now, at))
-  redis.call('PEXPIRE', key, math.floor((cap - credit) / q / 1000) + 1000)
-  return -1
-end
-local offset = tonumber(redis.call('GET', KEYS[1]) or '0')
-local now = tonumber(ARGV[1])
-for i = 2, #KEYS do
-  local at = 2 + (i - 2) * 3
-  local missing = spend(KEYS[i], now, tonumber(ARGV[at]), tonumber(ARGV[at + 1]),
-    tonumber(ARGV[at + 2]))
-  if missing >= 0 then return {i - 1, missing, offset} end
-end
-return {0, 0, offset}
-"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +126,7 @@ class _Shares(Protocol):
     media: MediaStore
     throughput: ThroughputLimiter
     pair_limit: PairRateLimiter
+    windows: SessionWindows
     shared: SharedMeta | None
     _users: dict[str, SimUser]
     _inbound: dict[str, tuple[SimUser, dict[str, Any]]]
@@ -225,11 +157,11 @@ class SharedMeta:
         self._pubsub: PubSub | None = None
         self._sim: _Shares | None = None
         client = base.client
-        self._append = client.register_script(_APPEND)
-        self._read = client.register_script(_READ)
-        self._clear = client.register_script(_CLEAR)
-        self._remember = client.register_script(_REMEMBER)
-        self._before_send = client.register_script(_BEFORE_SEND)
+        self._append = client.register_script(APPEND)
+        self._read = client.register_script(READ)
+        self._clear = client.register_script(CLEAR)
+        self._remember = client.register_script(REMEMBER)
+        self._before_send = client.register_script(BEFORE_SEND)
         # Marks this process published and waits to hear back (see caught_up).
         self._marks: dict[str, asyncio.Future[None]] = {}
         # Whether the scripts a transaction runs are known to Redis (a restart forgets them).
@@ -260,6 +192,9 @@ class SharedMeta:
         """Share ``sim``: load the users others registered, then follow and publish changes."""
         self._sim = sim
         sim.shared = self
+        sim.windows = SharedSessionWindows(
+            self.store, sim.clock, length=sim.windows.length.total_seconds()
+        )
         pubsub = self.base.client.pubsub(ignore_subscribe_messages=True)
         await self.base.execute("changes", lambda _: pubsub.subscribe(self._channel))
         self._pubsub = pubsub
