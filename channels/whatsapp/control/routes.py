@@ -279,7 +279,6 @@ def control_routes(sim: WhatsAppSimulator, *, token: str | None = None) -> list[
             try:
                 if sim.shared is None:
                     return await handler(request)
-                await sim.shared.sync_clock()  # another process may have moved time just now
                 handled = await handler(request)
                 await sim.shared.flush()  # what the call changed is shared before it answers
                 return handled
@@ -359,6 +358,8 @@ def control_routes(sim: WhatsAppSimulator, *, token: str | None = None) -> list[
 
     async def advance(request: Request) -> Response:
         body = await _read(request, Advance)
+        if sim.shared is not None:  # from where another process may have moved it just now
+            await sim.shared.sync_clock()
         if body.delta() > _LATEST - sim.clock.now():
             raise ConfigError(
                 f"field 'duration': {body.duration} would take the clock past {_LATEST.year},"
@@ -371,6 +372,8 @@ def control_routes(sim: WhatsAppSimulator, *, token: str | None = None) -> list[
         return _answer(Now(now=sim.clock.now().isoformat()))
 
     async def clock(request: Request) -> Response:
+        if sim.shared is not None:  # another process may have moved it just now
+            await sim.shared.sync_clock()
         return _answer(Now(now=sim.clock.now().isoformat()))
 
     async def outbox(request: Request) -> Response:
