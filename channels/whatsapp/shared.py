@@ -3,10 +3,10 @@
 Several ``harness serve`` processes behind one address act as one Meta when
 each attaches a :class:`SharedMeta` on the same Redis and key namespace.
 What must agree at the instant it is asked is asked of Redis itself: the
-24-hour windows (:class:`~channels.whatsapp.window.SessionWindows` on the
-Redis store), the pair-rate and throughput buckets (one Lua script each
-send, so two processes can't both spend the last token), a user or a
-message another process registered a moment ago (read on a miss). What
+24-hour windows (moved forward in one step there), the pair-rate and
+throughput buckets (one Lua script each send, so two processes can't both
+spend the last token), a user or a message another process registered a
+moment ago (read on a miss). What
 grows with the conversation is kept in Redis too, in the order Redis
 received it: the event log and the outbox (lists with the absolute index
 of their first entry, so ``?since=N`` means the same on every process), the
