@@ -129,6 +129,8 @@ if TYPE_CHECKING:
     from channels.whatsapp.sends import graph_error_for as graph_error_for
     from channels.whatsapp.sends import send_schemas as send_schemas
     from channels.whatsapp.server import *
+    from channels.whatsapp.shared import *
+    from channels.whatsapp.shared_media import *
     from channels.whatsapp.signing import *
     from channels.whatsapp.simulator import *
     from channels.whatsapp.simuser import *
@@ -426,6 +428,14 @@ _OWNERS: dict[str, str] = {
     "Retention": "channels.whatsapp.retention",
     "RetentionPolicy": "channels.whatsapp.retention_policy",
     "SERVE_RETENTION": "channels.whatsapp.retention_policy",
+    "LogWindow": "channels.whatsapp.shared",
+    "SharedMeta": "channels.whatsapp.shared",
+    "decode_events": "channels.whatsapp.shared",
+    "decode_sends": "channels.whatsapp.shared",
+    "open_shared": "channels.whatsapp.shared",
+    "SharedMediaStore": "channels.whatsapp.shared_media",
+    "media_record": "channels.whatsapp.shared_media",
+    "media_id_in": "channels.whatsapp.media",
     "Snapshot": "channels.whatsapp.retention",
     "Window": "channels.whatsapp.retention",
 }
