@@ -36,8 +36,8 @@ if TYPE_CHECKING:
     from channels.whatsapp.graph import *
     from channels.whatsapp.ids import *
     from channels.whatsapp.latency import *
-    from channels.whatsapp.load_cli import *
     from channels.whatsapp.limits import *
+    from channels.whatsapp.load_cli import *
     from channels.whatsapp.media import *
     from channels.whatsapp.messages import Audio as Audio
     from channels.whatsapp.messages import AudioMessage as AudioMessage

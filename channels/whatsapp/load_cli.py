@@ -164,8 +164,9 @@ async def _run(plan: LoadPlan, config: SimulatorConfig, host: str, port: int) ->
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from channels.whatsapp.load import Gate, run_load
+    from channels.whatsapp.load import Gate, check_target, run_load
 
+    await check_target(plan.target_url, config)
     loop = asyncio.get_running_loop()
     gate = Gate(plan.rate, plan.max_messages, loop.time() + plan.duration)
     with contextlib.suppress(NotImplementedError, RuntimeError):  # Ctrl-C ends the run early

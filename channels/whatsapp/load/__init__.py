@@ -29,7 +29,7 @@ from channels.whatsapp.load.report import (
     write_load_html,
     write_load_json,
 )
-from channels.whatsapp.load.runner import Gate, LoadResult, run_load
+from channels.whatsapp.load.runner import Gate, LoadResult, check_target, run_load
 from channels.whatsapp.load.stats import LATENCY_BINS, LoadStats, Second, percentile
 from channels.whatsapp.load.users import Choice, LoadUser
 from channels.whatsapp.load.webhooks import WebhookPoster
@@ -51,6 +51,7 @@ __all__ = [
     "Template",
     "TurnSpec",
     "WebhookPoster",
+    "check_target",
     "load_report_data",
     "offered_choices",
     "percentile",

@@ -31,7 +31,7 @@ from channels.whatsapp.server import BackgroundServer
 from harness.clock import SystemClock
 from harness.exceptions import ConfigError
 
-__all__ = ["Gate", "LoadResult", "run_load"]
+__all__ = ["Gate", "LoadResult", "check_target", "run_load"]
 
 # How often the progress callback is called, in seconds.
 _TICK = 0.5
@@ -123,8 +123,17 @@ async def _play(user: LoadUser, gate: Gate, poster: WebhookPoster, plan: LoadPla
                 await asyncio.sleep(plan.think)
 
 
+async def check_target(url: str, config: SimulatorConfig) -> None:
+    """Fail with one line (:class:`ConfigError`) if nothing answers at ``url``.
+
+    Any HTTP answer will do: it is the verification handshake, which an agent
+    may refuse; what matters is that something listens.
+    """
+    async with aiohttp.ClientSession() as session:
+        await _reachable(session, url, config)
+
+
 async def _reachable(session: aiohttp.ClientSession, url: str, config: SimulatorConfig) -> None:
-    """Fail with one line if nothing answers at ``url`` (any HTTP answer will do)."""
     query = {"hub.mode": "subscribe", "hub.verify_token": config.verify_token, "hub.challenge": "1"}
     try:
         async with session.get(url, params=query, timeout=aiohttp.ClientTimeout(total=10)):

@@ -193,5 +193,5 @@ class _Balanced(HTMLParser):
     def handle_endtag(self, tag: str) -> None:
         if tag in self.VOID:
             return
-        assert self.open and self.open[-1] == tag, (self.open, tag)
+        assert self.open[-1:] == [tag], (self.open, tag)
         self.open.pop()
