@@ -34,7 +34,9 @@ REPORT_KIND: Final = "harness-load-report"
 _VERSION: Final = 1
 # The most columns the histogram over time is drawn with; longer runs group seconds.
 _COLUMNS: Final = 120
-_CELL_W: Final = 6
+# The chart is about this wide, whatever the run's length; each column at least _CELL_W.
+_CHART_W: Final = 720
+_CELL_W: Final = 4
 _CELL_H: Final = 18
 
 
@@ -116,6 +118,7 @@ def _columns(timeline: list[dict[str, Any]]) -> tuple[int, list[dict[str, Any]]]
 def _chart(timeline: list[dict[str, Any]]) -> dict[str, Any]:
     """Rectangles of the histogram over time and of the bars of messages sent."""
     width, columns = _columns(timeline)
+    cell_w = max(_CELL_W, _CHART_W // max(len(columns), 1))
     rows = len(LATENCY_BINS) + 1
     most = max((count for column in columns for count in column["bins"]), default=0) or 1
     most_sent = max((column["sent"] for column in columns), default=0) or 1
@@ -125,7 +128,7 @@ def _chart(timeline: list[dict[str, Any]]) -> dict[str, Any]:
             if count:
                 cells.append(
                     {
-                        "x": x * _CELL_W,
+                        "x": x * cell_w,
                         "y": (rows - 1 - row) * _CELL_H,
                         "opacity": round(0.15 + 0.85 * count / most, 3),
                         "title": f"{column['start']}s: {count} replies {_bin_label(row)}",
@@ -134,7 +137,7 @@ def _chart(timeline: list[dict[str, Any]]) -> dict[str, Any]:
         height = round(60 * column["sent"] / most_sent, 1)
         bars.append(
             {
-                "x": x * _CELL_W,
+                "x": x * cell_w,
                 "y": round(60 - height, 1),
                 "height": height,
                 "title": f"{column['start']}s: {column['sent']} sent, {column['lost']} lost, "
@@ -143,9 +146,10 @@ def _chart(timeline: list[dict[str, Any]]) -> dict[str, Any]:
             }
         )
     return {
-        "width": max(len(columns), 1) * _CELL_W,
+        "width": max(len(columns), 1) * cell_w,
         "height": rows * _CELL_H,
-        "cell_w": _CELL_W,
+        "cell_w": cell_w,
+        "seconds": len(timeline),
         "cell_h": _CELL_H,
         "seconds_per_column": width,
         "labels": [
