@@ -32,7 +32,7 @@ from channels.whatsapp.load.report import (
 from channels.whatsapp.load.runner import Gate, LoadResult, check_target, run_load
 from channels.whatsapp.load.stats import LATENCY_BINS, LoadStats, Second, percentile
 from channels.whatsapp.load.users import Choice, LoadUser
-from channels.whatsapp.load.webhooks import WebhookPoster
+from channels.whatsapp.load.webhooks import WebhookPoster, sent_trace
 
 __all__ = [
     "LATENCY_BINS",
@@ -57,6 +57,7 @@ __all__ = [
     "percentile",
     "render_load_html",
     "run_load",
+    "sent_trace",
     "templates_from",
     "write_load_html",
     "write_load_json",

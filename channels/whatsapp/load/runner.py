@@ -25,7 +25,7 @@ from channels.whatsapp.load.inbox import Inbox
 from channels.whatsapp.load.plan import LoadPlan
 from channels.whatsapp.load.stats import LoadStats
 from channels.whatsapp.load.users import LoadUser
-from channels.whatsapp.load.webhooks import WebhookPoster
+from channels.whatsapp.load.webhooks import WebhookPoster, sent_trace
 from channels.whatsapp.media import MediaStore
 from channels.whatsapp.server import BackgroundServer
 from harness.clock import SystemClock
@@ -113,7 +113,7 @@ async def _play(user: LoadUser, gate: Gate, poster: WebhookPoster, plan: LoadPla
                 at = loop.time()
                 user.posting(at)
                 stats.message_sent(at)
-                failure = await poster.post(body)
+                failure = await poster.post(body, user)
                 if failure is None:
                     stats.webhook_answered(loop.time() - at)
                 else:
@@ -178,7 +178,7 @@ async def run_load(
     )
     server = BackgroundServer(app, graph_host, graph_port)
     connector = aiohttp.TCPConnector(limit=plan.connections)
-    async with aiohttp.ClientSession(connector=connector) as session:
+    async with aiohttp.ClientSession(connector=connector, trace_configs=[sent_trace()]) as session:
         await _reachable(session, plan.target_url, config)
         await server.start()
         try:

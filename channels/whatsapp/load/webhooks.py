@@ -6,12 +6,19 @@ out through one aiohttp session with a bounded pool: on this machine aiohttp
 kept up many times the requests per second of httpx's pool with 50
 connections open to one server (``benchmarks/load.py`` measures both), and a
 load run is all connections at once.
+
+A message's reply latency runs from the moment its request was written to
+the agent (:func:`sent_trace` tells the user), not from when the user asked
+for a connection: with more users than connections, the wait for one is the
+harness's own queue, not the agent's slowness.
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
+from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
@@ -19,11 +26,26 @@ import aiohttp
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.envelope import build_webhook, contact
 from channels.whatsapp.ids import new_wamid
-from channels.whatsapp.load.users import Choice
+from channels.whatsapp.load.users import Choice, LoadUser
 from channels.whatsapp.messages import Context, button_reply, list_reply, text_message
 from channels.whatsapp.signing import SIGNATURE_HEADER, serialize, sign
 
-__all__ = ["WebhookPoster"]
+__all__ = ["WebhookPoster", "sent_trace"]
+
+
+def sent_trace() -> aiohttp.TraceConfig:
+    """Tells each request's user (its ``trace_request_ctx``) when its headers went out."""
+
+    async def headers_sent(
+        session: aiohttp.ClientSession, context: SimpleNamespace, params: object
+    ) -> None:
+        user = context.trace_request_ctx
+        if isinstance(user, LoadUser):
+            user.posting(asyncio.get_running_loop().time())
+
+    trace = aiohttp.TraceConfig()
+    trace.on_request_headers_sent.append(headers_sent)
+    return trace
 
 
 class WebhookPoster:
@@ -63,15 +85,18 @@ class WebhookPoster:
         )
         return serialize(payload)
 
-    async def post(self, body: bytes) -> str | None:
-        """POST one webhook; ``None`` when the agent answered 2xx, else why it failed."""
+    async def post(self, body: bytes, user: LoadUser | None = None) -> str | None:
+        """POST one webhook; ``None`` when the agent answered 2xx, else why it failed.
+
+        ``user`` is told when the request is written (with :func:`sent_trace`).
+        """
         headers = {
             "Content-Type": "application/json",
             SIGNATURE_HEADER: sign(body, self.config.app_secret),
         }
         try:
             async with self.session.post(
-                self.url, data=body, headers=headers, timeout=self.timeout
+                self.url, data=body, headers=headers, timeout=self.timeout, trace_request_ctx=user
             ) as response:
                 await response.read()
                 if 200 <= response.status < 300:
