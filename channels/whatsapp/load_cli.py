@@ -92,6 +92,13 @@ def _seconds(text: str, option: str) -> float:
 )
 @click.option("--webhook-timeout", default="10s", show_default=True, help="Per webhook POST.")
 @click.option(
+    "--first-wa-id",
+    default=15550000000,
+    show_default=True,
+    type=int,
+    help="The first user's WhatsApp number; the others follow it (one each).",
+)
+@click.option(
     "--graph-host", default="127.0.0.1", show_default=True, help="Where the fake Graph API listens."
 )
 @click.option("--graph-port", default=8000, show_default=True, type=int, help="Its port.")
@@ -114,6 +121,7 @@ def load_command(
     think: str,
     connections: int,
     webhook_timeout: str,
+    first_wa_id: int,
     graph_host: str,
     graph_port: int,
     json_out: Path | None,
@@ -142,6 +150,7 @@ def load_command(
         think=_seconds(think, "--think"),
         connections=connections,
         webhook_timeout=_seconds(webhook_timeout, "--webhook-timeout"),
+        first_wa_id=first_wa_id,
     )
     config = SimulatorConfig.model_validate(
         {**identity, "public_url": f"http://{graph_host}:{graph_port}"}

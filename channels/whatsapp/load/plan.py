@@ -86,7 +86,8 @@ class LoadPlan:
     ``rate`` is user messages per second over all users; ``think`` is how long
     a user waits after a reply before its next turn (replies and duplicates
     that come later than that count against the next turn); ``reply_timeout``
-    is how long a turn waits before its reply counts as lost.
+    is how long a turn waits before its reply counts as lost. The users'
+    WhatsApp ids are ``first_wa_id`` and the numbers after it (one each).
     """
 
     target_url: str
@@ -117,6 +118,10 @@ class LoadPlan:
             raise ConfigError(f"--think: {self.think:g}s is negative")
         if not self.templates:
             raise ConfigError("--scenario: no template to play")
+        last = self.first_wa_id + self.users - 1
+        if self.first_wa_id < 10_000_000 or last > 999_999_999_999_999:
+            numbers = f"{self.first_wa_id} to {last}"
+            raise ConfigError(f"--first-wa-id: {numbers} are not phone numbers (8 to 15 digits)")
 
     def wa_id(self, user: int) -> str:
         """The WhatsApp id of user number ``user`` (0-based): one number each."""

@@ -45,6 +45,10 @@ def _load(*args: str) -> tuple[int, list[str]]:
         (["--duration", "2d"], "error: --duration: 172800s is over the limit of 24h"),
         (["--reply-timeout", "0s"], "error: --reply-timeout: 0 must be more than 0"),
         (["--connections", "0"], "error: --connections: 0 is outside 1..10,000"),
+        (
+            ["--first-wa-id", "123"],
+            "error: --first-wa-id: 123 to 132 are not phone numbers (8 to 15 digits)",
+        ),
     ],
 )
 def test_an_option_out_of_bounds_is_one_line_naming_it(
