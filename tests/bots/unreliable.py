@@ -2,7 +2,8 @@
 
 Every ``lose_every``-th text message it receives gets no reply at all; every
 ``duplicate_every``-th (of those it answers) gets the same reply sent twice,
-as a bot that retries a send it thinks failed would. It counts what it did
+as a bot that retries a send it thinks failed would; each reply can wait
+``delay`` seconds first, as a slow model would. It counts what it did
 (``app.state.lost``, ``app.state.duplicated``) so a test can hold a load
 run's tally against the truth. It replies inside its handler, then answers
 200. Written as a third party would: the standard library, httpx, starlette
@@ -10,12 +11,13 @@ and uvicorn, and Meta's documented wire format.
 
 Run it with ``python -m tests.bots.unreliable --port 8001`` and the
 ``WHATSAPP_*`` variables set (``UNRELIABLE_LOSE_EVERY`` and
-``UNRELIABLE_DUPLICATE_EVERY`` too; 0 turns either off).
+``UNRELIABLE_DUPLICATE_EVERY`` too, 0 turns either off; ``UNRELIABLE_DELAY`` in seconds).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import hashlib
 import hmac
@@ -42,6 +44,7 @@ def create_app(settings: Mapping[str, str]) -> Starlette:
     auth = {"Authorization": f"Bearer {settings['WHATSAPP_ACCESS_TOKEN']}"}
     lose_every = int(settings.get("UNRELIABLE_LOSE_EVERY", "0"))
     duplicate_every = int(settings.get("UNRELIABLE_DUPLICATE_EVERY", "0"))
+    delay = float(settings.get("UNRELIABLE_DELAY", "0"))
     http = httpx.AsyncClient(timeout=10)
     seen = {"received": 0, "answered": 0}
 
@@ -68,6 +71,8 @@ def create_app(settings: Mapping[str, str]) -> Starlette:
                         app.state.lost += 1
                         continue
                     seen["answered"] += 1
+                    if delay:
+                        await asyncio.sleep(delay)
                     reply = f"You said: {message['text']['body']}"
                     await send(message["from"], reply)
                     if duplicate_every and seen["answered"] % duplicate_every == 0:

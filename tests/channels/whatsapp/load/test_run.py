@@ -67,6 +67,14 @@ async def unreliable_bot() -> AsyncIterator[Bot]:
 
 
 @pytest.fixture
+async def slow_bot() -> AsyncIterator[Bot]:
+    """Answers every message, half a second after it came."""
+    port = free_port()
+    async for bot in _served(unreliable.create_app(_settings(port, UNRELIABLE_DELAY="0.5")), port):
+        yield bot
+
+
+@pytest.fixture
 async def echo_bot() -> AsyncIterator[Bot]:
     """The plain inline echo bot."""
     port = free_port()
@@ -126,6 +134,19 @@ async def test_the_rate_bounds_the_messages_sent(echo_bot: Bot) -> None:
     result = await _run(echo_bot, users=5, rate=10.0, duration=1.0, think=0.0)
     # one slot every 0.1 s within the second: 10 at most (fewer if the users all lag)
     assert 5 <= result.stats.sent <= 10
+
+
+async def test_waiting_for_a_free_connection_is_not_counted_as_the_agents_latency(
+    slow_bot: Bot,
+) -> None:
+    # One connection for four users: each webhook waits for the ones before it to be answered
+    # (half a second each), but its latency runs from when it was written to the bot.
+    result = await _run(
+        slow_bot, users=4, rate=100.0, duration=0.1, connections=1, think=0.0, reply_timeout=5.0
+    )
+    latencies = sorted(result.stats.latencies)
+    assert len(latencies) == 4
+    assert latencies[-1] < 1.0  # queued behind three others, it would be 2 s
 
 
 async def test_a_webhook_that_refuses_is_counted_as_an_error(echo_bot: Bot) -> None:
