@@ -90,7 +90,12 @@ def _seconds(text: str, option: str) -> float:
     type=int,
     help="Webhook connections open at once.",
 )
-@click.option("--webhook-timeout", default="10s", show_default=True, help="Per webhook POST.")
+@click.option(
+    "--webhook-timeout",
+    default="10s",
+    show_default=True,
+    help="How long a webhook POST may wait to connect, or for the agent's answer.",
+)
 @click.option(
     "--first-wa-id",
     default=15550000000,

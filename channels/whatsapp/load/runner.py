@@ -115,7 +115,7 @@ async def _play(user: LoadUser, gate: Gate, poster: WebhookPoster, plan: LoadPla
                 stats.message_sent(at)
                 failure = await poster.post(body, user)
                 if failure is None:
-                    stats.webhook_answered(loop.time() - at)
+                    stats.webhook_answered(loop.time() - user.last_post)
                 else:
                     stats.webhook_failed(loop.time(), failure)
             await user.answered(plan.reply_timeout)

@@ -80,8 +80,13 @@ class LoadUser:
         self._answered = asyncio.Event()
 
     def posting(self, at: float) -> None:
-        """A message of the current turn is about to be POSTed (at ``at``)."""
+        """A message of the current turn is POSTed at ``at`` (asked for, then written)."""
         self._last_post = at
+
+    @property
+    def last_post(self) -> float:
+        """When the user's latest message was written to the agent (see :meth:`posting`)."""
+        return self._last_post
 
     def received(self, body: bytes, at: float) -> None:
         """The agent sent this user a message with ``body`` (canonical bytes) at ``at``."""

@@ -63,7 +63,11 @@ class WebhookPoster:
         self.session = session
         self.url = url
         self.config = config
-        self.timeout = aiohttp.ClientTimeout(total=timeout)
+        # Connecting and each read are bounded, not the wait for a free connection of the
+        # pool: that is the harness's own queue, and the run's end bounds it.
+        self.timeout = aiohttp.ClientTimeout(
+            total=None, connect=None, sock_connect=timeout, sock_read=timeout
+        )
         self.rng = rng or random.Random()
 
     def body(self, wa_id: str, text: str, choice: Choice | None = None) -> bytes:
