@@ -218,8 +218,17 @@ async def main(rounds: int, seconds: float) -> int:
         scenario = Path(folder) / "small_talk.yaml"
         scenario.write_text(SCENARIO)
         out = Path(folder) / "load.json"
-        async with started_process("benchmarks.echo_agent", "--graph", graph_url) as (agent, _):
+        async with (
+            started_process("benchmarks.echo_agent", "--graph", graph_url, start_within=60) as (
+                agent,
+                _,
+            ),
+            started_process(
+                "benchmarks.load_graph", ready_path="/openapi.json", start_within=60
+            ) as (graph, _),
+        ):
             webhook = agent + "/webhook"
+            sends = f"{graph}/v25.0/{PHONE_NUMBER_ID}/messages"
             for round_ in range(1, rounds + 1):
                 figures["ceiling"].append(
                     await bare_aiohttp(webhook, status_body, status_headers, seconds)
@@ -227,14 +236,7 @@ async def main(rounds: int, seconds: float) -> int:
                 figures["httpx"].append(
                     await bare_httpx(webhook, status_body, status_headers, seconds)
                 )
-                async with started_process("benchmarks.load_graph", ready_path="/openapi.json") as (
-                    graph,
-                    _,
-                ):
-                    sends = f"{graph}/v25.0/{PHONE_NUMBER_ID}/messages"
-                    figures["graph"].append(
-                        await bare_aiohttp(sends, send_body, send_headers, seconds)
-                    )
+                figures["graph"].append(await bare_aiohttp(sends, send_body, send_headers, seconds))
                 results, peak = await harness_load(
                     agent,
                     graph_port,
