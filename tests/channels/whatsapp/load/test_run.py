@@ -23,7 +23,7 @@ from channels.whatsapp.load import (
     write_load_html,
     write_load_json,
 )
-from tests.bots import inline, unreliable
+from tests.bots import inline, pizza, unreliable
 from tests.bots.loopback import free_port, serve_in_process
 
 pytestmark = pytest.mark.network
@@ -122,6 +122,33 @@ async def test_a_bot_that_answers_everything_once_passes(echo_bot: Bot) -> None:
     assert (stats.lost, stats.duplicated, stats.errors) == (0, 0, 0)
     assert len(stats.latencies) == stats.replied
     assert not result.failed
+
+
+async def test_a_tap_picks_the_button_the_bot_offered() -> None:
+    # The pizza bot asks a size, offers Confirm and Cancel buttons (ids confirm, cancel), and
+    # places an order only for a tap whose id is "confirm": the template names the title.
+    port = free_port()
+    order = Template(
+        "pizza",
+        (TurnSpec("say", ("hi",)), TurnSpec("say", ("large",)), TurnSpec("tap", ("Confirm",))),
+    )
+    async for bot in _served(pizza.create_app(_settings(port)), port):
+        result = await run_load(
+            LoadPlan(
+                target_url=bot.webhook,
+                templates=(order,),
+                users=1,
+                rate=100.0,
+                duration=30.0,
+                max_messages=3,
+                think=0.0,
+                reply_timeout=5.0,
+            ),
+            CONFIG,
+            graph_port=port,
+        )
+        assert bot.app.state.orders == [{"id": 1, "user": "15550000000", "size": "large"}]
+    assert (result.stats.replied, result.stats.lost, result.stats.errors) == (3, 0, 0)
 
 
 async def test_the_message_cap_stops_the_run_at_exactly_that_many(echo_bot: Bot) -> None:
