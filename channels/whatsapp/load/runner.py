@@ -52,10 +52,25 @@ class Gate:
         self.given = 0
         self._next = 0.0
         self.closed = False
+        self._closing: asyncio.Event | None = None
 
     def close(self) -> None:
         """Give no more messages (the run is being stopped early)."""
         self.closed = True
+        if self._closing is not None:
+            self._closing.set()
+
+    async def pause(self, seconds: float) -> None:
+        """Sleep ``seconds`` (a user thinking), but no later than the run's end or its close."""
+        loop = asyncio.get_running_loop()
+        seconds = min(seconds, self.end - loop.time())
+        if seconds <= 0 or self.closed:
+            return
+        if self._closing is None:
+            self._closing = asyncio.Event()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await self._closing.wait()
 
     async def take(self) -> bool:
         """Wait for the next message's slot; ``False`` once the run is over."""
@@ -100,7 +115,7 @@ async def _play(user: LoadUser, gate: Gate, poster: WebhookPoster, plan: LoadPla
             opened = False
             for position, text in enumerate(turn.texts):
                 if position and turn.gap:
-                    await asyncio.sleep(turn.gap)
+                    await gate.pause(turn.gap)
                 if not await gate.take():
                     if opened:
                         await user.answered(plan.reply_timeout)
@@ -120,7 +135,7 @@ async def _play(user: LoadUser, gate: Gate, poster: WebhookPoster, plan: LoadPla
                     stats.webhook_failed(loop.time(), failure)
             await user.answered(plan.reply_timeout)
             if plan.think:
-                await asyncio.sleep(plan.think)
+                await gate.pause(plan.think)
 
 
 async def check_target(url: str, config: SimulatorConfig) -> None:

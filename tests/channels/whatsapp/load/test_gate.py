@@ -40,3 +40,17 @@ async def test_a_closed_gate_stops_every_user_even_one_already_waiting_for_its_s
     gate.close()
     assert not await waiting
     assert not await gate.take()
+
+
+async def test_a_pause_ends_at_the_runs_end_or_when_the_gate_closes() -> None:
+    loop = asyncio.get_running_loop()
+    gate = Gate(rate=1.0, limit=100, end=loop.time() + 0.05)
+    start = loop.time()
+    await gate.pause(60)  # a user thinking for a minute, in a run with 50 ms left
+    assert loop.time() - start < 30
+
+    gate = Gate(rate=1.0, limit=100, end=loop.time() + 60)
+    pausing = asyncio.ensure_future(gate.pause(60))
+    await asyncio.sleep(0.01)
+    gate.close()
+    await asyncio.wait_for(pausing, 30)
