@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from channels.whatsapp.cli import _SimulatorDefault
 from harness.exceptions import ConfigError
 
 if TYPE_CHECKING:
@@ -29,6 +28,9 @@ __all__ = ["load_command"]
 
 #: Where scenarios are read from when neither --scenario nor the project names any.
 _DEFAULT_SUITE = Path("scenarios")
+# The identity options default to the simulator's settings, read when the command runs (not
+# for its help, which would import the settings' models).
+_SERVES = " (default: the same as harness serve's)"
 
 
 def _seconds(text: str, option: str) -> float:
@@ -109,12 +111,12 @@ def _seconds(text: str, option: str) -> float:
 @click.option("--graph-port", default=8000, show_default=True, type=int, help="Its port.")
 @click.option("--json", "json_out", type=click.Path(path_type=Path), help="Write the JSON report.")
 @click.option("--html", "html_out", type=click.Path(path_type=Path), help="Write the HTML report.")
-@click.option("--app-secret", cls=_SimulatorDefault, help="Secret the webhooks are signed with.")
-@click.option("--verify-token", cls=_SimulatorDefault, help="Token of the verification handshake.")
-@click.option("--access-token", cls=_SimulatorDefault, help="Bearer token the Graph API accepts.")
-@click.option("--phone-number-id", cls=_SimulatorDefault)
-@click.option("--waba-id", cls=_SimulatorDefault)
-@click.option("--display-phone-number", cls=_SimulatorDefault)
+@click.option("--app-secret", help=f"Secret the webhooks are signed with{_SERVES}.")
+@click.option("--verify-token", help=f"Token of the verification handshake{_SERVES}.")
+@click.option("--access-token", help=f"Bearer token the Graph API accepts{_SERVES}.")
+@click.option("--phone-number-id", help=f"The business number's id{_SERVES}.")
+@click.option("--waba-id", help=f"The business account's id{_SERVES}.")
+@click.option("--display-phone-number", help=f"The business number{_SERVES}.")
 def load_command(
     target_url: str,
     users: int,
@@ -131,7 +133,7 @@ def load_command(
     graph_port: int,
     json_out: Path | None,
     html_out: Path | None,
-    **identity: str,
+    **identity: str | None,
 ) -> None:
     """Play many users at once against a live webhook; report reply latency and losses."""
     from channels.whatsapp.config import SimulatorConfig
@@ -157,8 +159,9 @@ def load_command(
         webhook_timeout=_seconds(webhook_timeout, "--webhook-timeout"),
         first_wa_id=first_wa_id,
     )
+    given = {name: value for name, value in identity.items() if value is not None}
     config = SimulatorConfig.model_validate(
-        {**identity, "public_url": f"http://{graph_host}:{graph_port}"}
+        {**given, "public_url": f"http://{graph_host}:{graph_port}"}
     )
     result = asyncio.run(_run(plan, config, graph_host, graph_port))
     _print_summary(result)

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from harness.cli.main import cli
 from tests.bots.loopback import free_port, started_process
+from tests.harness.test_lazy import _heavy, _loaded_after
 
 CHAT = """\
 name: chat
@@ -129,3 +130,12 @@ async def test_a_run_against_a_bot_in_another_process_writes_both_reports(
     assert report["results"]["replies"] == report["results"]["messages_sent"] > 0
     assert "lost 0, duplicated 0" in out.decode()
     assert (tmp_path / "load.html").read_text().startswith("<!doctype html>")
+
+
+def test_the_commands_help_imports_none_of_what_a_run_uses() -> None:
+    loaded = _loaded_after(
+        "from harness.cli.main import main\ntry: main(['load', '--help'])\nexcept SystemExit: pass"
+    )
+    assert "channels.whatsapp.load_cli" in loaded
+    assert _heavy(loaded) == []
+    assert not [m for m in loaded if m == "aiohttp" or m.startswith("channels.whatsapp.load.")]
