@@ -306,7 +306,7 @@ FIRST_PARTY = {*PACKAGES, *DEV_TREES, "mkdocs_hooks"}
 # Distributions declared although no file imports them, and why.
 NOT_IMPORTED = {
     "python-multipart": "starlette imports it to read multipart bodies (the media upload)",
-    "httptools": "uvicorn parses HTTP with it when it is installed (a quarter less CPU per request)",
+    "httptools": "uvicorn parses HTTP with it when it is installed",
     "pytest-asyncio": "a pytest plugin, loaded through its entry point",
     "pytest-xdist": "a pytest plugin: -n spreads the tests over processes",
     "mypy": "a command: the type check",
