@@ -74,8 +74,7 @@ class WhatsAppChannel:
         if self._graph_url:
             config = config.model_copy(update={"public_url": self._graph_url})
         self.config = config
-        faults = FaultProfile.parse(_fault_spec(setup.faults))
-        faults = faults.model_copy(update={"seed": setup.seed})
+        faults = self._profile(setup.faults)
         store = setup.store or MemoryStore()
         self.store = store.with_namespace(setup.namespace) if setup.namespace else store
         # An agent in another process runs on real time and reads the webhook
@@ -241,6 +240,14 @@ class WhatsAppChannel:
                 f"user {user} has sent {len(sent)} messages; can't redeliver #{index}"
             )
         await self.sim.redeliver(sent[index - 1])
+
+    def _profile(self, spec: object) -> FaultProfile:
+        profile = FaultProfile.parse(_fault_spec(spec))
+        return profile.model_copy(update={"seed": self.setup.seed})
+
+    async def set_faults(self, spec: str | Mapping[str, Any] | None) -> None:
+        """The channel's faults from now on: a preset name, a mapping of settings, or none."""
+        self.sim.set_faults(self._profile(spec))
 
     async def wait(self, seconds: float) -> None:
         """Virtual time passes (for an agent at a URL: its scenario's time jumps ahead)."""

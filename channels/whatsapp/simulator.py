@@ -153,6 +153,14 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
         #: What the simulator keeps of the past, and the absolute indices of its logs.
         self.retention = Retention(self, retention)
 
+    def set_faults(self, profile: FaultProfile) -> None:
+        """The channel's faults from now on (a scenario's ``faults:`` step).
+
+        The dice keep their seeded streams, so what follows is still fixed by the seed.
+        """
+        self.faults = profile
+        self.dice.profile = profile
+
     # -- wiring -------------------------------------------------------------
 
     def connect(self, agent: ASGIApp | str | WebhookTarget) -> None:

@@ -54,9 +54,10 @@ from harness.suites.preflight import bind_invariants, check_agent_settings, chec
 from harness.suites.realtime import distinct_user, expect_in_time, with_late
 from harness.suites.reproduce import shortest_reproduction
 from harness.suites.scenario import Scenario
-from harness.suites.sending import check_step_messages, send_step
+from harness.suites.sending import change_faults, check_step_messages, send_step
 from harness.suites.steps import (
     ExpectStep,
+    FaultsStep,
     LabelledStep,
     RedeliverStep,
     SayStep,
@@ -66,7 +67,7 @@ from harness.suites.steps import (
     WaitStep,
 )
 from harness.suites.store_watch import watch_outages
-from harness.suites.target import DEFAULT_TARGET, load_target, settings_from
+from harness.suites.target import DEFAULT_TARGET, describe_factory, load_target, settings_from
 from harness.trace import Conversation
 
 __all__ = ["RunOptions", "Runner"]
@@ -142,7 +143,7 @@ class Runner:
             )
         self.target = options.target_url or options.target or DEFAULT_TARGET
         if factory is not None and options.target_url is None:
-            self.target = options.target or _describe(factory)
+            self.target = options.target or describe_factory(factory)
 
     async def run(
         self,
@@ -508,6 +509,8 @@ class Runner:
                 await session.tap(acting.name, step.tap)
             elif isinstance(step, RedeliverStep):
                 await session.redeliver(acting.name, step.which)
+            elif isinstance(step, FaultsStep):
+                await change_faults(session, step.faults)
             elif isinstance(step, WaitStep):
                 await session.wait(step.duration.total_seconds())
                 if real:
@@ -582,13 +585,6 @@ def _finished(
         return
     results[index] = done.result()
     report(done.result())
-
-
-def _describe(factory: AgentFactory) -> str:
-    """A factory handed in, named as a target would be (``module:qualname``)."""
-    module = getattr(factory, "__module__", None)
-    name = getattr(factory, "__qualname__", type(factory).__name__)
-    return f"{module}:{name}" if module else str(name)
 
 
 def _faults_of(scenario: Scenario) -> dict[str, Any]:
