@@ -211,7 +211,7 @@ class Runner:
         if self.options.target_url is not None:
             # An agent at a URL lives on real time: its scenarios wait for it rather than
             # compute, so they share this loop and the run's one fake Graph API server.
-            async with self._run_context() as shared:
+            async with self.run_context() as shared:
                 await self._run_remote(
                     scenarios, bound, run_id, results, report, shared, workers, next_index
                 )
@@ -266,7 +266,7 @@ class Runner:
         if agent_check is not None:
             check_agent_settings(scenarios, agent_check)
 
-    def _run_context(self) -> AbstractAsyncContextManager[Any]:
+    def run_context(self) -> AbstractAsyncContextManager[Any]:
         """What the channel shares between the scenarios of this run (nothing by default)."""
         if self.plugin.run_context is None:
             return nullcontext()

@@ -12,9 +12,10 @@ scenario as the explicit steps the scenario format already has:
   with ``gap``), or a burst's messages come at another spacing;
 - ``redeliver``: after the turn has been checked, Meta delivers one of the
   user's messages again, byte for byte (``redeliver: 2``);
-- ``faults``: during the turn, the channel's fault profile changes
-  (a ``faults:`` step: reordered, late or lost statuses, duplicated POSTs,
-  retries after a lost answer), then goes back to the scenario's own.
+- channel faults (:data:`CHANNEL_FAULTS`): during the turn the channel's
+  fault profile changes (a ``faults:`` step: duplicated or reordered
+  webhooks, latency, late, lost or shuffled statuses), then goes back to the
+  scenario's own.
 
 Faults go between turns or into the user's own step, never between a user
 step and the ``expect`` that checks it, so what a scenario expects still
@@ -44,25 +45,44 @@ from harness.suites.steps import (
     WaitStep,
 )
 
-__all__ = ["FAULT_KINDS", "Schedule", "Turn", "TurnFaults", "split_turns"]
+__all__ = [
+    "CHANNEL_FAULTS",
+    "FAULT_KINDS",
+    "Schedule",
+    "TurnFaults",
+    "TurnSteps",
+    "messages_sent",
+    "split_turns",
+]
 
+#: Faults of the channel's profile a schedule may turn on for one turn, by name: the
+#: settings of a ``faults:`` step (see :class:`channels.whatsapp.faults.FaultProfile`).
+#: A probability below 1 is still one outcome: the channel's dice are seeded.
+CHANNEL_FAULTS: dict[str, dict[str, JsonValue]] = {
+    "duplicate": {"duplicate": 1.0},
+    "reorder": {"reorder": 0.5, "reorder_window": 2},
+    "latency": {"latency": 1, "jitter": 2},
+    "status_late": {"status_late": 1.0, "status_late_delay": 90},
+    "status_missing": {"status_missing": 1.0},
+    "status_out_of_order": {"status_out_of_order": 1.0},
+    "skip_delivered": {"skip_delivered": 1.0},
+}
 #: The kinds of fault a schedule may hold, in the order summaries list them.
-FAULT_KINDS = ("jump", "split", "redeliver", "faults")
+FAULT_KINDS = ("jump", "split", "redeliver", *CHANNEL_FAULTS)
 
 
 @dataclass(frozen=True)
-class Turn:
+class TurnSteps:
     """Steps of a scenario that belong together: a user step and what follows it."""
 
     #: The user step that opens the turn (``None`` for steps before the first one).
     opener: UserStep | None
     #: The steps after it, up to the next user step (expects, waits).
     rest: tuple[BaseStep, ...] = ()
-    #: How many messages the acting user has sent before this turn (for ``redeliver``).
-    sent_before: int = 0
 
 
-def _sends(step: UserStep) -> int:
+def messages_sent(step: UserStep) -> int:
+    """How many new messages a user step sends (a redelivery sends none)."""
     if isinstance(step, SayStep):
         return len(step.say)
     if isinstance(step, TapStep | SendStep):
@@ -70,25 +90,19 @@ def _sends(step: UserStep) -> int:
     return 0
 
 
-def split_turns(scenario: Scenario) -> list[Turn]:
+def split_turns(scenario: Scenario) -> list[TurnSteps]:
     """The scenario's steps grouped into turns; the first may have no user step."""
-    turns: list[Turn] = []
+    turns: list[TurnSteps] = []
     opener: UserStep | None = None
     rest: list[BaseStep] = []
-    sent: Counter[str] = Counter()
-    before = 0
-    first = scenario.users[0].name
     for step in scenario.steps:
         if isinstance(step, SayStep | TapStep | SendStep | RedeliverStep):
             if opener is not None or rest:
-                turns.append(Turn(opener, tuple(rest), before))
-            who = step.user or first
-            before = sent[who]
-            sent[who] += _sends(step)
+                turns.append(TurnSteps(opener, tuple(rest)))
             opener, rest = step, []
         else:
             rest.append(step)
-    turns.append(Turn(opener, tuple(rest), before))
+    turns.append(TurnSteps(opener, tuple(rest)))
     return turns
 
 
@@ -101,8 +115,8 @@ class TurnFaults:
     #: The message (or burst) the user's ``say`` arrives as, and the time between its parts.
     split: tuple[str, ...] | None = None
     gap: timedelta = timedelta(seconds=1)
-    #: The channel's faults during the turn: a mapping of fault settings.
-    faults: dict[str, JsonValue] | None = None
+    #: The channel's faults during the turn, by name in :data:`CHANNEL_FAULTS`.
+    channel: tuple[str, ...] = ()
     #: After the turn: which of the user's messages (1-based) Meta delivers again.
     redeliver: int | None = None
 
@@ -113,9 +127,16 @@ class TurnFaults:
             "jump": self.jump is not None,
             "split": self.split is not None,
             "redeliver": self.redeliver is not None,
-            "faults": bool(self.faults),
         }
-        return [kind for kind in FAULT_KINDS if found[kind]]
+        return [kind for kind in FAULT_KINDS if found.get(kind) or kind in self.channel]
+
+    @property
+    def settings(self) -> dict[str, JsonValue]:
+        """The ``faults:`` step's settings for the turn's channel faults (empty: none)."""
+        out: dict[str, JsonValue] = {}
+        for name in self.channel:
+            out.update(CHANNEL_FAULTS[name])
+        return out
 
     def describe(self) -> list[str]:
         """The faults as short phrases (``jump 25h``, ``redeliver message 2``)."""
@@ -124,8 +145,7 @@ class TurnFaults:
             out.append(f"jump {format_duration(self.jump)}")
         if self.split is not None:
             out.append(f"split into {len(self.split)} ({format_duration(self.gap)} apart)")
-        if self.faults:
-            out.append("faults " + ", ".join(f"{k}={v}" for k, v in self.faults.items()))
+        out.extend(self.channel)
         if self.redeliver is not None:
             out.append(f"redeliver message {self.redeliver}")
         return out
@@ -136,11 +156,16 @@ class Schedule:
     """One :class:`TurnFaults` per turn of a scenario (see :func:`split_turns`)."""
 
     turns: tuple[TurnFaults, ...] = field(default_factory=tuple)
+    #: Virtual time that passes after the last turn (the agent's timers fire on the way).
+    tail: timedelta | None = None
 
     @property
     def kinds(self) -> Counter[str]:
         """How many faults of each kind the schedule holds."""
-        return Counter(kind for turn in self.turns for kind in turn.kinds)
+        found = Counter(kind for turn in self.turns for kind in turn.kinds)
+        if self.tail is not None:
+            found["jump"] += 1
+        return found
 
     @property
     def size(self) -> int:
@@ -154,9 +179,11 @@ class Schedule:
             for index, turn in enumerate(self.turns, start=1)
             if turn.kinds
         ]
+        if self.tail is not None:
+            parts.append(f"then jump {format_duration(self.tail)}")
         return ", ".join(parts) or "no faults"
 
-    def apply(self, scenario: Scenario, turns: Sequence[Turn] | None = None) -> Scenario:
+    def apply(self, scenario: Scenario, turns: Sequence[TurnSteps] | None = None) -> Scenario:
         """The scenario with these faults written in as explicit steps."""
         turns = split_turns(scenario) if turns is None else turns
         steps: list[BaseStep] = []
@@ -164,27 +191,29 @@ class Schedule:
             steps.extend(_turn_steps(turn, faults, scenario.faults))
         for turn in turns[len(self.turns) :]:
             steps.extend(_turn_steps(turn, TurnFaults(), scenario.faults))
+        if self.tail is not None:
+            steps.append(WaitStep(wait=self.tail))
         data = {name: getattr(scenario, name) for name in type(scenario).model_fields}
         data["steps"] = [step.model_copy(update={"line": None}) for step in steps]
         return Scenario.model_validate(data)
 
 
 def _turn_steps(
-    turn: Turn, faults: TurnFaults, scenario_faults: str | dict[str, JsonValue] | None
+    turn: TurnSteps, faults: TurnFaults, scenario_faults: str | dict[str, JsonValue] | None
 ) -> list[BaseStep]:
     out: list[BaseStep] = []
     opener = turn.opener
     if faults.jump is not None and opener is not None:
         out.append(WaitStep(wait=faults.jump))
-    if faults.faults:
-        out.append(FaultsStep(faults=dict(faults.faults)))
+    if faults.channel:
+        out.append(FaultsStep(faults=faults.settings))
     if opener is not None:
-        if faults.split is not None and isinstance(opener, SayStep):
+        if faults.split is not None and isinstance(opener, SayStep) and not opener.reply_to:
             opener = opener.model_copy(update={"say": faults.split, "gap": faults.gap})
         out.append(opener)
     out.extend(turn.rest)
-    if faults.faults:
-        out.append(FaultsStep(faults=scenario_faults if scenario_faults is not None else "none"))
+    if faults.channel:
+        out.append(FaultsStep(faults=scenario_faults))
     if faults.redeliver is not None and opener is not None:
         out.append(RedeliverStep(redeliver=faults.redeliver, user=opener.user))
     return out
