@@ -57,11 +57,14 @@ __all__ = [
 
 #: Faults of the channel's profile a schedule may turn on for one turn, by name: the
 #: settings of a ``faults:`` step (see :class:`channels.whatsapp.faults.FaultProfile`).
-#: A probability below 1 is still one outcome: the channel's dice are seeded.
+#: A probability below 1 is still one outcome: the channel's dice are seeded. Delays stay
+#: small enough (reordering and jitter under half a second each) that the parts of a
+#: burst typed a second apart still come within two seconds of each other: further apart,
+#: an agent that waits that long for the rest of a burst may rightly answer twice.
 CHANNEL_FAULTS: dict[str, dict[str, JsonValue]] = {
     "duplicate": {"duplicate": 1.0},
-    "reorder": {"reorder": 0.5, "reorder_window": 2},
-    "latency": {"latency": 1, "jitter": 2},
+    "reorder": {"reorder": 0.5, "reorder_window": 0.4},
+    "latency": {"latency": 1, "jitter": 0.4},
     "status_late": {"status_late": 1.0, "status_late_delay": 90},
     "status_missing": {"status_missing": 1.0},
     "status_out_of_order": {"status_out_of_order": 1.0},
