@@ -100,9 +100,7 @@ def _without(written: Scenario, unit: list[int], base: Scenario) -> Scenario:
         if index not in unit:
             steps.append(step)
         elif isinstance(step, SayStep):
-            steps.append(
-                step.model_copy(update={"say": (" ".join(step.say),), "gap": timedelta(1)})
-            )
+            steps.append(step.model_copy(update={"say": (" ".join(step.say),), "gap": DEFAULT_GAP}))
     return parse_scenario(written.model_copy(update={"steps": tuple(steps)}).to_yaml())
 
 
