@@ -28,9 +28,8 @@ def _deliveries(result: ScenarioResult) -> dict[str, int]:
     assert result.conversation is not None
     counts: dict[str, int] = {}
     for event in result.conversation.events:
-        if isinstance(event, InboundMessage) and event.body.get("type") == "text":
-            text = event.body["text"]["body"]
-            counts[text] = counts.get(text, 0) + 1
+        if isinstance(event, InboundMessage) and event.text is not None:
+            counts[event.text] = counts.get(event.text, 0) + 1
     return counts
 
 
