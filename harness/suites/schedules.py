@@ -62,7 +62,7 @@ __all__ = [
 #: burst typed a second apart still come within two seconds of each other: further apart,
 #: an agent that waits that long for the rest of a burst may rightly answer twice.
 CHANNEL_FAULTS: dict[str, dict[str, JsonValue]] = {
-    "duplicate": {"duplicate": 1.0},
+    "duplicate": {"duplicate": 1.0, "duplicate_delay": 1},
     "reorder": {"reorder": 0.5, "reorder_window": 0.4},
     "latency": {"latency": 1, "jitter": 0.4},
     "status_late": {"status_late": 1.0, "status_late_delay": 90},
