@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
@@ -104,11 +104,11 @@ def draw_schedule(data: st.DataObject, scenario: Scenario, turns: Sequence[TurnS
         who = opener.user or first
         count = len(split) if split is not None else messages_sent(opener)
         sent[who] += count
-        redeliver = None
+        redeliver: int | Literal["last"] | None = None
         if sent[who] and data.draw(st.booleans(), label="redeliver"):
             # The latest message first: shrinking prefers it.
             back = data.draw(st.integers(0, sent[who] - 1), label="redeliver which")
-            redeliver = sent[who] - back
+            redeliver = sent[who] - back if back else "last"
         faults = TurnFaults(jump=jump, split=split, gap=gap, channel=channel, redeliver=redeliver)
         drawn.append(faults)
     tail = None

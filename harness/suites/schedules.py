@@ -29,6 +29,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Literal
 
 from pydantic import JsonValue
 
@@ -120,8 +121,9 @@ class TurnFaults:
     gap: timedelta = timedelta(seconds=1)
     #: The channel's faults during the turn, by name in :data:`CHANNEL_FAULTS`.
     channel: tuple[str, ...] = ()
-    #: After the turn: which of the user's messages (1-based) Meta delivers again.
-    redeliver: int | None = None
+    #: After the turn: which of the user's messages Meta delivers again (1-based, or
+    #: ``last``, which stays the latest whatever the faults before it).
+    redeliver: int | Literal["last"] | None = None
 
     @property
     def kinds(self) -> list[str]:
@@ -150,7 +152,8 @@ class TurnFaults:
             out.append(f"split into {len(self.split)} ({format_duration(self.gap)} apart)")
         out.extend(self.channel)
         if self.redeliver is not None:
-            out.append(f"redeliver message {self.redeliver}")
+            which = "the last message" if self.redeliver == "last" else f"message {self.redeliver}"
+            out.append(f"redeliver {which}")
         return out
 
 

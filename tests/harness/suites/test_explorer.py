@@ -221,6 +221,8 @@ def test_a_schedule_writes_its_faults_as_plain_steps_around_the_turns() -> None:
     assert data[3] == {"faults": {"status_missing": 1.0}}
     assert data[6] == {"faults": None}
     assert data[7] == {"redeliver": 2}
+    last = Schedule(turns=(TurnFaults(redeliver="last"),)).apply(scenario, turns).to_data()
+    assert last["steps"][2] == {"redeliver": "last"}  # type: ignore[index]
     assert schedule.kinds == {"split": 1, "jump": 2, "status_missing": 1, "redeliver": 1}
     assert Schedule().apply(scenario, turns).to_data() == scenario.to_data()
 
