@@ -55,7 +55,8 @@ class ExploreProgress:
         elif failed and self._smallest is not None and schedule.size < self._smallest:
             self._smallest = schedule.size
             click.echo(
-                f"shrinking (run {stats.shrink_runs}): {_faults(schedule.size)} still fail"
+                f"shrinking (run {stats.shrink_runs}): {_faults(schedule.size)} still"
+                f" fail{'s' if schedule.size == 1 else ''}"
                 f" ({schedule.describe()})",
                 err=True,
             )

@@ -51,12 +51,11 @@ from harness.suites.steps import SayStep
 __all__ = ["GAPS", "JUMPS", "Exploration", "ExploreStats", "Finding", "draw_schedule", "explore"]
 
 #: The clock jumps a schedule may put between turns, shortest first (what shrinking prefers):
-#: seconds, minutes, hours, and just inside and just past the 24-hour window. No longer:
-#: a scenario's own dates ("a table on Friday") would pass, and its expectations with them.
+#: seconds, an hour, and just inside and just past the 24-hour window. No longer: a
+#: scenario's own dates ("a table on Friday") would pass, and its expectations with them.
 JUMPS: tuple[timedelta, ...] = (
     timedelta(seconds=3),
-    timedelta(minutes=10),
-    timedelta(hours=3),
+    timedelta(hours=1),
     timedelta(hours=23),
     timedelta(hours=25),
 )
