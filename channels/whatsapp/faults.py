@@ -62,6 +62,8 @@ class FaultProfile(BaseModel):
     #: A user's text is split into a burst of fragments ``fragment_gap`` apart.
     fragment: float = _Probability
     fragment_gap: float = Field(default=1.0, ge=0.0)
+    #: The agent answers a POST 200, but Meta sees a 500 (a proxy's) and retries it.
+    answer_lost: float = _Probability
     #: A status webhook never comes.
     status_missing: float = _Probability
     #: A status webhook comes ``status_late_delay`` seconds late.

@@ -14,8 +14,8 @@ scenario as the explicit steps the scenario format already has:
   user's messages again, byte for byte (``redeliver: 2``);
 - channel faults (:data:`CHANNEL_FAULTS`): during the turn the channel's
   fault profile changes (a ``faults:`` step: duplicated or reordered
-  webhooks, latency, late, lost or shuffled statuses), then goes back to the
-  scenario's own.
+  webhooks, a 500 and Meta's retry after the agent took the update, latency,
+  late, lost or shuffled statuses), then goes back to the scenario's own.
 
 Faults go between turns or into the user's own step, never between a user
 step and the ``expect`` that checks it, so what a scenario expects still
@@ -64,6 +64,7 @@ __all__ = [
 #: an agent that waits that long for the rest of a burst may rightly answer twice.
 CHANNEL_FAULTS: dict[str, dict[str, JsonValue]] = {
     "duplicate": {"duplicate": 1.0, "duplicate_delay": 1},
+    "answer_lost": {"answer_lost": 1.0},
     "reorder": {"reorder": 0.5, "reorder_window": 0.4},
     "latency": {"latency": 1, "jitter": 0.4},
     "status_late": {"status_late": 1.0, "status_late_delay": 90},

@@ -107,7 +107,7 @@ def _without(written: Scenario, unit: list[int], base: Scenario) -> Scenario:
 @pytest.mark.parametrize(
     ("regression", "kinds"),
     [
-        ("no_dedupe", {"redeliver", "duplicate"}),
+        ("no_dedupe", {"redeliver", "duplicate", "answer_lost"}),
         ("reply_per_fragment", {"split"}),
         ("ignore_window", {"jump"}),
     ],
@@ -182,6 +182,7 @@ def test_progress_hears_of_every_run_and_the_summary_counts_each_fault_kind() ->
         "split",
         "redeliver",
         "duplicate",
+        "answer_lost",
         "reorder",
         "latency",
         "status_late",

@@ -16,7 +16,7 @@ from harness.results import ScenarioResult
 from harness.suites.runner import Runner, RunOptions
 from harness.suites.scenario import parse_scenario
 from harness.suites.steps import FaultsStep
-from harness.trace import InboundMessage
+from harness.trace import DeliveryAttempt, InboundMessage
 
 
 def _run(text: str, channel: str = "whatsapp", path: Path | None = None) -> ScenarioResult:
@@ -61,6 +61,26 @@ steps:
 """
     )
     assert _deliveries(result) == {"one": 2, "two": 1, "three": 2}
+
+
+def test_a_lost_answer_is_a_500_meta_retries_and_the_agent_gets_the_message_twice() -> None:
+    result = _run(
+        """
+steps:
+  - faults: {answer_lost: 1}
+  - say: lost
+  - faults: null
+  - say: kept
+"""
+    )
+    assert result.conversation is not None
+    attempts = [
+        (e.status_code, e.attempt, e.faults)
+        for e in result.conversation.events
+        if isinstance(e, DeliveryAttempt) and e.user is not None and e.items
+    ]
+    assert attempts[:2] == [(500, 1, ("answer_lost",)), (200, 2, ("retry",))]
+    assert _deliveries(result) == {"lost": 2, "kept": 1}
 
 
 def test_a_faults_step_writes_back_as_it_was_read() -> None:
