@@ -391,6 +391,7 @@ _OWNERS: dict[str, str] = {
     "parse_rubric": "harness.replay.judge",
     "parse_scenario": "harness.suites.scenario",
     "parse_settings": "harness.options",
+    "positive_seconds": "harness.options",
     "parse_skew": "harness.skew",
     "parse_spec": "harness.suites.invariants",
     "parse_verdict": "harness.replay.judge",

@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING
 import click
 
 from harness.cli.project import find_project, resolve_target
-from harness.cli.run import _seconds
 from harness.exceptions import ConfigError
-from harness.options import parse_settings
+from harness.options import parse_settings, positive_seconds
 
 if TYPE_CHECKING:
     from harness.results import ScenarioResult
@@ -248,8 +247,8 @@ def explore_command(
         seed=seed,
         agent_settings=settings,
         channel_options=channel_options,
-        expect_timeout=_seconds(expect_timeout, "--expect-timeout"),
-        quiet=_seconds(quiet_window, "--quiet"),
+        expect_timeout=positive_seconds(expect_timeout, "--expect-timeout"),
+        quiet=positive_seconds(quiet_window, "--quiet"),
         import_paths=(str(project.root),) if project.root is not None else (),
     )
     runner = Runner(options)
