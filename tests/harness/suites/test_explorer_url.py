@@ -58,6 +58,6 @@ async def test_explore_finds_a_bot_at_a_url_that_answers_each_fragment(tmp_path:
         assert found.finding is not None
         again = await runner.run_scenario(parse_scenario(found.finding.scenario.to_yaml()))
     assert found.finding.schedule.size == 1
-    assert set(found.finding.schedule.kinds) <= {"split", "duplicate", "redeliver"}
+    assert set(found.finding.schedule.kinds) <= {"split", "duplicate", "answer_lost", "redeliver"}
     assert found.finding.result.status == "failed"
     assert again.status == "failed"
