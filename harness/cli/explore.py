@@ -88,7 +88,8 @@ def summary_lines(exploration: Exploration) -> list[str]:
     searched = stats.runs - stats.shrink_runs
     rate = stats.runs / stats.elapsed if stats.elapsed else 0.0
     lines = [
-        f"explored {searched} schedules (budget {stats.budget}, seed {exploration.seed})"
+        f"explored {searched} schedule{'' if searched == 1 else 's'}"
+        f" (budget {stats.budget}, seed {exploration.seed})"
         + (f" and {stats.shrink_runs} more while shrinking" if stats.shrink_runs else "")
         + f" in {stats.elapsed:.2f}s ({rate:.1f} schedules/s)"
     ]
@@ -267,6 +268,11 @@ def explore_command(
     if finding is None:
         click.echo(f"no failing schedule in {budget} tries ({time.perf_counter() - started:.1f}s)")
         ctx.exit(0)
+    if finding.schedule.size == 0:  # nothing the channel did: the scenario fails as it is
+        raise ConfigError(
+            f"{scenario}: fails with no channel fault at all ({_why(finding.result)}); "
+            "fix it with harness run first"
+        )
     written = replace(
         exploration, finding=replace(finding, scenario=_written(finding.scenario, seed, settings))
     )

@@ -250,3 +250,18 @@ def test_a_missing_scenario_is_one_line_and_exit_2(
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert str(missing) in err
+
+
+def test_a_scenario_that_fails_with_no_fault_is_an_error_not_a_finding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("steps:\n  - say: hi\n  - expect: {reply_contains: zebra}\n")
+    assert _harness("explore", str(broken), "--budget", "5", "--target", TARGET) == EXIT_USAGE
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == (
+        f"error: {broken}: fails with no channel fault at all "
+        "(expect: no reply contains 'zebra'); fix it with harness run first"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.yaml"]
