@@ -67,6 +67,7 @@ _OWNERS: dict[str, str] = {
     "FaultsStep": "harness.suites.steps",
     "Finding": "harness.suites.explorer",
     "GAPS": "harness.suites.explorer",
+    "IN_PROCESS_ONLY": "harness.suites.schedules",
     "Invariant": "harness.suites.registry",
     "InvariantFunction": "harness.suites.registry",
     "InvariantRef": "harness.suites.scenario",

@@ -40,6 +40,7 @@ from harness.suites.runner import Runner
 from harness.suites.scenario import Scenario
 from harness.suites.schedules import (
     CHANNEL_FAULTS,
+    IN_PROCESS_ONLY,
     Schedule,
     TurnFaults,
     TurnSteps,
@@ -75,8 +76,16 @@ def _split(data: st.DataObject, text: str) -> tuple[str, ...] | None:
     return tuple(" ".join(words[a:b]) for a, b in itertools.pairwise(bounds))
 
 
-def draw_schedule(data: st.DataObject, scenario: Scenario, turns: Sequence[TurnSteps]) -> Schedule:
-    """Draw one schedule for ``turns`` of ``scenario``; every choice shrinks to "no fault"."""
+def draw_schedule(
+    data: st.DataObject,
+    scenario: Scenario,
+    turns: Sequence[TurnSteps],
+    channel_faults: Sequence[str] = tuple(CHANNEL_FAULTS),
+) -> Schedule:
+    """Draw one schedule for ``turns`` of ``scenario``; every choice shrinks to "no fault".
+
+    ``channel_faults`` names the :data:`CHANNEL_FAULTS` a turn may be given.
+    """
     sent: Counter[str] = Counter()
     first = scenario.users[0].name
     drawn: list[TurnFaults] = []
@@ -98,7 +107,7 @@ def draw_schedule(data: st.DataObject, scenario: Scenario, turns: Sequence[TurnS
             if split is not None:
                 gap = data.draw(st.sampled_from(GAPS), label="gap")
         channel = tuple(
-            name for name in CHANNEL_FAULTS if data.draw(st.booleans(), label=f"channel {name}")
+            name for name in channel_faults if data.draw(st.booleans(), label=f"channel {name}")
         )
         who = opener.user or first
         count = len(split) if split is not None else messages_sent(opener)
@@ -206,6 +215,8 @@ def explore(
     context = runner.run_context()
     shared = loop.run_until_complete(context.__aenter__())
     remote = runner.options.target_url is not None
+    # An agent at a URL keeps its own clock: the harness can't skew it.
+    faults = [name for name in CHANNEL_FAULTS if not (remote and name in IN_PROCESS_ONLY)]
 
     def run(schedule: Schedule) -> tuple[Scenario, ScenarioResult]:
         variant = schedule.apply(scenario, turns)
@@ -227,7 +238,7 @@ def explore(
     @hypothesis_seed(seed)
     @given(st.data())
     def probe(data: st.DataObject) -> None:
-        schedule = draw_schedule(data, scenario, turns)
+        schedule = draw_schedule(data, scenario, turns, faults)
         shrinking = stats.shrinking
         variant, result = run(schedule)
         stats.runs += 1

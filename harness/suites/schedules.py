@@ -15,7 +15,8 @@ scenario as the explicit steps the scenario format already has:
 - channel faults (:data:`CHANNEL_FAULTS`): during the turn the channel's
   fault profile changes (a ``faults:`` step: duplicated or reordered
   webhooks, a 500 and Meta's retry after the agent took the update, latency,
-  late, lost or shuffled statuses), then goes back to the scenario's own.
+  late, lost or shuffled statuses, the agent's clock five minutes off the
+  channel's), then goes back to the scenario's own.
 
 Faults go between turns or into the user's own step, never between a user
 step and the ``expect`` that checks it, so what a scenario expects still
@@ -49,6 +50,7 @@ from harness.suites.steps import (
 __all__ = [
     "CHANNEL_FAULTS",
     "FAULT_KINDS",
+    "IN_PROCESS_ONLY",
     "Schedule",
     "TurnFaults",
     "TurnSteps",
@@ -71,7 +73,11 @@ CHANNEL_FAULTS: dict[str, dict[str, JsonValue]] = {
     "status_missing": {"status_missing": 1.0},
     "status_out_of_order": {"status_out_of_order": 1.0},
     "skip_delivered": {"skip_delivered": 1.0},
+    "skew_behind": {"clock_skew": -300},
+    "skew_ahead": {"clock_skew": 300},
 }
+#: Of those, the ones only an in-process agent can be put through (its clock is the harness's).
+IN_PROCESS_ONLY = frozenset({"skew_behind", "skew_ahead"})
 #: The kinds of fault a schedule may hold, in the order summaries list them.
 FAULT_KINDS = ("jump", "split", "redeliver", *CHANNEL_FAULTS)
 

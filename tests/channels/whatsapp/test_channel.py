@@ -406,3 +406,27 @@ async def test_the_clock_starts_where_the_setup_says() -> None:
     start = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
     channel = WhatsAppChannel(ChannelSetup(users=[ANA], agent_factory=agent_factory, start=start))
     assert channel.now() == start
+
+
+async def test_a_clock_skew_moves_the_agents_clock_from_each_faults_step_on(keeper: Keeper) -> None:
+    setup = ChannelSetup(users=[ANA], agent_factory=keeper, faults={"clock_skew": 60})
+    session = WhatsAppChannel(setup)
+    await session.start()
+    try:
+        assert keeper.env is not None
+        agent_clock = keeper.env.clock
+        assert agent_clock.now() - session.now() == timedelta(seconds=60)
+        await session.set_faults({"clock_skew": -300})
+        assert agent_clock.now() - session.now() == timedelta(minutes=-5)
+        await session.set_faults(None)
+        assert agent_clock.now() == session.now()
+    finally:
+        await session.close()
+
+
+def test_an_agent_at_a_url_keeps_its_own_clock_so_it_cant_be_skewed() -> None:
+    setup = ChannelSetup(
+        users=[ANA], target_url="http://127.0.0.1:9/webhook", faults={"clock_skew": 5}
+    )
+    with pytest.raises(ConfigError, match="an agent at a URL keeps its own clock"):
+        WhatsAppChannel(setup)

@@ -189,6 +189,8 @@ def test_progress_hears_of_every_run_and_the_summary_counts_each_fault_kind() ->
         "status_missing",
         "status_out_of_order",
         "skip_delivered",
+        "skew_behind",
+        "skew_ahead",
     }
 
 

@@ -38,7 +38,7 @@ async def test_explore_finds_a_bot_at_a_url_that_answers_each_fragment(tmp_path:
     options = RunOptions(
         target_url="",
         concurrency=1,
-        quiet=0.2,
+        quiet=0.5,  # real time: enough for a loaded machine to answer
         expect_timeout=3.0,
         channel_options={
             "graph_url": f"http://127.0.0.1:{graph_port}",
