@@ -4,8 +4,9 @@ Hand-written faults find the bugs someone thought of. :func:`explore` plays
 one scenario many times, each time under a :class:`~harness.suites.schedules.Schedule`
 that Hypothesis draws: clock jumps between turns, a message split into a
 burst or a burst spaced anew, a message delivered again after its turn, and
-the channel's own faults for a turn (duplicated or reordered webhooks,
-latency, late, lost or shuffled statuses). Every run checks the scenario's
+the channel's own faults for a turn (duplicated or reordered webhooks, a
+500 and Meta's retry, latency, late, lost or shuffled statuses, the agent's
+clock skewed). Every run checks the scenario's
 expectations and invariants. The first run that fails stops the search, and
 Hypothesis shrinks its schedule (its own shrinker, on its record of the
 choices made) to one with as few and as small faults as still fail. The
