@@ -216,8 +216,9 @@ def explore_command(
     Each run plays the scenario under faults Hypothesis draws (clock jumps
     between turns, split bursts, redeliveries, duplicated or reordered
     webhooks, a 500 and Meta's retry, latency, late or lost statuses, the
-    agent's clock skewed) and checks its expectations and invariants. Exit 0 when nothing failed within --budget, 1 when a failing
-    schedule was found and written (see --out), 2 on bad input.
+    agent's clock skewed) and checks its expectations and invariants. Exit 0
+    when nothing failed within --budget, 1 when a failing schedule was found
+    and written (see --out), 2 on bad input.
     """
     # Imported here, not above: `harness --help` reads this module for the help alone.
     from harness.suites.explorer import explore
