@@ -262,6 +262,7 @@ NOT_RE_EXPORTED = {
     "harness.cli.replay",
     "harness.cli.replaying",
     "harness.cli.diff",
+    "harness.cli.explore",
     "harness.cli.ui",
     "harness.cli.diffing",
     "channels.whatsapp.cli",

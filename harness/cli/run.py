@@ -16,9 +16,8 @@ from typing import TYPE_CHECKING
 import click
 
 from harness.cli.project import find_project, resolve_target
-from harness.durations import parse_duration
 from harness.exceptions import ConfigError, StoreError
-from harness.options import parse_settings
+from harness.options import parse_settings, positive_seconds
 
 if TYPE_CHECKING:
     from harness.cli.cache import LastFailed
@@ -41,16 +40,6 @@ def write_reports(run: RunResult, directory: Path) -> list[Path]:
         write_junit(run, directory / "junit.xml"),
         write_html(run, directory / "report.html"),
     ]
-
-
-def _seconds(text: str, option: str) -> float:
-    try:
-        seconds = parse_duration(text).total_seconds()
-    except ConfigError as exc:
-        raise click.BadParameter(str(exc), param_hint=option) from None
-    if seconds <= 0:
-        raise click.BadParameter("it must be more than 0s", param_hint=option)
-    return seconds
 
 
 @click.command("run")
@@ -255,9 +244,9 @@ def run_command(
         channel_options["graph_url"] = f"http://{graph_host}:{graph_port}"
         channel_options["serve_graph"] = True
     options = RunOptions(
-        expect_timeout=_seconds(expect_timeout, "--expect-timeout"),
-        quiet=_seconds(quiet_window, "--quiet"),
-        real_work_limit=_seconds(real_work_limit, "--real-work-limit"),
+        expect_timeout=positive_seconds(expect_timeout, "--expect-timeout"),
+        quiet=positive_seconds(quiet_window, "--quiet"),
+        real_work_limit=positive_seconds(real_work_limit, "--real-work-limit"),
         channel=channel,
         target=target,
         target_url=target_url,
