@@ -35,7 +35,7 @@ __all__ = ["worker_command"]
     show_default=True,
     help="How long a scenario may go unheard from this worker before another worker retries it.",
 )
-@click.option("--burst", is_flag=True, help="Stop once the queue is empty.")
+@click.option("--burst", is_flag=True, help="Stop once the queue has been empty for 2 seconds.")
 def worker_command(broker_url: str, concurrency: int, heartbeat: str, burst: bool) -> None:
     """Take scenarios off a distributed run's queue and run them, until stopped.
 

@@ -59,6 +59,7 @@ _OWNERS: dict[str, str] = {
     "check_broker_url": "harness.suites.queue",
     "open_queue": "harness.suites.queue",
     "safe_broker_url": "harness.suites.queue",
+    "JOB_TIMEOUT": "harness.suites.distributed",
     "RESULT_TTL": "harness.suites.distributed",
     "run_distributed": "harness.suites.distributed",
     "run_worker": "harness.suites.worker",

@@ -39,11 +39,14 @@ if TYPE_CHECKING:
     from saq.job import Job
     from saq.queue.redis import RedisQueue
 
-__all__ = ["RESULT_TTL", "run_distributed"]
+__all__ = ["JOB_TIMEOUT", "RESULT_TTL", "run_distributed"]
 
 #: Seconds the broker keeps a finished job and its result (a coordinator that lost its
 #: connection can still read them back within a day).
 RESULT_TTL: Final = 24 * 3600
+
+#: Seconds a scenario may run on a worker before the queue hands it out again.
+JOB_TIMEOUT: Final = 600
 
 # How often every unfinished job is read back, in case a notification was missed.
 _POLL: Final = 1.0
@@ -110,7 +113,8 @@ async def _enqueue(queue: RedisQueue, job: ScenarioJob) -> None:
             function=JOB_FUNCTION,
             key=job.key,
             kwargs=job.to_kwargs(),
-            timeout=0,  # the runner bounds the agent's real work; a heartbeat bounds the worker
+            # A heartbeat notices a dead worker; this bounds a scenario stuck on a live one.
+            timeout=JOB_TIMEOUT,
             heartbeat=int(DEFAULT_HEARTBEAT),
             retries=ATTEMPTS,
             ttl=RESULT_TTL,

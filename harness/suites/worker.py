@@ -39,6 +39,8 @@ __all__ = ["run_worker", "worker_name"]
 _RUNNERS: dict[str, Runner] = {}
 _KEPT_RUNNERS = 8
 _RUNNERS_LOCK = threading.Lock()
+# Seconds a --burst worker waits on an empty queue before it stops.
+_BURST_IDLE = 2.0
 
 
 def worker_name() -> str:
@@ -91,6 +93,8 @@ async def run_worker(
             sweep=max(1, round(heartbeat / 2)), schedule=1, abort=1, worker_info=10
         ),
         burst=burst,
+        # With --burst, a worker that finds the queue empty this long stops.
+        dequeue_timeout=_BURST_IDLE if burst else 0,
     )
     say(
         f"worker {me} on {safe_broker_url(broker_url)}: {concurrency} scenario"
