@@ -52,7 +52,9 @@ async def redis_server() -> AsyncIterator[str]:
         try:
             for _ in range(200):
                 ping = await asyncio.create_subprocess_exec(
-                    "redis-cli", "-p", str(port), "ping", stdout=asyncio.subprocess.PIPE
+                    *("redis-cli", "-p", str(port), "ping"),
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.DEVNULL,
                 )
                 answer, _ = await ping.communicate()
                 if answer.strip() == b"PONG":

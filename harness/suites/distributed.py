@@ -50,6 +50,9 @@ JOB_TIMEOUT: Final = 600
 
 # How often every unfinished job is read back, in case a notification was missed.
 _POLL: Final = 1.0
+# Seconds an aborted job that has attempts left may wait to be handed out again (the
+# sweep that aborted it waits up to 5 s for the job to answer, then queues it).
+_RETRY_WAIT: Final = 30.0
 # Jobs queued at once (each is one round trip to the broker).
 _BATCH: Final = 50
 
@@ -142,6 +145,7 @@ class _Collector:
         self.pending = set(range(len(scenarios)))
         self.heard: asyncio.Queue[str] = asyncio.Queue()
         self.stopping = False
+        self.aborted_since: dict[int, float] = {}
 
     @contextlib.asynccontextmanager
     async def listening(self) -> AsyncIterator[None]:
@@ -191,6 +195,10 @@ class _Collector:
             if self.stopping:  # taken off the queue by -x or an outage: not run
                 self.pending.discard(index)
                 return
+            if job.retryable and not self._given_up(index):
+                # The queue's sweep aborts a job it takes for lost, then hands it out again
+                # (it may take a job just handed out for one): wait for the next attempt.
+                return
             result = self._error(index, f"its job was aborted: {_last_line(job.error)}")
         else:
             return
@@ -200,6 +208,12 @@ class _Collector:
             self.on_result(result)
         if self._stops_after(result) and not self.stopping:
             await self._stop()
+
+    def _given_up(self, index: int) -> bool:
+        """Whether an aborted job has waited long enough for its next attempt to be final."""
+        now = time.monotonic()
+        since = self.aborted_since.setdefault(index, now)
+        return now - since > _RETRY_WAIT
 
     def _stops_after(self, result: ScenarioResult) -> bool:
         failed = self.runner.options.fail_fast and result.status in ("failed", "error")

@@ -152,3 +152,63 @@ async def test_a_broker_url_that_is_not_redis_is_refused() -> None:
 
 def test_job_keys_are_the_run_and_the_scenarios_index() -> None:
     assert job_key("run0-20260101", 12) == "run0-20260101:12"
+
+
+async def test_fail_fast_takes_the_scenarios_not_yet_started_off_the_queue(
+    redis_server: RedisServer, worker: list[str]
+) -> None:
+    # The slow agent takes about a second a scenario: the failure of the first is heard
+    # long before the worker could have taken all the others.
+    failing = SUITE / "redelivered_confirm_books_once.yaml"
+    others = [
+        "cancel_booking",
+        "change_proposed_time",
+        "confirm_by_typing_yes",
+        "happy_confirm_button",
+    ]
+    scenarios = load_scenarios([failing, *(SUITE / f"{name}.yaml" for name in others)])
+    assert len(scenarios) == 5
+    options = RunOptions(
+        target="tests.harness.suites.slow_agent:slow_agent",
+        agent_settings={"BOOKING_REGRESSIONS": "no_dedupe"},
+        fail_fast=True,
+    )
+    run = await asyncio.wait_for(run_distributed(Runner(options), scenarios, redis_server.url), 60)
+    assert run.scenarios[0].status == "failed"
+    assert 1 <= len(run.scenarios) < len(scenarios)
+    queue = await open_queue(redis_server.url)
+    try:
+        assert await queue.count("queued") == 0
+    finally:
+        await queue.disconnect()
+
+
+async def test_a_job_aborted_by_the_sweep_with_attempts_left_waits_for_its_next_attempt(
+    redis_server: RedisServer,
+) -> None:
+    # The queue's sweep may take a job just handed out for a lost one: it aborts it, then
+    # hands it out again. The abort is not the scenario's result; the next attempt's is.
+    from saq.job import Status
+
+    scenarios = load_scenarios([SUITE / "cancel_booking.yaml"])
+    run = asyncio.create_task(run_distributed(Runner(OPTIONS), scenarios, redis_server.url))
+    queue = await open_queue(redis_server.url)
+    try:
+        job = await queue.dequeue(timeout=10)
+        assert job is not None
+        job.attempts = 1
+        await job.finish(Status.ABORTED, error="swept")
+        await asyncio.sleep(1.5)  # the coordinator has heard of it, and read it back
+        assert not run.done()
+        await queue.retry(job, "swept")
+        again = await queue.dequeue(timeout=10)
+        assert again is not None
+        played = ScenarioJob.from_kwargs(again.kwargs or {})
+        result = await asyncio.to_thread(
+            asyncio.run, Runner(OPTIONS).run_scenario(played.scenario(), namespace=again.key)
+        )
+        await again.finish(Status.COMPLETE, result=result.model_dump(mode="json"))
+        done = await asyncio.wait_for(run, 30)
+    finally:
+        await queue.disconnect()
+    assert [r.status for r in done.scenarios] == ["passed"]
