@@ -327,8 +327,15 @@ async def _play(
             f"(harness worker --broker URL)"
         )
 
+    def idle(seconds: float) -> None:
+        click.echo(
+            f"no worker has taken a scenario in {seconds:g}s: is one running? "
+            f"harness worker --broker {safe_broker_url(broker_url)}",
+            err=True,
+        )
+
     return await run_distributed(
-        runner, scenarios, broker_url, on_result=on_result, on_queued=queued
+        runner, scenarios, broker_url, on_result=on_result, on_queued=queued, on_idle=idle
     )
 
 

@@ -53,6 +53,8 @@ _POLL: Final = 1.0
 # Seconds an aborted job that has attempts left may wait to be handed out again (the
 # sweep that aborted it waits up to 5 s for the job to answer, then queues it).
 _RETRY_WAIT: Final = 30.0
+# Seconds without a job taken after which the run says that no worker may be running.
+_IDLE: Final = 10.0
 # Jobs queued at once (each is one round trip to the broker).
 _BATCH: Final = 50
 
@@ -64,10 +66,13 @@ async def run_distributed(
     *,
     on_result: Callable[[ScenarioResult], None] | None = None,
     on_queued: Callable[[int], None] | None = None,
+    on_idle: Callable[[float], None] | None = None,
 ) -> RunResult:
     """Run ``scenarios`` on the workers that serve ``broker_url``; results in the scenarios' order.
 
-    ``on_queued`` hears how many jobs were queued, once they are; ``on_result``
+    ``on_idle`` hears, once, that no worker has taken a job for that many seconds
+    after they were queued (none may be running). ``on_queued`` hears how many
+    jobs were queued, once they are; ``on_result``
     hears each scenario's result as it arrives.
     """
     options = runner.options
@@ -95,7 +100,7 @@ async def run_distributed(
                 )
             if on_queued is not None:
                 on_queued(len(jobs))
-            await collector.collect()
+            await collector.collect(on_idle)
     finally:
         await queue.disconnect()
     return RunResult(
@@ -168,8 +173,12 @@ class _Collector:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await listener
 
-    async def collect(self) -> None:
+    async def collect(self, on_idle: Callable[[float], None] | None = None) -> None:
         """Until every scenario has its result (or, stopped early, every running one)."""
+        from saq.job import Status
+
+        queued = time.monotonic()
+        taken = False
         while self.pending:
             try:
                 keys = [await asyncio.wait_for(self.heard.get(), _POLL)]
@@ -177,7 +186,12 @@ class _Collector:
                     keys.append(self.heard.get_nowait())
             except TimeoutError:
                 keys = [job_key(self.run_id, i) for i in sorted(self.pending)]
-            for job in await self.queue.jobs(keys):
+            jobs = await self.queue.jobs(keys)
+            taken = taken or any(j is not None and j.status != Status.QUEUED for j in jobs)
+            if not taken and on_idle is not None and time.monotonic() - queued > _IDLE:
+                on_idle(_IDLE)
+                on_idle = None
+            for job in jobs:
                 if job is not None:
                     await self._finished(job)
 

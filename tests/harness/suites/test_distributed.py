@@ -212,3 +212,29 @@ async def test_a_job_aborted_by_the_sweep_with_attempts_left_waits_for_its_next_
     finally:
         await queue.disconnect()
     assert [r.status for r in done.scenarios] == ["passed"]
+
+
+@pytest.mark.slow
+async def test_a_run_that_no_worker_serves_says_so_once(redis_server: RedisServer) -> None:
+    said: list[float] = []
+    told = asyncio.Event()
+
+    def idle(seconds: float) -> None:
+        said.append(seconds)
+        told.set()
+
+    run = asyncio.create_task(
+        run_distributed(
+            Runner(OPTIONS),
+            load_scenarios([SUITE / "cancel_booking.yaml"]),
+            redis_server.url,
+            on_idle=idle,
+        )
+    )
+    try:
+        await asyncio.wait_for(told.wait(), 30)
+        await asyncio.sleep(2)  # and only once
+    finally:
+        run.cancel()
+        await asyncio.gather(run, return_exceptions=True)
+    assert said == [10.0]
