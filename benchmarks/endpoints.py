@@ -12,28 +12,39 @@ so that a busy moment slows them alike, best round of each:
 * bare SDK: the same SDK against a loopback app that answers every request
   with one canned message, no recorder at all: the HTTP and SDK floor.
 
-The endpoint's figure is set against both: against the bare SDK it is what
-the endpoint itself adds (parsing, keying, the lookup, writing the answer);
-against in-process it is what an agent pays for needing no harness code.
-vcrpy is left out: it is not a dependency, and both installed SDKs talk
-through ``httpx2``, which its ``httpx`` patches may not reach.
+* vcrpy: the same SDK replaying a cassette of the same 20 calls, recorded
+  first through vcrpy from the endpoint, matched on method, URL and body
+  (the body is what tells the 20 calls apart, as the endpoint's key does).
+  The cassette is parsed once and kept in memory, so a round times the
+  calls, not the YAML loading.
+
+The endpoint's figure is set against the others: against the bare SDK it is
+what the endpoint itself adds (parsing, keying, the lookup, writing the
+answer); against in-process it is what an agent pays for needing no harness
+code; against vcrpy it is the cost next to the usual way of replaying HTTP
+in Python tests. Each round times every path once; the figures are the
+median and range over rounds, of times and of each round's ratios.
+vcrpy is a development dependency (``pip install -e ".[dev]"``).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 if __package__ in (None, ""):  # run as a script: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import anthropic
+import vcr
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -123,7 +134,30 @@ def canned_app() -> Starlette:
     return Starlette(routes=[Route("/v1/messages", messages, methods=["POST"])])
 
 
-async def measure(rounds: int) -> dict[str, float]:
+class _ParsedOnce:
+    """A vcrpy persister that parses each cassette file once and keeps it."""
+
+    parsed: ClassVar[dict[str, Any]] = {}
+
+    @classmethod
+    def load_cassette(cls, cassette_path: str, serializer: Any) -> Any:
+        from vcr.persisters.filesystem import FilesystemPersister
+
+        if cassette_path not in cls.parsed:
+            cls.parsed[cassette_path] = FilesystemPersister.load_cassette(cassette_path, serializer)
+        return cls.parsed[cassette_path]
+
+    @staticmethod
+    def save_cassette(cassette_path: str, cassette_dict: Any, serializer: Any) -> None:
+        from vcr.persisters.filesystem import FilesystemPersister
+
+        FilesystemPersister.save_cassette(cassette_path, cassette_dict, serializer)
+
+
+PATHS = ("in-process recorder", "endpoint (SDK)", "vcrpy (SDK)", "bare SDK round trip")
+
+
+async def measure(rounds: int) -> dict[str, list[float]]:
     requests = conversation()
     recorded = records(requests)
     current: list[Recording] = [Recording(mode=RecordMode.REPLAY, llm_records=recorded)]
@@ -132,14 +166,23 @@ async def measure(rounds: int) -> dict[str, float]:
         return current[0], None
 
     endpoint = ModelEndpoint(seat)
-    best = {"in-process recorder": float("inf"), "endpoint (SDK)": float("inf")}
-    best["bare SDK round trip"] = float("inf")
+    times: dict[str, list[float]] = {name: [] for name in PATHS}
+    cassette = str(Path(tempfile.mkdtemp(prefix="bench-vcr-")) / "conversation.yaml")
+    match_on = ("method", "scheme", "host", "port", "path", "query", "body")
+    recorder = vcr.VCR(record_mode="all", match_on=match_on)
+    recorder.register_persister(_ParsedOnce)
+    player = vcr.VCR(record_mode="none", match_on=match_on)
+    player.register_persister(_ParsedOnce)
     async with (
         BackgroundServer(Starlette(routes=endpoint.routes())) as served,
         BackgroundServer(canned_app()) as bare,
         anthropic.AsyncAnthropic(base_url=served.url, api_key="benchmark") as via_endpoint,
         anthropic.AsyncAnthropic(base_url=bare.url, api_key="benchmark") as via_bare,
     ):
+        with recorder.use_cassette(cassette):
+            for body in requests:
+                await via_endpoint.messages.create(**body)
+        current[0] = Recording(mode=RecordMode.REPLAY, llm_records=recorded)
 
         async def in_process() -> None:
             client = RecordingLLMClient(None, RecordMode.REPLAY, records=recorded)
@@ -153,6 +196,14 @@ async def measure(rounds: int) -> dict[str, float]:
             assert not current[0].divergences, current[0].divergences
             assert not current[0].unused(), "the endpoint skipped recorded calls"
 
+        async def through_vcrpy() -> None:
+            with player.use_cassette(cassette) as played:
+                for turn, body in enumerate(requests):
+                    message = await via_endpoint.messages.create(**body)
+                    expected = answer(turn).text
+                    assert message.content[0].text == expected, "vcrpy played a wrong answer"
+                assert played.all_played, "vcrpy skipped recorded calls"
+
         async def bare_sdk() -> None:
             for body in requests:
                 await via_bare.messages.create(**body)
@@ -160,13 +211,20 @@ async def measure(rounds: int) -> dict[str, float]:
         paths = {
             "in-process recorder": in_process,
             "endpoint (SDK)": through_endpoint,
+            "vcrpy (SDK)": through_vcrpy,
             "bare SDK round trip": bare_sdk,
         }
         for _ in range(rounds):
             for name, path in paths.items():
-                best[name] = min(best[name], await per_call(path))
+                times[name].append(await per_call(path))
     await endpoint.aclose()
-    return best
+    return times
+
+
+def spread(values: list[float], scale: float = 1.0) -> str:
+    """Median (min-max), three significant digits."""
+    middle = statistics.median(values) * scale
+    return f"{middle:.3g} ({min(values) * scale:.3g}-{max(values) * scale:.3g})"
 
 
 def main() -> None:
@@ -174,13 +232,17 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer rounds")
     args = parser.parse_args()
     rounds = 5 if args.quick else 30
-    best = asyncio.run(measure(rounds))
-    print(f"a {CALLS}-call conversation replayed, best of {rounds} rounds, per call")
-    print(f"{'path':<24} {'us/call':>10} {'x in-process':>13} {'x bare SDK':>11}")
-    for name, seconds in best.items():
-        inproc = seconds / best["in-process recorder"]
-        bare = seconds / best["bare SDK round trip"]
-        print(f"{name:<24} {seconds * 1e6:>10.0f} {inproc:>13.1f} {bare:>11.2f}")
+    times = asyncio.run(measure(rounds))
+    print(f"a {CALLS}-call conversation replayed, {rounds} rounds, per call: median (min-max)")
+    print(f"{'path':<22} {'us/call':>22} {'x in-process':>20} {'x vcrpy':>18} {'x bare SDK':>18}")
+    for name in PATHS:
+        row = times[name]
+        ratios = [
+            [a / b for a, b in zip(row, times[base], strict=True)]
+            for base in ("in-process recorder", "vcrpy (SDK)", "bare SDK round trip")
+        ]
+        cells = " ".join(f"{spread(r):>19}" for r in ratios)
+        print(f"{name:<22} {spread(row, 1e6):>22} {cells}")
 
 
 if __name__ == "__main__":

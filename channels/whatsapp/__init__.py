@@ -129,6 +129,8 @@ if TYPE_CHECKING:
     from channels.whatsapp.sends import graph_error_for as graph_error_for
     from channels.whatsapp.sends import send_schemas as send_schemas
     from channels.whatsapp.server import *
+    from channels.whatsapp.shared import *
+    from channels.whatsapp.shared_media import *
     from channels.whatsapp.signing import *
     from channels.whatsapp.simulator import *
     from channels.whatsapp.simuser import *
@@ -136,6 +138,7 @@ if TYPE_CHECKING:
     from channels.whatsapp.summary import *
     from channels.whatsapp.timekeeping import *
     from channels.whatsapp.transport import *
+    from channels.whatsapp.url_target import *
     from channels.whatsapp.validation import *
     from channels.whatsapp.window import *
 
@@ -223,7 +226,7 @@ _OWNERS: dict[str, str] = {
     "MESSAGE_MODELS": "channels.whatsapp.sends",
     "MESSAGE_TYPES": "channels.whatsapp.validation",
     "META_GRAPH_URL": "channels.whatsapp.proxy_settings",
-    "META_USER_AGENT": "channels.whatsapp.delivery",
+    "META_USER_AGENT": "channels.whatsapp.url_target",
     "MediaDownloadError": "channels.whatsapp.errors",
     "MediaStore": "channels.whatsapp.media",
     "MediaUploadError": "channels.whatsapp.errors",
@@ -246,7 +249,7 @@ _OWNERS: dict[str, str] = {
     "PendingUpdate": "channels.whatsapp.delivery",
     "PermissionDenied": "channels.whatsapp.errors",
     "PolicyBlocked": "channels.whatsapp.errors",
-    "PostResult": "channels.whatsapp.delivery",
+    "PostResult": "channels.whatsapp.url_target",
     "Pricing": "channels.whatsapp.statuses",
     "Profile": "channels.whatsapp.envelope",
     "ProxyRecorder": "channels.whatsapp.proxy_record",
@@ -318,7 +321,7 @@ _OWNERS: dict[str, str] = {
     "UnsupportedMessage": "channels.whatsapp.messages",
     "UnsupportedMessageType": "channels.whatsapp.errors",
     "Update": "channels.whatsapp.envelope",
-    "UrlTarget": "channels.whatsapp.delivery",
+    "UrlTarget": "channels.whatsapp.url_target",
     "UserMessages": "channels.whatsapp.composing",
     "VERSION_PATTERN": "channels.whatsapp.openapi",
     "ValidatedSend": "channels.whatsapp.validation",
@@ -354,6 +357,7 @@ _OWNERS: dict[str, str] = {
     "create_graph_app": "channels.whatsapp.graph",
     "create_proxy_app": "channels.whatsapp.proxy",
     "document": "channels.whatsapp.messages",
+    "elapsed_ms": "channels.whatsapp.url_target",
     "error_envelope": "channels.whatsapp.errors",
     "error_object": "channels.whatsapp.errors",
     "error_response": "channels.whatsapp.openapi",
@@ -424,6 +428,14 @@ _OWNERS: dict[str, str] = {
     "Retention": "channels.whatsapp.retention",
     "RetentionPolicy": "channels.whatsapp.retention_policy",
     "SERVE_RETENTION": "channels.whatsapp.retention_policy",
+    "LogWindow": "channels.whatsapp.shared",
+    "SharedMeta": "channels.whatsapp.shared",
+    "decode_events": "channels.whatsapp.shared",
+    "decode_sends": "channels.whatsapp.shared",
+    "open_shared": "channels.whatsapp.shared",
+    "SharedMediaStore": "channels.whatsapp.shared_media",
+    "media_record": "channels.whatsapp.shared_media",
+    "media_id_in": "channels.whatsapp.media",
     "Snapshot": "channels.whatsapp.retention",
     "Window": "channels.whatsapp.retention",
 }

@@ -1,8 +1,8 @@
 """Webhook delivery: how Meta's POSTs reach the agent, retried and faulted.
 
 A :class:`WebhookTarget` is the agent's webhook, in-process (an ASGI app
-through ``httpx.ASGITransport``) or at a URL. :class:`Deliverer` schedules
-each update on the virtual clock, applies the fault profile (latency,
+called directly) or at a URL (:mod:`channels.whatsapp.url_target`).
+:class:`Deliverer` schedules each update on the virtual clock, applies the fault profile (latency,
 reordering, batching, duplicates), signs the bytes once and sends those
 bytes, retries a delivery that was not answered with 200 on Meta's schedule,
 and reports every attempt. Every request goes out with Meta's ``User-Agent``;
@@ -17,52 +17,29 @@ import itertools
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol
 from urllib.parse import urlencode
 
-import httpx
-
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.envelope import batch_webhooks
 from channels.whatsapp.faults import FaultDice
 from channels.whatsapp.signing import SIGNATURE_HEADER, SignedBody
+from channels.whatsapp.url_target import META_USER_AGENT, PostResult, elapsed_ms
 from harness.clock import Clock
 from harness.exceptions import HandshakeError
-from harness.inflight import BusyTransport
 from harness.redaction import REDACTED
 from harness.trace import DeliveryAttempt, Event, Verification
 
 __all__ = [
-    "META_USER_AGENT",
     "AsgiTarget",
     "Deliverer",
     "PendingUpdate",
-    "PostResult",
-    "UrlTarget",
     "WebhookTarget",
     "handshake",
 ]
-
-#: The ``User-Agent`` of Meta's webhook requests (the handshake's GET and every POST).
-META_USER_AGENT = "facebookexternalua"
-
-
-@dataclass(frozen=True, slots=True)
-class PostResult:
-    """How the agent answered one POST: a status code, or an error when none came."""
-
-    status_code: int | None
-    error: str | None
-    latency_ms: float
-    body: bytes = b""
-
-    @property
-    def reached(self) -> bool:
-        """True when the bytes reached the agent (it answered, or timed out after reading)."""
-        return self.status_code is not None or self.error == "timeout"
 
 
 class WebhookTarget(Protocol):
@@ -81,55 +58,6 @@ class WebhookTarget(Protocol):
     async def aclose(self) -> None:
         """Release the connection pool."""
         ...
-
-
-class _HttpxTarget:
-    def __init__(
-        self,
-        client: httpx.AsyncClient,
-        url: str,
-        timeout: float,
-        headers: Mapping[str, str] | None = None,
-    ) -> None:
-        self._client = client
-        self._url = url
-        self._timeout = timeout
-        self._headers = {"User-Agent": META_USER_AGENT, **(headers or {})}
-        self.description = url
-
-    async def post(self, body: SignedBody) -> PostResult:
-        started = time.perf_counter()
-        try:
-            response = await self._client.post(
-                self._url,
-                content=body.body,
-                headers={**self._headers, **body.headers()},
-                timeout=self._timeout,
-            )
-        except httpx.TimeoutException:
-            return PostResult(None, "timeout", _ms(started))
-        except httpx.TransportError as exc:
-            return PostResult(None, f"{type(exc).__name__}: {exc}", _ms(started))
-        return PostResult(response.status_code, None, _ms(started), response.content)
-
-    async def get(self, params: dict[str, str]) -> tuple[int, str]:
-        try:
-            response = await self._client.get(
-                self._url, params=params, headers=self._headers, timeout=self._timeout
-            )
-        except httpx.TransportError as exc:
-            raise HandshakeError(
-                f"webhook {self.description} could not be reached for the verification "
-                f"handshake: {type(exc).__name__}: {exc}"
-            ) from exc
-        return response.status_code, response.text
-
-    async def aclose(self) -> None:
-        await self._client.aclose()
-
-
-def _ms(started: float) -> float:
-    return round((time.perf_counter() - started) * 1000.0, 3)
 
 
 class AsgiTarget:
@@ -164,7 +92,7 @@ class AsgiTarget:
             (b"content-length", str(len(body.body)).encode()),
         ]
         status, answer = await self._call("POST", headers, b"", body.body)
-        return PostResult(status, None, _ms(started), answer)
+        return PostResult(status, None, elapsed_ms(started), answer)
 
     async def get(self, params: dict[str, str]) -> tuple[int, str]:
         """Call the app with a GET and ``params`` (the verification handshake)."""
@@ -218,16 +146,6 @@ class AsgiTarget:
         finally:
             done.set()
         return status, b"".join(chunks)
-
-
-class UrlTarget(_HttpxTarget):
-    """An agent listening at a URL (a staging deployment, or a local server)."""
-
-    def __init__(
-        self, url: str, *, timeout: float = 10.0, headers: Mapping[str, str] | None = None
-    ) -> None:
-        # The agent works in real time: the virtual clock waits while a POST is on the wire.
-        super().__init__(httpx.AsyncClient(transport=BusyTransport()), url, timeout, headers)
 
 
 async def handshake(

@@ -26,8 +26,8 @@ from typing import Final
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from channels.whatsapp.delivery import UrlTarget
 from channels.whatsapp.simulator import WhatsAppSimulator
+from channels.whatsapp.url_target import UrlTarget
 from harness.clock import DEFAULT_START, VirtualClock
 from harness.remote import (
     SCENARIO_HEADER,

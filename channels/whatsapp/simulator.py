@@ -17,7 +17,7 @@ import asyncio
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from starlette.routing import BaseRoute
@@ -30,7 +30,6 @@ from channels.whatsapp.delivery import (
     AsgiTarget,
     Deliverer,
     PendingUpdate,
-    UrlTarget,
     WebhookTarget,
     handshake,
 )
@@ -52,6 +51,7 @@ from channels.whatsapp.retention import Retention, RetentionPolicy
 from channels.whatsapp.simuser import SentMessage, SimUser
 from channels.whatsapp.summary import interactive_options, message_reply_id, message_text
 from channels.whatsapp.timekeeping import Timekeeping
+from channels.whatsapp.url_target import UrlTarget
 from channels.whatsapp.validation import TemplateRegistry
 from channels.whatsapp.window import SessionWindows
 from harness.clock import Clock, VirtualClock
@@ -62,6 +62,9 @@ from harness.trace import (
     Event,
     InboundMessage,
 )
+
+if TYPE_CHECKING:
+    from channels.whatsapp.shared import SharedMeta
 
 __all__ = ["WhatsAppSimulator"]
 
@@ -152,6 +155,8 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
         self._remote = False
         #: What the simulator keeps of the past, and the absolute indices of its logs.
         self.retention = Retention(self, retention)
+        #: The state shared with other processes through Redis, once attached (``serve --redis``).
+        self.shared: SharedMeta | None = None
 
     # -- wiring -------------------------------------------------------------
 
@@ -225,6 +230,8 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
         if self._sink is not None:
             self._sink(event)
         self.retention.noted(event)
+        if self.shared is not None:
+            self.shared.event_recorded(event)
 
     # -- users ------------------------------------------------------------------
 
@@ -251,11 +258,16 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
         if not name:
             name = _profile_name(wa_id or user_id)
         user = SimUser(wa_id=wa_id, user_id=user_id, name=name, on_whatsapp=on_whatsapp)
+        self._keep_user(user)
+        if self.shared is not None:
+            self.shared.user_added(user)
+        return user
+
+    def _keep_user(self, user: SimUser) -> None:
         self._users[user.key] = user
         if user.wa_id is not None:
             self._users[user.wa_id] = user
         self._users[user.user_id] = user
-        return user
 
     def user(self, key: str) -> SimUser:
         """A registered user by wa_id or BSUID."""
@@ -354,6 +366,9 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
         )
         self._inbound[wamid] = (who, payload)
         self._burst_of[wamid] = burst or f"burst-{next(self._burst_ids)}"
+        if self.shared is not None:  # in Redis before the agent hears of the wamid
+            self.shared.inbound_added(wamid, who.key, payload, self._burst_of[wamid])
+            await self.shared.flush()
         if self.on_inbound is not None:
             self.on_inbound(wamid)
         self._last_inbound[who.key] = wamid

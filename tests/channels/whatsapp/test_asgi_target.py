@@ -9,8 +9,9 @@ from typing import Any
 import httpx
 import pytest
 
-from channels.whatsapp.delivery import META_USER_AGENT, AsgiTarget
+from channels.whatsapp.delivery import AsgiTarget
 from channels.whatsapp.signing import SignedBody
+from channels.whatsapp.url_target import META_USER_AGENT
 
 
 class Seen:

@@ -11,9 +11,9 @@ import pytest
 
 from channels.whatsapp.channel import WhatsAppChannel
 from channels.whatsapp.config import SimulatorConfig
-from channels.whatsapp.delivery import META_USER_AGENT
 from channels.whatsapp.server import BackgroundServer
 from channels.whatsapp.simulator import WhatsAppSimulator
+from channels.whatsapp.url_target import META_USER_AGENT
 from harness.channel import ChannelSetup, UserSpec
 from harness.clock import VirtualClock
 from harness.exceptions import HandshakeError
