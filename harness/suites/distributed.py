@@ -170,8 +170,10 @@ class _Collector:
             yield
         finally:
             listener.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await listener
+            # Bounded: redis-py can swallow a cancellation that lands mid-command.
+            await asyncio.wait([listener], timeout=2)
+            if listener.done() and not listener.cancelled():
+                listener.exception()  # read, so that asyncio does not report it unread
 
     async def collect(self, on_idle: Callable[[float], None] | None = None) -> None:
         """Until every scenario has its result (or, stopped early, every running one)."""

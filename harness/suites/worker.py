@@ -39,6 +39,8 @@ __all__ = ["run_worker", "worker_name"]
 _RUNNERS: dict[str, Runner] = {}
 _KEPT_RUNNERS = 8
 _RUNNERS_LOCK = threading.Lock()
+# Seconds a finished scenario waits for its heartbeat's last touch of the job.
+_BEAT_STOP = 5.0
 # Seconds a --burst worker waits on an empty queue before it stops.
 _BURST_IDLE = 2.0
 
@@ -72,15 +74,17 @@ async def run_worker(
 
     async def run_scenario(ctx: Context, **kwargs: Any) -> dict[str, Any]:
         job = ctx["job"]
-        beat = asyncio.create_task(_beat(job, heartbeat))
+        played = asyncio.Event()
+        beat = asyncio.create_task(_beat(job, heartbeat, played))
         try:
             scenario_job = ScenarioJob.from_kwargs(kwargs)
             say(f"started {job.key} (attempt {job.attempts})")
             result = await asyncio.to_thread(_play, scenario_job, me)
         finally:
-            beat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await beat
+            # Told, not cancelled: redis-py can swallow a cancellation that lands in the
+            # middle of a command, and a heartbeat that went on would hold the job forever.
+            played.set()
+            await asyncio.wait([beat], timeout=_BEAT_STOP)
         say(f"{result.status} {job.key} {result.name} ({result.duration_s:.2f}s)")
         return result.model_dump(mode="json")
 
@@ -106,12 +110,14 @@ async def run_worker(
         await queue.disconnect()
 
 
-async def _beat(job: Job, heartbeat: float) -> None:
-    """Keep ``job`` alive in the queue's eyes while it runs here."""
+async def _beat(job: Job, heartbeat: float, played: asyncio.Event) -> None:
+    """Keep ``job`` alive in the queue's eyes until its scenario has been ``played``."""
     await job.update(heartbeat=max(1, round(heartbeat)))
-    while True:
-        await asyncio.sleep(heartbeat / 4)
-        await job.update()
+    while not played.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(played.wait(), heartbeat / 4)
+        if not played.is_set():
+            await job.update()
 
 
 def _play(job: ScenarioJob, me: str) -> ScenarioResult:
