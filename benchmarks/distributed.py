@@ -146,7 +146,8 @@ async def measure(runs: int, rounds: int) -> None:
                 seconds[name].append(elapsed)
                 ratios[name].append(elapsed / timed[0][0])
             # Each round as it ends, so that a long benchmark shows its progress.
-            print("round:", ", ".join(f"{n} {t:.1f}s" for n, (t, _) in zip(names, timed)))
+            figures = zip(names, timed, strict=True)
+            print("round:", ", ".join(f"{n} {t:.1f}s" for n, (t, _) in figures), flush=True)
     print(
         f"{runs} scenario runs of the bundled suite, {rounds} interleaved rounds, "
         f"{os.cpu_count()} cores: median (min–max)"
