@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from channels.whatsapp.ids import *
     from channels.whatsapp.latency import *
     from channels.whatsapp.limits import *
+    from channels.whatsapp.load_cli import *
     from channels.whatsapp.media import *
     from channels.whatsapp.messages import Audio as Audio
     from channels.whatsapp.messages import AudioMessage as AudioMessage
@@ -378,6 +379,7 @@ _OWNERS: dict[str, str] = {
     "latest_quoted": "channels.whatsapp.attribution",
     "list_reply": "channels.whatsapp.messages",
     "load_json": "channels.whatsapp.payloads",
+    "load_command": "channels.whatsapp.load_cli",
     "location": "channels.whatsapp.messages",
     "media_kind": "channels.whatsapp.media",
     "message_reply_id": "channels.whatsapp.summary",
