@@ -254,6 +254,7 @@ NOT_RE_EXPORTED = {
     "harness.cli.logs",
     "harness.__main__",
     "harness.cli.run",
+    "harness.cli.worker",
     "harness.pytest_plugin.plugin",
     "harness.cli.schema",
     "harness.cli.judging",

@@ -49,6 +49,7 @@ BUILTIN_COMMANDS: dict[str, str] = {
     "run": "harness.cli.run:run_command",
     "schema": "harness.cli.schema:schema_command",
     "ui": "harness.cli.ui:ui_command",
+    "worker": "harness.cli.worker:worker_command",
 }
 
 

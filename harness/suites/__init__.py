@@ -16,10 +16,12 @@ from harness.lazy import lazy_names
 if TYPE_CHECKING:
     from harness.suites.builtin_invariants import *
     from harness.suites.dates import *
+    from harness.suites.distributed import *
     from harness.suites.expectations import *
     from harness.suites.explorer import *
     from harness.suites.fit import *
     from harness.suites.invariants import *
+    from harness.suites.jobs import *
     from harness.suites.keywords import *
     from harness.suites.messages import LABEL_PATTERN as LABEL_PATTERN
     from harness.suites.messages import SEND_SCHEMA as SEND_SCHEMA
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from harness.suites.messages import check_send as check_send
     from harness.suites.messages import references as references
     from harness.suites.preflight import *
+    from harness.suites.queue import *
     from harness.suites.realtime import *
     from harness.suites.registry import *
     from harness.suites.reproduce import *
@@ -41,10 +44,28 @@ if TYPE_CHECKING:
     from harness.suites.store_watch import *
     from harness.suites.target import *
     from harness.suites.transcript import *
+    from harness.suites.worker import *
     from harness.suites.yamlpos import *
 
 #: The module that owns each public name.
 _OWNERS: dict[str, str] = {
+    "JOB_FUNCTION": "harness.suites.jobs",
+    "ScenarioJob": "harness.suites.jobs",
+    "decode_options": "harness.suites.jobs",
+    "encode_options": "harness.suites.jobs",
+    "job_key": "harness.suites.jobs",
+    "result_from_json": "harness.suites.jobs",
+    "ATTEMPTS": "harness.suites.queue",
+    "DEFAULT_HEARTBEAT": "harness.suites.queue",
+    "QUEUE_NAME": "harness.suites.queue",
+    "check_broker_url": "harness.suites.queue",
+    "open_queue": "harness.suites.queue",
+    "safe_broker_url": "harness.suites.queue",
+    "JOB_TIMEOUT": "harness.suites.distributed",
+    "RESULT_TTL": "harness.suites.distributed",
+    "run_distributed": "harness.suites.distributed",
+    "run_worker": "harness.suites.worker",
+    "worker_name": "harness.suites.worker",
     "ACTIONS": "harness.suites.steps",
     "BaseStep": "harness.suites.steps",
     "BoundInvariant": "harness.suites.invariants",
