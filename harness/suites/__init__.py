@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from harness.suites.dates import *
     from harness.suites.expectations import *
     from harness.suites.fit import *
+    from harness.suites.invariant_ref import *
     from harness.suites.invariants import *
     from harness.suites.keywords import *
     from harness.suites.messages import LABEL_PATTERN as LABEL_PATTERN
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
     from harness.suites.scenario import *
     from harness.suites.selection import *
     from harness.suites.sending import *
+    from harness.suites.simulate_step import *
+    from harness.suites.step_union import *
     from harness.suites.steps import *
     from harness.suites.store_watch import *
     from harness.suites.target import *
@@ -43,15 +46,19 @@ if TYPE_CHECKING:
 
 #: The module that owns each public name.
 _OWNERS: dict[str, str] = {
-    "ACTIONS": "harness.suites.steps",
+    "ACTIONS": "harness.suites.step_union",
+    "AgendaItem": "harness.suites.simulate_step",
     "BaseStep": "harness.suites.steps",
+    "Behaviour": "harness.suites.simulate_step",
     "BoundInvariant": "harness.suites.invariants",
+    "ChangeMind": "harness.suites.simulate_step",
     "ChannelFit": "harness.suites.fit",
     "DEFAULT_FORMAT": "harness.suites.dates",
     "DEFAULT_GAP": "harness.suites.steps",
     "DEFAULT_PHRASES": "harness.suites.builtin_invariants",
     "DEFAULT_TARGET": "harness.suites.target",
     "DEFAULT_USER": "harness.suites.scenario",
+    "DEFAULT_USER_MODEL": "harness.suites.simulate_step",
     "DateExpression": "harness.suites.dates",
     "Duration": "harness.suites.steps",
     "DurationParam": "harness.suites.registry",
@@ -60,7 +67,7 @@ _OWNERS: dict[str, str] = {
     "Expectation": "harness.suites.steps",
     "Invariant": "harness.suites.registry",
     "InvariantFunction": "harness.suites.registry",
-    "InvariantRef": "harness.suites.scenario",
+    "InvariantRef": "harness.suites.invariant_ref",
     "InvariantSpec": "harness.suites.invariants",
     "KeywordExpression": "harness.suites.keywords",
     "LABEL_PATTERN": "harness.suites.messages",
@@ -82,14 +89,17 @@ _OWNERS: dict[str, str] = {
     "Runner": "harness.suites.runner",
     "SEND_SCHEMA": "harness.suites.messages",
     "STATUSES": "harness.suites.steps",
-    "STEP_TAGS": "harness.suites.steps",
-    "STEP_TYPES": "harness.suites.steps",
+    "STEP_TAGS": "harness.suites.step_union",
+    "STEP_TYPES": "harness.suites.step_union",
     "SayStep": "harness.suites.steps",
     "Scenario": "harness.suites.scenario",
     "ScenarioPart": "harness.suites.steps",
     "SendStep": "harness.suites.steps",
+    "Silences": "harness.suites.simulate_step",
+    "SimulateStep": "harness.suites.simulate_step",
+    "Simulation": "harness.suites.simulate_step",
     "SpecLike": "harness.suites.invariants",
-    "Step": "harness.suites.steps",
+    "Step": "harness.suites.step_union",
     "TapStep": "harness.suites.steps",
     "ToolExpectation": "harness.suites.steps",
     "Transcript": "harness.suites.transcript",
@@ -151,7 +161,7 @@ _OWNERS: dict[str, str] = {
     "settings_from": "harness.suites.target",
     "shortest_reproduction": "harness.suites.reproduce",
     "started_on": "harness.suites.expectations",
-    "step_action": "harness.suites.steps",
+    "step_action": "harness.suites.step_union",
     "step_message": "harness.suites.sending",
     "unobserved": "harness.suites.invariants",
     "watch_outages": "harness.suites.store_watch",
