@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from harness.suites.fit import *
     from harness.suites.invariant_ref import *
     from harness.suites.invariants import *
+    from harness.suites.judge_spec import *
     from harness.suites.keywords import *
     from harness.suites.messages import LABEL_PATTERN as LABEL_PATTERN
     from harness.suites.messages import SEND_SCHEMA as SEND_SCHEMA
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from harness.suites.messages import Reference as Reference
     from harness.suites.messages import check_send as check_send
     from harness.suites.messages import references as references
+    from harness.suites.phone_view import *
     from harness.suites.preflight import *
     from harness.suites.realtime import *
     from harness.suites.registry import *
@@ -36,23 +38,32 @@ if TYPE_CHECKING:
     from harness.suites.scenario import *
     from harness.suites.selection import *
     from harness.suites.sending import *
+    from harness.suites.simulate import *
     from harness.suites.simulate_step import *
     from harness.suites.step_union import *
     from harness.suites.steps import *
     from harness.suites.store_watch import *
     from harness.suites.target import *
     from harness.suites.transcript import *
+    from harness.suites.user_actions import *
+    from harness.suites.user_clients import *
+    from harness.suites.user_model import *
+    from harness.suites.workers import *
     from harness.suites.yamlpos import *
 
 #: The module that owns each public name.
 _OWNERS: dict[str, str] = {
     "ACTIONS": "harness.suites.step_union",
+    "ACT_TOOL": "harness.suites.user_actions",
     "AgendaItem": "harness.suites.simulate_step",
     "BaseStep": "harness.suites.steps",
     "Behaviour": "harness.suites.simulate_step",
     "BoundInvariant": "harness.suites.invariants",
+    "CRITERION_NAME": "harness.suites.judge_spec",
     "ChangeMind": "harness.suites.simulate_step",
     "ChannelFit": "harness.suites.fit",
+    "Choice": "harness.suites.phone_view",
+    "Criterion": "harness.suites.judge_spec",
     "DEFAULT_FORMAT": "harness.suites.dates",
     "DEFAULT_GAP": "harness.suites.steps",
     "DEFAULT_PHRASES": "harness.suites.builtin_invariants",
@@ -60,15 +71,18 @@ _OWNERS: dict[str, str] = {
     "DEFAULT_USER": "harness.suites.scenario",
     "DEFAULT_USER_MODEL": "harness.suites.simulate_step",
     "DateExpression": "harness.suites.dates",
+    "Done": "harness.suites.user_actions",
     "Duration": "harness.suites.steps",
     "DurationParam": "harness.suites.registry",
     "EVENTUAL": "harness.suites.expectations",
     "ExpectStep": "harness.suites.steps",
     "Expectation": "harness.suites.steps",
+    "FRAGMENT_GAP": "harness.suites.simulate",
     "Invariant": "harness.suites.registry",
     "InvariantFunction": "harness.suites.registry",
     "InvariantRef": "harness.suites.invariant_ref",
     "InvariantSpec": "harness.suites.invariants",
+    "JudgeSpec": "harness.suites.judge_spec",
     "KeywordExpression": "harness.suites.keywords",
     "LABEL_PATTERN": "harness.suites.messages",
     "LONGEST_SCENARIO": "harness.suites.scenario",
@@ -81,6 +95,8 @@ _OWNERS: dict[str, str] = {
     "MessageLabels": "harness.suites.messages",
     "NamedSpec": "harness.suites.invariants",
     "ONLY_SUFFIX": "harness.suites.fit",
+    "PROCESS_THRESHOLD": "harness.suites.workers",
+    "PhoneView": "harness.suites.phone_view",
     "REPLY_TYPES": "harness.suites.builtin_invariants",
     "RedeliverStep": "harness.suites.steps",
     "Reference": "harness.suites.messages",
@@ -91,34 +107,46 @@ _OWNERS: dict[str, str] = {
     "STATUSES": "harness.suites.steps",
     "STEP_TAGS": "harness.suites.step_union",
     "STEP_TYPES": "harness.suites.step_union",
+    "SayAction": "harness.suites.user_actions",
     "SayStep": "harness.suites.steps",
     "Scenario": "harness.suites.scenario",
     "ScenarioPart": "harness.suites.steps",
+    "SendMedia": "harness.suites.user_actions",
     "SendStep": "harness.suites.steps",
     "Silences": "harness.suites.simulate_step",
     "SimulateStep": "harness.suites.simulate_step",
     "Simulation": "harness.suites.simulate_step",
     "SpecLike": "harness.suites.invariants",
+    "StandInUser": "harness.suites.user_model",
     "Step": "harness.suites.step_union",
+    "Stretch": "harness.suites.simulate",
+    "TapAction": "harness.suites.user_actions",
     "TapStep": "harness.suites.steps",
     "ToolExpectation": "harness.suites.steps",
     "Transcript": "harness.suites.transcript",
+    "USER_MODELS": "harness.suites.user_clients",
     "User": "harness.suites.scenario",
+    "UserAction": "harness.suites.user_actions",
     "UserStep": "harness.suites.steps",
+    "WaitAction": "harness.suites.user_actions",
     "WaitStep": "harness.suites.steps",
     "YamlDocument": "harness.suites.yamlpos",
     "YamlPath": "harness.suites.yamlpos",
+    "act_tool": "harness.suites.user_actions",
     "action_only_after_confirmation": "harness.suites.builtin_invariants",
     "bind": "harness.suites.invariants",
     "bind_invariants": "harness.suites.preflight",
     "brief": "harness.suites.registry",
+    "brief_of": "harness.suites.user_model",
     "check": "harness.suites.invariants",
     "check_agent_settings": "harness.suites.preflight",
     "check_dates": "harness.suites.dates",
     "check_expectation": "harness.suites.expectations",
     "check_faults": "harness.suites.preflight",
+    "check_media": "harness.suites.simulate",
     "check_send": "harness.suites.messages",
     "check_step_messages": "harness.suites.sending",
+    "check_user_models": "harness.suites.user_clients",
     "constraint_honored": "harness.suites.builtin_invariants",
     "describe": "harness.suites.yamlpos",
     "distinct_user": "harness.suites.realtime",
@@ -127,21 +155,28 @@ _OWNERS: dict[str, str] = {
     "every_inbound_answered": "harness.suites.builtin_invariants",
     "expect_in_time": "harness.suites.realtime",
     "field_name": "harness.suites.yamlpos",
+    "finished": "harness.suites.workers",
     "has_dates": "harness.suites.dates",
     "importable": "harness.suites.target",
+    "inner_user_model": "harness.suites.user_clients",
     "invariant": "harness.suites.registry",
     "load_scenario": "harness.suites.scenario",
     "load_scenarios": "harness.suites.scenario",
     "load_target": "harness.suites.target",
+    "media_message": "harness.suites.simulate",
+    "media_path": "harness.suites.simulate",
     "needs_quiet": "harness.suites.expectations",
     "never_reasks": "harness.suites.builtin_invariants",
     "no_freeform_outside_window": "harness.suites.builtin_invariants",
     "no_repeated_side_effects": "harness.suites.builtin_invariants",
     "one_reply_per_burst": "harness.suites.builtin_invariants",
     "only_channels": "harness.suites.fit",
+    "parse_action": "harness.suites.user_actions",
     "parse_date_expression": "harness.suites.dates",
     "parse_scenario": "harness.suites.scenario",
     "parse_spec": "harness.suites.invariants",
+    "phone_view": "harness.suites.phone_view",
+    "play_simulation": "harness.suites.simulate",
     "read_text": "harness.suites.yamlpos",
     "read_yaml": "harness.suites.yamlpos",
     "references": "harness.suites.messages",
@@ -151,6 +186,7 @@ _OWNERS: dict[str, str] = {
     "reply_text": "harness.suites.expectations",
     "resolve": "harness.suites.invariants",
     "resolve_dates": "harness.suites.dates",
+    "run_elsewhere": "harness.suites.workers",
     "scenario_error": "harness.suites.yamlpos",
     "scenario_json_schema": "harness.suites.scenario",
     "scenario_keywords": "harness.suites.selection",
@@ -164,6 +200,8 @@ _OWNERS: dict[str, str] = {
     "step_action": "harness.suites.step_union",
     "step_message": "harness.suites.sending",
     "unobserved": "harness.suites.invariants",
+    "user_client": "harness.suites.user_clients",
+    "user_request": "harness.suites.user_model",
     "watch_outages": "harness.suites.store_watch",
     "with_dates": "harness.suites.expectations",
     "with_late": "harness.suites.realtime",

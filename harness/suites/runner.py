@@ -55,6 +55,8 @@ from harness.suites.realtime import distinct_user, expect_in_time, with_late
 from harness.suites.reproduce import shortest_reproduction
 from harness.suites.scenario import Scenario
 from harness.suites.sending import check_step_messages, send_step
+from harness.suites.simulate import Stretch, play_simulation
+from harness.suites.simulate_step import SimulateStep
 from harness.suites.steps import (
     ExpectStep,
     LabelledStep,
@@ -67,6 +69,8 @@ from harness.suites.steps import (
 )
 from harness.suites.store_watch import watch_outages
 from harness.suites.target import DEFAULT_TARGET, load_target, settings_from
+from harness.suites.user_clients import check_user_models, user_client
+from harness.suites.workers import PROCESS_THRESHOLD, finished, run_elsewhere
 from harness.trace import Conversation
 
 __all__ = ["RunOptions", "Runner"]
@@ -98,6 +102,10 @@ class RunOptions:
     start: datetime | None = None
     #: Start no scenario after one has failed or errored (those already running finish).
     fail_fast: bool = False
+    #: Who plays the users of ``simulate`` steps: ``stand-in`` (offline, seeded rules) or
+    #: ``anthropic`` (the real model, with ``user_model_key``).
+    user_model: str = "stand-in"
+    user_model_key: str | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -108,6 +116,9 @@ class _Progress:
     turns_after: list[int] = field(default_factory=list)
     skipped: list[Skip] = field(default_factory=list)
     agent_errors: list[str] = field(default_factory=list)
+    stretches: list[Stretch] = field(default_factory=list)
+    seed: int = 0
+    recording: Recording | None = None
 
 
 class Runner:
@@ -204,7 +215,7 @@ class Runner:
 
         processes = min(workers, os.cpu_count() or 1)
         # Starting a worker process costs about a second; it pays off on large suites.
-        many = len(scenarios) >= _PROCESS_THRESHOLD
+        many = len(scenarios) >= PROCESS_THRESHOLD
         # Worker processes are handed every scenario at once: stopping early needs threads.
         stop_early = self.options.fail_fast
         if self.options.target_url is not None:
@@ -221,12 +232,12 @@ class Runner:
             with ProcessPoolExecutor(max_workers=processes, mp_context=context) as pool:
                 futures = [
                     loop.run_in_executor(
-                        pool, _run_elsewhere, self.options, scenario, f"{run_id}:{index}"
+                        pool, run_elsewhere, self.options, scenario, f"{run_id}:{index}"
                     )
                     for index, scenario in enumerate(scenarios)
                 ]
                 for index, future in enumerate(futures):
-                    future.add_done_callback(functools.partial(_finished, index, results, report))
+                    future.add_done_callback(functools.partial(finished, index, results, report))
                 await asyncio.gather(*futures)
         elif workers == 1:
             await work(in_main_loop=True)
@@ -257,6 +268,7 @@ class Runner:
         Raises :class:`~harness.exceptions.ScenarioError` naming the file and
         line of the first problem (see :mod:`harness.suites.preflight`).
         """
+        check_user_models(scenarios, self.options.user_model, self.options.user_model_key)
         if self.plugin.check_message is not None:
             check_step_messages(scenarios, self.plugin.check_message)
         if self.plugin.check_faults is not None:
@@ -367,7 +379,7 @@ class Runner:
             start=self.options.start if self.options.target_url is None else None,
         )
         started = time.perf_counter()
-        progress = _Progress(skipped=fit.skipped)
+        progress = _Progress(skipped=fit.skipped, seed=seed, recording=recording)
         session: ChannelSession | None = None
         error: str | None = None
         conversation = None
@@ -512,6 +524,22 @@ class Runner:
                 await session.wait(step.duration.total_seconds())
                 if real:
                     await session.quiet(self.options.quiet, self.options.expect_timeout)
+            elif isinstance(step, SimulateStep):
+                stretch = await play_simulation(
+                    step,
+                    session=session,
+                    acting=acting,
+                    client=user_client(self.options, progress.recording, session.clock),
+                    seed=progress.seed,
+                    scenario_path=scenario.path,
+                    names=names,
+                    start=start,
+                    quiet=(self.options.quiet, self.options.expect_timeout) if real else None,
+                )
+                progress.violations.extend(stretch.violations)
+                progress.stretches.append(stretch)
+                since, step_at = stretch.since, stretch.step_at or step_at
+                acted = True
             elif isinstance(step, ExpectStep):
                 if real:
                     await expect_in_time(
@@ -548,40 +576,6 @@ class Runner:
         if real:
             # The scenario ends when its agent has gone quiet; what comes later is late.
             await session.quiet(self.options.quiet, self.options.expect_timeout)
-
-
-#: Suites at least this large run in worker processes (smaller ones on threads).
-_PROCESS_THRESHOLD = 100
-
-_WORKER_RUNNERS: dict[int, Runner] = {}
-
-
-def _run_elsewhere(options: RunOptions, scenario: Scenario, namespace: str) -> ScenarioResult:
-    """Run one scenario in a worker process (its runner is built once per process)."""
-    runner = _WORKER_RUNNERS.get(id(options))
-    if runner is None:
-        runner = _WORKER_RUNNERS[id(options)] = Runner(options)
-
-    async def go() -> ScenarioResult:
-        store = open_store(options.store_url)
-        try:
-            return await runner.run_scenario(scenario, store=store, namespace=namespace)
-        finally:
-            await store.close()
-
-    return asyncio.run(go())
-
-
-def _finished(
-    index: int,
-    results: list[ScenarioResult | None],
-    report: Callable[[ScenarioResult], None],
-    done: asyncio.Future[ScenarioResult],
-) -> None:
-    if done.cancelled() or done.exception() is not None:
-        return
-    results[index] = done.result()
-    report(done.result())
 
 
 def _describe(factory: AgentFactory) -> str:

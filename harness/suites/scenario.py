@@ -82,6 +82,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from harness.references import MessageRef
 from harness.suites.invariant_ref import InvariantRef
+from harness.suites.judge_spec import JudgeSpec
 from harness.suites.messages import references
 from harness.suites.step_union import STEP_TAGS, STEP_TYPES, Step, step_action
 from harness.suites.steps import (
@@ -238,6 +239,9 @@ class Scenario(ScenarioPart):
     )
     steps: tuple[Step, ...] = Field(min_length=1)
     invariants: tuple[InvariantRef, ...] = ()
+    judge: JudgeSpec | None = Field(
+        default=None, description="What the judge scores (harness run --judge)."
+    )
     #: The file the scenario was read from (``None`` when built in code).
     path: SkipJsonSchema[Path | None] = None
 
@@ -296,6 +300,8 @@ class Scenario(ScenarioPart):
         data["steps"] = [step.to_data() for step in self.steps]
         if self.invariants:
             data["invariants"] = [invariant.to_data() for invariant in self.invariants]
+        if self.judge is not None:
+            data["judge"] = self.judge.to_data()
         return data
 
     def to_yaml(self) -> str:
