@@ -383,7 +383,16 @@ async def replay_fixture(
     prompts: Mapping[str, str] | None = None,
     agent_settings: Mapping[str, str] | None = None,
 ) -> ReplayResult:
-    """Replay one fixture through the runner's channel and agent, and compare."""
+    """Replay one fixture through the runner's channel and agent, and compare.
+
+    A fixture a simulated user took part in is replayed by playing its scenario
+    again (see :mod:`harness.replay.simulated`).
+    """
+    from harness.replay import simulated  # it builds on this module
+
+    if simulated.is_simulated(_scenario(fixture)):
+        again = simulated.simulated_scenario(fixture)
+        return await simulated.replay_simulated(runner, fixture, again, policy=policy, skew=skew)
     started = time.perf_counter()
     recorded = fixture.conversation
     actions = plan_from_fixture(fixture)

@@ -11,6 +11,7 @@ the users' model sits behind the recording's own users' stream
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, Final, Protocol
 
 from harness.exceptions import ConfigError
@@ -49,6 +50,23 @@ def inner_user_model(kind: str, key: str | None) -> LLMClient:
     raise ConfigError(f"unknown user model {kind!r}; expected one of: {', '.join(USER_MODELS)}")
 
 
+class _Stamps:
+    """The conversation's clock for stamping records, without its sleep.
+
+    A replayed agent's model call takes as long as it took when recorded, on
+    the virtual clock; the simulated user's call is made by the scenario's
+    driver, which is what moves that clock, so it must not wait on it.
+    """
+
+    def __init__(self, clock: Any) -> None:
+        self._clock = clock
+
+    def now(self) -> datetime:
+        """The conversation's time."""
+        moment: datetime = self._clock.now()
+        return moment
+
+
 def user_client(options: _Options, recording: Recording | None, clock: Any) -> LLMClient:
     """The client a simulated stretch talks to: the user model, behind the recording if any."""
     needed = recording is None or recording.mode.value != "replay" or recording.on_miss == "live"
@@ -56,7 +74,7 @@ def user_client(options: _Options, recording: Recording | None, clock: Any) -> L
     if recording is None:
         assert inner is not None  # built above whenever there is no recording
         return inner
-    return recording.user_llm(inner, clock=clock)
+    return recording.user_llm(inner, clock=_Stamps(clock))
 
 
 def check_user_models(scenarios: Sequence[Scenario], kind: str, key: str | None) -> None:
