@@ -1,7 +1,8 @@
 """What a WhatsApp user's phone shows of the agent's messages: the simulated user reads this.
 
 The agent's sends to one user, as the channel's outbox keeps them (each
-:class:`~harness.trace.OutboundSend` holds the Graph API request as sent),
+:class:`~harness.trace.OutboundSend` holds the Graph API request as sent; the
+direct channel's, the reply's text and options),
 become the items a person sees in the chat: texts, reply buttons and list
 rows they can tap, templates, media with their captions, reactions, the
 "typing..." indicator and the blue ticks of a read receipt. A send the
@@ -88,6 +89,14 @@ def _choices(interactive: Mapping[str, Any]) -> list[Choice]:
 def _item(send: OutboundSend) -> tuple[dict[str, JsonValue], list[Choice]]:
     """One message as the phone shows it, and the choices it offers."""
     request: Mapping[str, Any] = send.request
+    options = request.get("options")
+    if isinstance(options, list) and options:  # the direct channel's choices, not Meta's shape
+        offered = [
+            Choice(_text(o.get("id")), _text(o.get("title")))
+            for o in options
+            if isinstance(o, Mapping)
+        ]
+        return {"text": send.text or "", "buttons": [c.title for c in offered]}, offered
     if send.type == "interactive" and isinstance(request.get("interactive"), Mapping):
         interactive = request["interactive"]
         choices = _choices(interactive)
