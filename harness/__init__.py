@@ -80,6 +80,9 @@ if TYPE_CHECKING:
 
 #: The module that owns each public name: each module's whole ``__all__``.
 _OWNERS: dict[str, str] = {
+    "PassRate": "harness.results",
+    "Judgement": "harness.results",
+    "JudgeOutcome": "harness.results",
     "Simulation": "harness.suites.simulate_step",
     "SimulateStep": "harness.suites.simulate_step",
     "Silences": "harness.suites.simulate_step",

@@ -32,21 +32,22 @@ from harness.records import LLMRecord, ToolRecord
 from harness.replay.diff import diff_conversations
 from harness.replay.playback import Policy, ReplayResult, ReplayStatus
 from harness.skew import Skew
+from harness.suites.repeats import is_simulated
 from harness.suites.runner import Runner
 from harness.suites.scenario import Scenario, parse_scenario
-from harness.suites.simulate_step import SimulateStep
 from harness.tape import RecordMode
 from harness.trace import Conversation
 
-__all__ = ["SIMULATED_MEDIA", "is_simulated", "replay_simulated", "user_model_of"]
+__all__ = [
+    "SIMULATED_MEDIA",
+    "is_simulated",
+    "replay_simulated",
+    "simulated_scenario",
+    "user_model_of",
+]
 
 #: Where a fixture keeps the files its simulated users could send, with the scenario beside them.
 SIMULATED_MEDIA: Final = Path("media") / "simulated"
-
-
-def is_simulated(scenario: Scenario | None) -> bool:
-    """True when a simulated user plays part of ``scenario``."""
-    return scenario is not None and any(isinstance(s, SimulateStep) for s in scenario.steps)
 
 
 def user_model_of(fixture: Fixture) -> str:

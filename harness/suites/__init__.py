@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from harness.suites.preflight import *
     from harness.suites.realtime import *
     from harness.suites.registry import *
+    from harness.suites.repeats import *
     from harness.suites.reproduce import *
     from harness.suites.runner import *
     from harness.suites.scenario import *
@@ -160,6 +161,7 @@ _OWNERS: dict[str, str] = {
     "importable": "harness.suites.target",
     "inner_user_model": "harness.suites.user_clients",
     "invariant": "harness.suites.registry",
+    "is_simulated": "harness.suites.repeats",
     "load_scenario": "harness.suites.scenario",
     "load_scenarios": "harness.suites.scenario",
     "load_target": "harness.suites.target",
@@ -183,6 +185,7 @@ _OWNERS: dict[str, str] = {
     "registered": "harness.suites.invariants",
     "registry": "harness.suites.registry",
     "render_event": "harness.suites.transcript",
+    "repeated": "harness.suites.repeats",
     "reply_text": "harness.suites.expectations",
     "resolve": "harness.suites.invariants",
     "resolve_dates": "harness.suites.dates",

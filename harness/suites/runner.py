@@ -426,6 +426,7 @@ class Runner:
             ),
             skipped=tuple(progress.skipped),
             agent_errors=tuple(progress.agent_errors),
+            simulated=tuple(line for stretch in progress.stretches for line in stretch.actions),
         )
 
     async def _run(
