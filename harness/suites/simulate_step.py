@@ -99,15 +99,15 @@ class Behaviour(ScenarioPart):
     taps: Chance = Field(
         default=1.0, description="Chance of tapping a fitting button or list row, not typing it."
     )
-    silences: Annotated[Silences, BeforeValidator(_chance_alone)] = Field(
-        default_factory=Silences, description="Long silences on the virtual clock."
-    )
+    silences: Annotated[
+        Silences, BeforeValidator(_chance_alone, json_schema_input_type=Chance | Silences)
+    ] = Field(default_factory=Silences, description="Long silences on the virtual clock.")
     media: tuple[_Text, ...] = Field(
         default=(), description="Files the user may send, relative to the scenario file."
     )
-    change_mind: Annotated[ChangeMind, BeforeValidator(_chance_alone)] = Field(
-        default_factory=ChangeMind, description="Changing one's mind when asked to confirm."
-    )
+    change_mind: Annotated[
+        ChangeMind, BeforeValidator(_chance_alone, json_schema_input_type=Chance | ChangeMind)
+    ] = Field(default_factory=ChangeMind, description="Changing one's mind when asked to confirm.")
 
     def to_data(self) -> dict[str, JsonValue]:
         """What differs from the defaults, in the file's shape."""
@@ -166,9 +166,12 @@ class Simulation(ScenarioPart):
         description="Ends the stretch once it holds over what the agent did in it; "
         "a stretch that ends without it holding fails.",
     )
-    agenda: tuple[AgendaItem, ...] = Field(
-        default=(), description="What the user means to get across, in order."
-    )
+    agenda: tuple[
+        Annotated[
+            AgendaItem, BeforeValidator(_agenda_item, json_schema_input_type=_Text | AgendaItem)
+        ],
+        ...,
+    ] = Field(default=(), description="What the user means to get across, in order.")
     behaviour: Behaviour = Field(default_factory=Behaviour)
     model: _Text = Field(
         default=DEFAULT_USER_MODEL, description="The model that plays the user (when live)."

@@ -16,9 +16,9 @@ import pytest
 
 from harness.exceptions import ConfigError
 from harness.suites.runner import RunOptions
-from harness.suites.workers import run_elsewhere
 from harness.suites.scenario import parse_scenario
 from harness.suites.target import importable, load_target
+from harness.suites.workers import run_elsewhere
 
 FACTORY = """\
 from agents.booking import agent_factory
