@@ -83,7 +83,8 @@ def test_templates_media_captions_reactions_typing_and_read_receipts() -> None:
         send("reaction", {"reaction": {"message_id": "wamid.1", "emoji": "👍"}}),
     ]
     view = phone_view(events, USER, 0)
-    assert view.read and view.typing
+    assert view.read
+    assert view.typing
     assert view.items == (
         {"template": "booking_reminder", "text": "Still want Friday?"},
         {"media": "image", "caption": "our menu"},

@@ -17,9 +17,9 @@ from pydantic import JsonValue
 
 from harness.cli.schema import schema_command, schema_text
 from harness.exceptions import ScenarioError
+from harness.suites.invariant_ref import InvariantRef
 from harness.suites.scenario import (
     DEFAULT_USER,
-    InvariantRef,
     Scenario,
     User,
     load_scenario,

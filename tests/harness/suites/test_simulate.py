@@ -101,7 +101,8 @@ async def test_a_stretch_that_never_reaches_stop_when_fails_naming_its_step(
     result = await run(load_scenario(tmp_path / "s.yaml"))
     assert result.status == "failed"
     [violation] = result.violations
-    assert violation.rule == "simulate" and violation.line == 2
+    assert violation.rule == "simulate"
+    assert violation.line == 2
     assert "ran out of turns (3) and stop_when never held (tool_called: book_appointment)" in (
         violation.message
     )
@@ -125,7 +126,9 @@ async def test_a_file_the_user_sends_arrives_as_media_with_its_bytes(
     assert result.conversation is not None
     [sent] = result.conversation.inbound()
     assert sent.type == "image"
-    assert sent.body["image"]["caption"] == "this one?"  # type: ignore[index]  # an image body
+    image = sent.body["image"]
+    assert isinstance(image, dict)
+    assert image["caption"] == "this one?"
     assert "the simulated user gave up after 2 turns" in result.violations[0].message
 
 
@@ -156,7 +159,8 @@ async def test_a_model_that_steps_outside_the_bounds_is_an_error_of_the_run(
     (tmp_path / "s.yaml").write_text(SHORT, encoding="utf-8")
     result = await run(load_scenario(tmp_path / "s.yaml"))
     assert result.status == "error"
-    assert result.error is not None and expected in result.error
+    assert result.error is not None
+    assert expected in result.error
     assert "\n" not in result.error
 
 

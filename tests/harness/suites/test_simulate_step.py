@@ -1,4 +1,4 @@
-"""The simulate step in a scenario file: its shape, its defaults, and errors naming file and field."""
+"""The simulate step in a scenario file: its shape, its defaults, errors naming file and field."""
 
 from __future__ import annotations
 
@@ -55,7 +55,8 @@ def test_a_simulate_step_reads_every_field() -> None:
         "es",
         5,
     )
-    assert sim.stop_when is not None and sim.stop_when.tool_called is not None
+    assert sim.stop_when is not None
+    assert sim.stop_when.tool_called is not None
     assert [item.say or item.media for item in sim.agenda] == ["hola", "ramp.jpg"]
     assert sim.agenda[1].caption == "is this the entrance?"
     assert sim.behaviour.silences.length == timedelta(hours=2)

@@ -62,7 +62,7 @@ async def test_earlier_turns_come_back_as_act_calls_answered_by_tool_results() -
     first_phone = phone()
     _, first = await act(sim, 1, first_phone)
     request = user_request(sim, 1, [(first_phone, first)], phone("Which day?"))
-    user, assistant, latest = request["messages"]
+    _user, assistant, latest = request["messages"]
     assert assistant == first.as_message()
     use_id = first.tool_uses[0].id
     assert latest["content"][0] == {"type": "tool_result", "tool_use_id": use_id, "content": "done"}
@@ -76,16 +76,21 @@ async def test_the_stand_in_works_through_the_agenda_then_taps_the_positive_butt
         action, response = await act(sim, 3, shown, turns)
         turns.append((shown, response))
         said.append(action)
-    assert said[0]["messages"] == ["hi there"] and said[0]["covered"] == 1
-    assert said[1]["messages"] == ["friday at 8pm"] and said[1]["covered"] == 2
-    assert said[2]["action"] == "tap" and said[2]["choice"] == "Confirm"
+    assert said[0]["messages"] == ["hi there"]
+    assert said[0]["covered"] == 1
+    assert said[1]["messages"] == ["friday at 8pm"]
+    assert said[1]["covered"] == 2
+    assert said[2]["action"] == "tap"
+    assert said[2]["choice"] == "Confirm"
     done, _ = await act(sim, 3, phone("Booked!"), turns)
-    assert done["action"] == "done" and done["outcome"] == "goal_met"
+    assert done["action"] == "done"
+    assert done["outcome"] == "goal_met"
 
 
 async def test_a_user_with_nothing_left_to_say_and_a_question_pending_gives_up() -> None:
     action, _ = await act(simulation(), 0, phone("Which day would you like?"))
-    assert action["action"] == "done" and action["outcome"] == "gave_up"
+    assert action["action"] == "done"
+    assert action["outcome"] == "gave_up"
 
 
 async def test_the_same_request_gets_the_same_answer_and_seeds_give_other_users() -> None:
@@ -111,7 +116,8 @@ async def test_bounds_of_zero_are_never_crossed() -> None:
         action, _ = await act(sim, seed, phone("Hello"))
         assert action["messages"] == ["I would like to book a table for friday evening please"]
         typed, _ = await act(simulation(behaviour={"taps": 0}), seed, phone("?", tap=("Confirm",)))
-        assert typed["action"] == "say" and typed["messages"] == ["confirm"]
+        assert typed["action"] == "say"
+        assert typed["messages"] == ["confirm"]
 
 
 async def test_a_silence_comes_as_often_as_allowed_and_never_more() -> None:
