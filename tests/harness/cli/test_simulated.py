@@ -1,4 +1,4 @@
-"""``harness run``, ``record`` and ``replay`` with simulated users: --repeat, --judge and the rest."""
+"""``harness run``, ``record`` and ``replay`` with simulated users, from the command line."""
 
 from __future__ import annotations
 
