@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from harness.exceptions import LLMError
-from harness.llm import LLMResponse
+from harness.llm import AnthropicClient, LLMResponse, sdk_http_module
 from harness.providers import STAND_IN
 from harness.suites.simulate_step import Simulation
 from harness.suites.user_actions import parse_action
@@ -144,3 +144,39 @@ async def test_the_stand_in_refuses_a_request_that_is_not_a_simulated_users() ->
         await StandInUser().create(
             model="m", messages=[{"role": "user", "content": "hi"}], max_tokens=10, system="x"
         )
+
+
+async def test_anthropics_model_gets_the_request_through_the_sdk_and_its_act_call_is_read() -> None:
+    # The real user model, with the SDK's own HTTP seam answering in-process: no network.
+    http = sdk_http_module()
+    sent: list[Any] = []
+    act_call = {"action": "say", "messages": ["hola", "una mesa?"], "thought": "greet"}
+
+    def api(request: Any) -> Any:
+        sent.append(json.loads(request.content))
+        body = {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-6",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "act", "input": act_call}],
+            "stop_reason": "tool_use",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 900, "output_tokens": 30},
+        }
+        return http.Response(200, json=body)
+
+    client = AnthropicClient(
+        "test-key", http_client=http.AsyncClient(transport=http.MockTransport(api))
+    )
+    try:
+        sim = simulation(language="es", behaviour={"fragments": 0.5})
+        response = await client.create(**user_request(sim, 2, [], phone("Hola!")))
+    finally:
+        await client.aclose()
+    action = parse_action(response)
+    assert action.model_dump(mode="json", exclude_defaults=True) == act_call
+    [body] = sent
+    assert body["tool_choice"] == {"type": "tool", "name": "act"}
+    assert body["model"] == "claude-sonnet-4-6"
+    assert '"language":"es"' in body["system"]
