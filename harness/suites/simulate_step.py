@@ -10,7 +10,7 @@
         stop_when: {tool_called: book_appointment}   # any expectation; ends the stretch
         agenda:                       # what the user means to get across, in order
           - hi, um, I was wondering about a table
-          - {media: photos/ramp.jpg, caption: is this your entrance?}
+          - {media: photos/ramp.jpg, caption: "is this your entrance?"}
         behaviour:
           fragments: 0.5              # chance a message goes out as a burst of fragments
           typos: 0.1                  # chance a message has a typo

@@ -105,3 +105,31 @@ async def test_a_changed_agent_meets_the_same_simulated_user_live_and_fails(
 async def test_a_simulated_fixture_takes_no_skew() -> None:
     with pytest.raises(ConfigError, match="takes no --skew"):
         await replay_fixture(runner(), load_fixture(FIXTURE), skew=parse_skew("scale=2"))
+
+
+MEDIA = """\
+steps:
+  - simulate:
+      persona: a guest in a wheelchair
+      goal: know if the entrance is step-free
+      max_turns: 4
+      agenda:
+        - hello
+        - {media: photos/ramp.jpg, caption: "is this your entrance?"}
+      behaviour: {media: [photos/ramp.jpg]}
+"""
+
+
+async def test_the_files_a_simulated_user_sends_travel_with_the_fixture(tmp_path: Path) -> None:
+    (tmp_path / "photos").mkdir()
+    (tmp_path / "photos" / "ramp.jpg").write_bytes(b"\xff\xd8\xff\xe0 a ramp")
+    (tmp_path / "s.yaml").write_text(MEDIA, encoding="utf-8")
+    out = tmp_path / "fixture"
+    await record_scenario(runner(), load_scenario(tmp_path / "s.yaml"), out)
+    kept = out / "media" / "simulated" / "photos" / "ramp.jpg"
+    assert kept.read_bytes() == b"\xff\xd8\xff\xe0 a ramp"
+    (tmp_path / "photos" / "ramp.jpg").unlink()  # the replay needs only the fixture
+    replayed = await replay_fixture(runner(), load_fixture(out))
+    assert replayed.status == "same", (replayed.divergences, replayed.error)
+    assert replayed.conversation is not None
+    assert [m.type for m in replayed.conversation.inbound()] == ["text", "image"]
