@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from harness.suites.invariant_ref import *
     from harness.suites.invariants import *
     from harness.suites.registry import *
+    from harness.suites.run_options import *
     from harness.suites.runner import *
     from harness.suites.scenario import *
     from harness.suites.simulate_step import *
@@ -80,6 +81,10 @@ if TYPE_CHECKING:
 
 #: The module that owns each public name: each module's whole ``__all__``.
 _OWNERS: dict[str, str] = {
+    "scenario_goal": "harness.replay.judge",
+    "judgement_of": "harness.replay.judge",
+    "judge_run": "harness.replay.judge",
+    "NOT_CONFIGURED": "harness.replay.judge",
     "PassRate": "harness.results",
     "Judgement": "harness.results",
     "JudgeOutcome": "harness.results",
@@ -222,7 +227,7 @@ _OWNERS: dict[str, str] = {
     "ReplayResult": "harness.replay.playback",
     "ReplayStatus": "harness.replay.playback",
     "Rubric": "harness.replay.judge",
-    "RunOptions": "harness.suites.runner",
+    "RunOptions": "harness.suites.run_options",
     "RunResult": "harness.results",
     "RunShared": "harness.channel",
     "Runner": "harness.suites.runner",

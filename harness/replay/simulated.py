@@ -30,9 +30,8 @@ from harness.providers import ANTHROPIC
 from harness.recording import Recording
 from harness.records import LLMRecord, ToolRecord
 from harness.replay.diff import diff_conversations
-from harness.replay.playback import Policy, ReplayResult, ReplayStatus
+from harness.replay.replay_result import Policy, ReplayResult, ReplayStatus
 from harness.skew import Skew
-from harness.suites.repeats import is_simulated
 from harness.suites.runner import Runner
 from harness.suites.scenario import Scenario, parse_scenario
 from harness.tape import RecordMode
@@ -40,7 +39,6 @@ from harness.trace import Conversation
 
 __all__ = [
     "SIMULATED_MEDIA",
-    "is_simulated",
     "replay_simulated",
     "simulated_scenario",
     "user_model_of",

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from harness.suites.registry import *
     from harness.suites.repeats import *
     from harness.suites.reproduce import *
+    from harness.suites.run_options import *
     from harness.suites.runner import *
     from harness.suites.scenario import *
     from harness.suites.selection import *
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
     from harness.suites.user_actions import *
     from harness.suites.user_clients import *
     from harness.suites.user_model import *
-    from harness.suites.workers import *
     from harness.suites.yamlpos import *
 
 #: The module that owns each public name.
@@ -96,13 +96,12 @@ _OWNERS: dict[str, str] = {
     "MessageLabels": "harness.suites.messages",
     "NamedSpec": "harness.suites.invariants",
     "ONLY_SUFFIX": "harness.suites.fit",
-    "PROCESS_THRESHOLD": "harness.suites.workers",
     "PhoneView": "harness.suites.phone_view",
     "REPLY_TYPES": "harness.suites.builtin_invariants",
     "RedeliverStep": "harness.suites.steps",
     "Reference": "harness.suites.messages",
     "Regex": "harness.suites.registry",
-    "RunOptions": "harness.suites.runner",
+    "RunOptions": "harness.suites.run_options",
     "Runner": "harness.suites.runner",
     "SEND_SCHEMA": "harness.suites.messages",
     "STATUSES": "harness.suites.steps",
@@ -156,7 +155,6 @@ _OWNERS: dict[str, str] = {
     "every_inbound_answered": "harness.suites.builtin_invariants",
     "expect_in_time": "harness.suites.realtime",
     "field_name": "harness.suites.yamlpos",
-    "finished": "harness.suites.workers",
     "has_dates": "harness.suites.dates",
     "importable": "harness.suites.target",
     "inner_user_model": "harness.suites.user_clients",
@@ -189,7 +187,6 @@ _OWNERS: dict[str, str] = {
     "reply_text": "harness.suites.expectations",
     "resolve": "harness.suites.invariants",
     "resolve_dates": "harness.suites.dates",
-    "run_elsewhere": "harness.suites.workers",
     "scenario_error": "harness.suites.yamlpos",
     "scenario_json_schema": "harness.suites.scenario",
     "scenario_keywords": "harness.suites.selection",

@@ -38,7 +38,6 @@ from typing import Any
 
 from harness.agent_contract import explain_agent_error, loop_errors
 from harness.channel import AgentFactory, ChannelSession, ChannelSetup, UserSpec, settings_check
-from harness.clock import DEFAULT_REAL_WORK_LIMIT
 from harness.exceptions import ConfigError, HarnessError, StepError
 from harness.failures import collecting_failures
 from harness.inflight import running_on
@@ -53,6 +52,7 @@ from harness.suites.messages import MessageLabels
 from harness.suites.preflight import bind_invariants, check_agent_settings, check_faults
 from harness.suites.realtime import distinct_user, expect_in_time, with_late
 from harness.suites.reproduce import shortest_reproduction
+from harness.suites.run_options import RunOptions as RunOptions
 from harness.suites.scenario import Scenario
 from harness.suites.sending import check_step_messages, send_step
 from harness.suites.simulate import Stretch, play_simulation
@@ -70,42 +70,9 @@ from harness.suites.steps import (
 from harness.suites.store_watch import watch_outages
 from harness.suites.target import DEFAULT_TARGET, load_target, settings_from
 from harness.suites.user_clients import check_user_models, user_client
-from harness.suites.workers import PROCESS_THRESHOLD, finished, run_elsewhere
 from harness.trace import Conversation
 
-__all__ = ["RunOptions", "Runner"]
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """How to run a suite: against what, through which channel, how many at once."""
-
-    channel: str = "whatsapp"
-    target: str | None = None
-    target_url: str | None = None
-    concurrency: int = 4
-    seed: int = 0
-    store_url: str | None = None
-    agent_settings: Mapping[str, str] = field(default_factory=dict)
-    channel_options: Mapping[str, Any] = field(default_factory=dict)
-    #: Against an agent on real time: how long an ``expect`` waits to hold (seconds).
-    expect_timeout: float = 10.0
-    #: Against an agent on real time: how long with nothing from it counts as done (seconds).
-    quiet: float = 3.0
-    #: Real seconds the agent's real work (a model call ...) may take before its scenario
-    #: ends with an error naming it.
-    real_work_limit: float = DEFAULT_REAL_WORK_LIMIT
-    #: Folders the target's module may be imported from, besides the current directory
-    #: (a project's root); worker processes look there too.
-    import_paths: tuple[str, ...] = ()
-    #: When in-process conversations start (default: :data:`harness.clock.DEFAULT_START`).
-    start: datetime | None = None
-    #: Start no scenario after one has failed or errored (those already running finish).
-    fail_fast: bool = False
-    #: Who plays the users of ``simulate`` steps: ``stand-in`` (offline, seeded rules) or
-    #: ``anthropic`` (the real model, with ``user_model_key``).
-    user_model: str = "stand-in"
-    user_model_key: str | None = field(default=None, repr=False)
+__all__ = ["Runner"]
 
 
 @dataclass
@@ -215,7 +182,7 @@ class Runner:
 
         processes = min(workers, os.cpu_count() or 1)
         # Starting a worker process costs about a second; it pays off on large suites.
-        many = len(scenarios) >= PROCESS_THRESHOLD
+        many = len(scenarios) >= _PROCESS_THRESHOLD
         # Worker processes are handed every scenario at once: stopping early needs threads.
         stop_early = self.options.fail_fast
         if self.options.target_url is not None:
@@ -232,12 +199,12 @@ class Runner:
             with ProcessPoolExecutor(max_workers=processes, mp_context=context) as pool:
                 futures = [
                     loop.run_in_executor(
-                        pool, run_elsewhere, self.options, scenario, f"{run_id}:{index}"
+                        pool, _run_elsewhere, self.options, scenario, f"{run_id}:{index}"
                     )
                     for index, scenario in enumerate(scenarios)
                 ]
                 for index, future in enumerate(futures):
-                    future.add_done_callback(functools.partial(finished, index, results, report))
+                    future.add_done_callback(functools.partial(_finished, index, results, report))
                 await asyncio.gather(*futures)
         elif workers == 1:
             await work(in_main_loop=True)
@@ -577,6 +544,40 @@ class Runner:
         if real:
             # The scenario ends when its agent has gone quiet; what comes later is late.
             await session.quiet(self.options.quiet, self.options.expect_timeout)
+
+
+#: Suites at least this large run in worker processes (smaller ones on threads).
+_PROCESS_THRESHOLD = 100
+
+_WORKER_RUNNERS: dict[int, Runner] = {}
+
+
+def _run_elsewhere(options: RunOptions, scenario: Scenario, namespace: str) -> ScenarioResult:
+    """Run one scenario in a worker process (its runner is built once per process)."""
+    runner = _WORKER_RUNNERS.get(id(options))
+    if runner is None:
+        runner = _WORKER_RUNNERS[id(options)] = Runner(options)
+
+    async def go() -> ScenarioResult:
+        store = open_store(options.store_url)
+        try:
+            return await runner.run_scenario(scenario, store=store, namespace=namespace)
+        finally:
+            await store.close()
+
+    return asyncio.run(go())
+
+
+def _finished(
+    index: int,
+    results: list[ScenarioResult | None],
+    report: Callable[[ScenarioResult], None],
+    done: asyncio.Future[ScenarioResult],
+) -> None:
+    if done.cancelled() or done.exception() is not None:
+        return
+    results[index] = done.result()
+    report(done.result())
 
 
 def _describe(factory: AgentFactory) -> str:

@@ -15,10 +15,9 @@ from pathlib import Path
 import pytest
 
 from harness.exceptions import ConfigError
-from harness.suites.runner import RunOptions
+from harness.suites.runner import RunOptions, _run_elsewhere
 from harness.suites.scenario import parse_scenario
 from harness.suites.target import importable, load_target
-from harness.suites.workers import run_elsewhere
 
 FACTORY = """\
 from agents.booking import agent_factory
@@ -92,7 +91,7 @@ def test_a_folder_named_like_an_installed_package_is_not_imported_and_the_error_
 
 def _spawned(options: RunOptions, scenario_text: str) -> tuple[str, str | None, list[str]]:
     """In a fresh process: run one scenario as a worker of a large suite does."""
-    result = run_elsewhere(options, parse_scenario(scenario_text), "worker:0")
+    result = _run_elsewhere(options, parse_scenario(scenario_text), "worker:0")
     return result.status, result.error, list(sys.path)
 
 
