@@ -341,8 +341,15 @@ def _judged(run: RunResult, scenarios: list[Scenario], key: str | None) -> RunRe
         return run
     from harness.llm import AnthropicClient
 
-    client = AnthropicClient(api_key=key) if key else None
-    return asyncio.run(judge_run(run, scenarios, client))
+    async def judged() -> RunResult:
+        client = AnthropicClient(api_key=key) if key else None
+        try:
+            return await judge_run(run, scenarios, client)
+        finally:
+            if client is not None:
+                await client.aclose()
+
+    return asyncio.run(judged())
 
 
 def _outage_line(run: RunResult, left: int) -> str:

@@ -21,7 +21,7 @@ silences it allows; a model that steps outside them is an error of the run
 from __future__ import annotations
 
 import mimetypes
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
@@ -46,6 +46,7 @@ from harness.suites.user_actions import (
 )
 from harness.suites.user_model import user_request
 from harness.suites.yamlpos import scenario_error
+from harness.trace import Event, InboundMessage
 
 __all__ = [
     "FRAGMENT_GAP",
@@ -121,7 +122,7 @@ async def play_simulation(
     silences = simulation.behaviour.silences
     stretch = Stretch(since=len(session.conversation().events), step_at=session.now())
     first, began = stretch.since, session.now()
-    shown_from = first
+    shown_from = _since_user_acted(session.conversation().events, acting.key)
     turns: list[tuple[dict[str, Any], LLMResponse]] = []
     waited = 0
     for turn in range(simulation.max_turns):
@@ -189,6 +190,15 @@ async def play_simulation(
         stretch.outcome = stretch.outcome or "max_turns"
     _judge_end(step, stretch)
     return stretch
+
+
+def _since_user_acted(events: Sequence[Event], user: str) -> int:
+    """Where what is new to ``user`` begins: after their last message (a scripted step's)."""
+    for index in range(len(events) - 1, -1, -1):
+        event = events[index]
+        if isinstance(event, InboundMessage) and event.user == user:
+            return index + 1
+    return 0
 
 
 def _holds(

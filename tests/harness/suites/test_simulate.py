@@ -211,3 +211,17 @@ def test_the_bundled_fixture_keeps_the_simulated_users_stream_apart() -> None:
     assert len(users) >= 5
     assert all("<brief>" in line for line in users)
     assert not any("<brief>" in line for line in agent)
+
+
+async def test_a_stretch_after_a_scripted_say_first_sees_the_agents_answer_to_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    user = ScriptedUser([{"action": "done", "outcome": "goal_met", "thought": ""}])
+    with_user(monkeypatch, user)
+    text = "steps:\n  - say: a table on friday at 8pm\n  - simulate: {persona: p, goal: g}\n"
+    result = await run(parse_scenario(text))
+    assert result.status == "passed"
+    [request] = user.requests
+    shown = request["messages"][-1]["content"][-1]["text"]
+    assert "Friday" in shown
+    assert result.simulated == ("done: goal_met",)
