@@ -61,10 +61,14 @@ if TYPE_CHECKING:
     from harness.store import *
     from harness.suites.builtin_invariants import *
     from harness.suites.expectations import *
+    from harness.suites.invariant_ref import *
     from harness.suites.invariants import *
     from harness.suites.registry import *
+    from harness.suites.run_options import *
     from harness.suites.runner import *
     from harness.suites.scenario import *
+    from harness.suites.simulate_step import *
+    from harness.suites.step_union import *
     from harness.suites.steps import *
     from harness.suites.target import *
     from harness.suites.transcript import *
@@ -77,7 +81,21 @@ if TYPE_CHECKING:
 
 #: The module that owns each public name: each module's whole ``__all__``.
 _OWNERS: dict[str, str] = {
-    "ACTIONS": "harness.suites.steps",
+    "scenario_goal": "harness.replay.judge",
+    "judgement_of": "harness.replay.judge",
+    "judge_run": "harness.replay.judge",
+    "NOT_CONFIGURED": "harness.replay.judge",
+    "PassRate": "harness.results",
+    "Judgement": "harness.results",
+    "JudgeOutcome": "harness.results",
+    "Simulation": "harness.suites.simulate_step",
+    "SimulateStep": "harness.suites.simulate_step",
+    "Silences": "harness.suites.simulate_step",
+    "ChangeMind": "harness.suites.simulate_step",
+    "Behaviour": "harness.suites.simulate_step",
+    "AgendaItem": "harness.suites.simulate_step",
+    "DEFAULT_USER_MODEL": "harness.suites.simulate_step",
+    "ACTIONS": "harness.suites.step_union",
     "ANTHROPIC": "harness.providers",
     "AgentAnnouncement": "harness.remote",
     "AgentContractError": "harness.exceptions",
@@ -151,7 +169,7 @@ _OWNERS: dict[str, str] = {
     "InboundMessage": "harness.trace",
     "Invariant": "harness.suites.registry",
     "InvariantFunction": "harness.suites.registry",
-    "InvariantRef": "harness.suites.scenario",
+    "InvariantRef": "harness.suites.invariant_ref",
     "InvariantSpec": "harness.suites.invariants",
     "JsonlLine": "harness.fixture",
     "JsonlWriter": "harness.fixture",
@@ -210,7 +228,7 @@ _OWNERS: dict[str, str] = {
     "ReplayResult": "harness.replay.playback",
     "ReplayStatus": "harness.replay.playback",
     "Rubric": "harness.replay.judge",
-    "RunOptions": "harness.suites.runner",
+    "RunOptions": "harness.suites.run_options",
     "RunResult": "harness.results",
     "RunShared": "harness.channel",
     "Runner": "harness.suites.runner",
@@ -219,8 +237,8 @@ _OWNERS: dict[str, str] = {
     "SECRET_OPTIONS": "harness.replay.record",
     "STAND_IN": "harness.providers",
     "STATUSES": "harness.suites.steps",
-    "STEP_TAGS": "harness.suites.steps",
-    "STEP_TYPES": "harness.suites.steps",
+    "STEP_TAGS": "harness.suites.step_union",
+    "STEP_TYPES": "harness.suites.step_union",
     "STORE_SETTING": "harness.remote",
     "SayStep": "harness.suites.steps",
     "Scale": "harness.skew",
@@ -243,7 +261,7 @@ _OWNERS: dict[str, str] = {
     "SpanStatus": "harness.fixture",
     "SpecLike": "harness.suites.invariants",
     "StatusUpdate": "harness.trace",
-    "Step": "harness.suites.steps",
+    "Step": "harness.suites.step_union",
     "StepError": "harness.exceptions",
     "Store": "harness.store",
     "StoreError": "harness.exceptions",
@@ -407,7 +425,7 @@ _OWNERS: dict[str, str] = {
     "settings_from": "harness.suites.target",
     "span_provider_attributes": "harness.providers",
     "started_on": "harness.suites.expectations",
-    "step_action": "harness.suites.steps",
+    "step_action": "harness.suites.step_union",
     "store_key": "harness.recording",
     "tool_differences": "harness.divergence",
     "tool_parts": "harness.divergence",

@@ -7,16 +7,15 @@ Layout (schema version :data:`SCHEMA_VERSION`)::
     llm.jsonl          the LLM recorder's records
     tools.jsonl        the tool recorder's records
     spans.jsonl        OpenTelemetry-shaped spans with GenAI attributes (see make_span)
+    users.jsonl        the simulated users' model exchanges (a stream apart from the agent's)
     conversation.json  the assembled trace (harness.trace.Conversation)
     media/             inbound media files, referred to as "media/<name>"
 
-The logs are append-only, one compact JSON object a line, flushed as each is
-written, so a crash loses at most the line in flight; the loader drops a torn
-last line with a :class:`FixtureWarning` instead of failing. JSON files are
-written to a temporary file and renamed into place. Every path a fixture
-stores is relative to its directory, with forward slashes. Everything written
-goes through :class:`~harness.redaction.Redactor` first, so secrets never land
-in a fixture.
+Logs are append-only, a compact JSON object a line, flushed as written: a
+crash loses at most the line in flight, and the loader drops a torn last line
+with a :class:`FixtureWarning`. JSON files are written to a temporary file and
+renamed. Paths are relative, with forward slashes. All goes through
+:class:`~harness.redaction.Redactor`, so secrets never land in a fixture.
 """
 
 from __future__ import annotations
@@ -79,10 +78,10 @@ CONVERSATION_FILE: Final = "conversation.json"
 VERDICTS_FILE: Final = "verdicts.json"
 MEDIA_DIR: Final = "media"
 
-LogName: TypeAlias = Literal["events", "llm", "tools", "spans"]
+LogName: TypeAlias = Literal["events", "llm", "tools", "spans", "users"]
 #: The file each log lives in.
 LOG_FILES: Final[Mapping[LogName, str]] = MappingProxyType(
-    {name: f"{name}.jsonl" for name in get_args(LogName)}
+    {n: f"{n}.jsonl" for n in get_args(LogName)}
 )
 
 _T = TypeVar("_T")
@@ -321,11 +320,11 @@ def _describe(exc: ValidationError, limit: int = 3) -> str:
 class FixtureWriter:
     """Records a conversation into a fixture directory.
 
-    Creates the directory, writes ``meta.json`` at once and opens the four
-    logs for appending. A directory that already holds a fixture is an
-    error unless ``overwrite=True``, which removes the old fixture's files
-    (and nothing else). ``secrets`` are literal values (the run's app
-    secret, tokens) masked wherever they occur; ``fsync`` is passed to each
+    Creates the directory, writes ``meta.json`` at once and opens the logs
+    (``users.jsonl`` on its first record). A directory holding a fixture is
+    an error unless ``overwrite=True``, which removes that fixture's files
+    (and nothing else). ``secrets`` (the run's app secret, tokens) are
+    masked wherever they occur; ``fsync`` is passed to each
     :class:`JsonlWriter`. Use it as a context manager, or call :meth:`close`.
     """
 
@@ -360,13 +359,18 @@ class FixtureWriter:
             else:
                 old.unlink()
         _write_json(self.path / META_FILE, _jsonable(meta, self._redactor))
-        self._logs = {
+        self._fsync = fsync
+        self._logs: dict[LogName, JsonlWriter] = {
             name: JsonlWriter(self.path / file, fsync=fsync, redactor=self._redactor)
             for name, file in LOG_FILES.items()
+            if name != "users"
         }
 
     def append(self, log: LogName, obj: BaseModel | Mapping[str, Any]) -> None:
-        """Append one record to a log (``events``, ``llm``, ``tools`` or ``spans``)."""
+        """Append one record to a log (``events``, ``llm``, ``tools``, ``spans`` or ``users``)."""
+        if log == "users" and log not in self._logs:
+            path, fsync = self.path / LOG_FILES[log], self._fsync
+            self._logs[log] = JsonlWriter(path, fsync=fsync, redactor=self._redactor)
         writer = self._logs.get(log)
         if writer is None:
             raise ConfigError(f"unknown log {log!r}; expected one of: {', '.join(LOG_FILES)}")
@@ -566,10 +570,9 @@ def make_span(
     """One OpenTelemetry-shaped span, as a ``spans.jsonl`` line.
 
     Attribute names follow the GenAI semantic conventions where they apply
-    (``gen_ai.system``, ``gen_ai.request.model``, ``gen_ai.usage.input_tokens``,
-    ``gen_ai.usage.output_tokens`` ...); values are strings, booleans,
-    numbers or lists of one of those, as OpenTelemetry allows. Raises
-    :class:`ConfigError` for malformed ids, times or attributes.
+    (``gen_ai.request.model``, ``gen_ai.usage.input_tokens`` ...); values are
+    strings, booleans, numbers or lists of one of those, as OpenTelemetry
+    allows. Raises :class:`ConfigError` for bad ids, times or attributes.
     """
     _check_id("trace_id", trace_id, 32)
     _check_id("span_id", span_id, 16)
@@ -580,9 +583,8 @@ def make_span(
     attrs: dict[str, Any] = {}
     for key, value in (attributes or {}).items():
         items = value if isinstance(value, list | tuple) else [value]
-        if not all(isinstance(v, _ATTRIBUTE_TYPES) for v in items) or (
-            len({type(v) for v in items}) > 1
-        ):
+        kinds = {type(v) for v in items}
+        if len(kinds) > 1 or not all(isinstance(v, _ATTRIBUTE_TYPES) for v in items):
             raise ConfigError(f"span attribute {key!r} is not an OpenTelemetry value: {value!r}")
         attrs[key] = list(value) if isinstance(value, list | tuple) else value
     return {

@@ -92,7 +92,12 @@ class Recording:
     on_llm_record: Callable[[LLMRecord], None] | None = None
     on_tool_record: Callable[[ToolRecord], None] | None = None
     on_event: Callable[[Event], None] | None = None
+    #: The simulated users' model exchanges: a stream of their own, apart from the agent's
+    #: (a fixture's ``users.jsonl``), recorded and replayed in this recording's mode.
+    user_llm_records: Sequence[LLMRecord] = ()
+    on_user_llm_record: Callable[[LLMRecord], None] | None = None
     clients: list[RecordingLLMClient] = field(default_factory=list)
+    user_clients: list[RecordingLLMClient] = field(default_factory=list)
     tool_recorders: list[ToolRecorder] = field(default_factory=list)
     divergences: list[Divergence] = field(default_factory=list)
     #: When each divergence happened, on the run's clock (to find its turn).
@@ -212,6 +217,25 @@ class Recording:
         self.clients.append(client)
         return client
 
+    def user_llm(self, inner: LLMClient | None, *, clock: Any = None) -> RecordingLLMClient:
+        """A recorder around a simulated user's model, on the users' own stream.
+
+        Its exchanges are not the agent's: they reach no sink (the trace holds
+        the agent's model calls only) and are kept in ``user_llm_records``.
+        """
+        needs_inner = self.mode is not RecordMode.REPLAY or self.on_miss == "live"
+        client = _Watched(
+            self,
+            inner if needs_inner else None,
+            self.mode,
+            records=self.user_llm_records,
+            on_miss=self.on_miss,
+            clock=clock,
+            on_record=self.on_user_llm_record,
+        )
+        self.user_clients.append(client)
+        return client
+
     def tools(self, *, sink: Any = None, clock: Any = None) -> ToolRecorder:
         """A tool recorder in this run's mode (register the tools on it)."""
         recorder = _WatchedTools(
@@ -229,7 +253,7 @@ class Recording:
     def unused(self) -> list[LLMRecord | ToolRecord]:
         """Recorded answers no recorder was asked for (replay only)."""
         found: list[LLMRecord | ToolRecord] = []
-        for client in self.clients:
+        for client in (*self.clients, *self.user_clients):
             found.extend(client.unused())
         for recorder in self.tool_recorders:
             found.extend(recorder.unused())

@@ -16,6 +16,9 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue
 from harness.trace import Conversation
 
 __all__ = [
+    "JudgeOutcome",
+    "Judgement",
+    "PassRate",
     "RunResult",
     "ScenarioResult",
     "ScenarioStatus",
@@ -24,8 +27,11 @@ __all__ = [
     "ViolationKind",
 ]
 
-ScenarioStatus = Literal["passed", "failed", "error", "skipped"]
-ViolationKind = Literal["invariant", "expectation", "divergence"]
+#: ``inconclusive``: the invariants held, and the judge's score came too close to its
+#: threshold to call (see :class:`Judgement`); neither a pass nor a failure.
+ScenarioStatus = Literal["passed", "failed", "error", "skipped", "inconclusive"]
+ViolationKind = Literal["invariant", "expectation", "divergence", "judge"]
+JudgeOutcome = Literal["passed", "failed", "inconclusive", "not judged"]
 
 
 class _Model(BaseModel):
@@ -80,6 +86,32 @@ class Skip(_Model):
         return f"{field}{where}: {self.reason}"
 
 
+class Judgement(_Model):
+    """What the judge made of a scenario's conversation, beside what the invariants found.
+
+    ``outcome`` is ``not judged`` when no judge model was configured (or it
+    could not answer): ``note`` says so, and the invariants alone decided.
+    ``score`` is the verdict's weighted score, ``threshold`` the pass mark,
+    ``margin`` how close to it counts as inconclusive.
+    """
+
+    outcome: JudgeOutcome
+    note: str = ""
+    score: float | None = None
+    threshold: float | None = None
+    margin: float | None = None
+    goal: str = ""
+    #: One line per criterion: ``name: 0.80 passed: reason``.
+    criteria: tuple[str, ...] = ()
+
+    def headline(self) -> str:
+        """One line: the outcome, the score against the threshold, and the note."""
+        if self.score is None or self.threshold is None:
+            return f"judge: {self.outcome}" + (f" ({self.note})" if self.note else "")
+        line = f"judge: {self.outcome}, {self.score:.2f} against {self.threshold:.2f}"
+        return line + (f": {self.note}" if self.note else "")
+
+
 class ScenarioResult(_Model):
     """The outcome of one scenario: its conversation, and what failed in it.
 
@@ -108,6 +140,9 @@ class ScenarioResult(_Model):
     reproduce: str = ""
     skipped: tuple[Skip, ...] = ()
     agent_errors: tuple[str, ...] = ()
+    judgement: Judgement | None = None
+    #: What the simulated users did, a line each (``say: hi``, ``tap: Confirm``, ``wait: 1d``).
+    simulated: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -151,6 +186,55 @@ class RunResult(_Model):
         return tuple(s for s in self.scenarios if s.outage)
 
     @property
+    def inconclusive(self) -> int:
+        """How many scenarios the judge could not call either way (neither pass nor failure)."""
+        return sum(1 for s in self.scenarios if s.status == "inconclusive")
+
+    @property
     def ok(self) -> bool:
-        """True when every scenario passed or was skipped (none failed, none errored)."""
-        return all(s.status in ("passed", "skipped") for s in self.scenarios)
+        """True when no scenario failed or errored (passed, skipped or inconclusive)."""
+        return all(s.status in ("passed", "skipped", "inconclusive") for s in self.scenarios)
+
+    def pass_rates(self) -> list[PassRate]:
+        """For each scenario run more than once (``--repeat``), how often it passed."""
+        groups: dict[tuple[str, str], list[ScenarioResult]] = {}
+        for result in self.scenarios:
+            groups.setdefault((result.path, result.name), []).append(result)
+        return [
+            PassRate(
+                name=name,
+                path=path,
+                runs=len(results),
+                passed=sum(1 for r in results if r.status == "passed"),
+                inconclusive=sum(1 for r in results if r.status == "inconclusive"),
+                failed_seeds=tuple(r.seed for r in results if r.status in ("failed", "error")),
+            )
+            for (path, name), results in groups.items()
+            if len(results) > 1
+        ]
+
+
+class PassRate(_Model):
+    """How often one scenario passed over repeated runs with different seeds."""
+
+    name: str
+    path: str
+    runs: int
+    passed: int
+    inconclusive: int = 0
+    failed_seeds: tuple[int, ...] = ()
+
+    @property
+    def rate(self) -> float:
+        """The share of runs that passed, 0..1."""
+        return self.passed / self.runs if self.runs else 0.0
+
+    def headline(self) -> str:
+        """One line: ``name: 4/5 passed (80%); failed with seeds 3``."""
+        line = f"{self.name}: {self.passed}/{self.runs} passed ({self.rate:.0%})"
+        if self.inconclusive:
+            line += f", {self.inconclusive} inconclusive"
+        if self.failed_seeds:
+            line += f"; failed with seed{'s' if len(self.failed_seeds) > 1 else ''} "
+            line += ", ".join(map(str, self.failed_seeds))
+        return line

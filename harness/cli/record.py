@@ -64,6 +64,14 @@ def _describe(record: LLMRecord | ToolRecord) -> str:
     "--live", is_flag=True, help="Use the real Anthropic model (needs ANTHROPIC_API_KEY)."
 )
 @click.option("--seed", default=0, show_default=True, type=int)
+@click.option(
+    "--user-model",
+    type=click.Choice(["stand-in", "anthropic"]),
+    default="stand-in",
+    show_default=True,
+    help="Who plays the simulated users: the offline stand-in, or Anthropic's model "
+    "(needs ANTHROPIC_API_KEY); their exchanges go to users.jsonl.",
+)
 @click.option("--agent-setting", "agent_settings", multiple=True, metavar="KEY=VALUE")
 @click.option(
     "--judge",
@@ -81,6 +89,7 @@ def record_command(
     target: str | None,
     live: bool,
     seed: int,
+    user_model: str,
     agent_settings: tuple[str, ...],
     judge: bool,
 ) -> None:
@@ -97,8 +106,9 @@ def record_command(
 
     settings = parse_settings(agent_settings, "--agent-setting")
     key = os.environ.get("ANTHROPIC_API_KEY")
-    if (live or judge) and not key:
-        flag = "--live" if live else "--judge"
+    user_live = user_model == "anthropic"
+    if (live or judge or user_live) and not key:
+        flag = "--live" if live else "--judge" if judge else "--user-model anthropic"
         raise ConfigError(f"{flag} needs ANTHROPIC_API_KEY in the environment")
     if live and key:
         settings = {"HARNESS_LLM": "anthropic", "ANTHROPIC_API_KEY": key, **settings}
@@ -111,10 +121,18 @@ def record_command(
         )
     search = (str(project.root),) if project.root is not None else ()
     runner = Runner(
-        RunOptions(target=target, seed=seed, agent_settings=settings, import_paths=search)
+        RunOptions(
+            target=target,
+            seed=seed,
+            agent_settings=settings,
+            import_paths=search,
+            user_model=user_model,
+            user_model_key=key if user_live else None,
+        )
     )
     loaded = load_scenario(scenario)
-    secrets = (settings["ANTHROPIC_API_KEY"],) if "ANTHROPIC_API_KEY" in settings else ()
+    known = (settings.get("ANTHROPIC_API_KEY"), key if user_live else None)
+    secrets = tuple(dict.fromkeys(k for k in known if k))
     if live:
         where = os.environ.get("ANTHROPIC_BASE_URL") or "Anthropic's API"
         click.echo(f"recording {loaded.name!r} with the live model at {where}")

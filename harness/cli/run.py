@@ -10,6 +10,7 @@ run stops with a line saying how to name one (this project's own
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -174,6 +175,29 @@ def write_reports(run: RunResult, directory: Path) -> list[Path]:
     help="How long the agent's real work (a model call, a request) may take before its "
     "scenario ends with an error naming it.",
 )
+@click.option(
+    "--repeat",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Run each simulated scenario this many times, with seeds counting up from its own; "
+    "prints each one's pass rate.",
+)
+@click.option(
+    "--user-model",
+    type=click.Choice(["stand-in", "anthropic"]),
+    default="stand-in",
+    show_default=True,
+    help="Who plays the simulated users: the offline, seeded stand-in, or Anthropic's model "
+    "(needs ANTHROPIC_API_KEY).",
+)
+@click.option(
+    "--judge",
+    "judge",
+    is_flag=True,
+    help="Have the Anthropic judge score simulated scenarios against their users' goals "
+    "(needs ANTHROPIC_API_KEY); a score too close to call is INCONCLUSIVE.",
+)
 @click.option("--app-secret", default=None, help="Signs the webhooks (X-Hub-Signature-256).")
 @click.option("--verify-token", default=None, help="Token of the verification handshake.")
 @click.option("--access-token", default=None, help="Bearer token the fake Graph API accepts.")
@@ -205,6 +229,9 @@ def run_command(
     expect_timeout: str,
     quiet_window: str,
     real_work_limit: str,
+    repeat: int,
+    user_model: str,
+    judge: bool,
     app_secret: str | None,
     verify_token: str | None,
     access_token: str | None,
@@ -214,6 +241,7 @@ def run_command(
     """Run scenario suites (default: scenarios/) against an agent; exit 1 if any fails.
 
     Exit 2 when the store failed under the run: its verdicts would not be the agent's.
+    An INCONCLUSIVE scenario (the judge could not call it) fails nothing.
 
     Defaults for the target, the paths, the channel and the concurrency come
     from [tool.harness] in the nearest pyproject.toml; flags win.
@@ -221,6 +249,7 @@ def run_command(
     # Imported here, not above: `harness --help` reads this module for the help alone.
     from harness.cli.cache import LastFailed
     from harness.report import SuiteProgress, make_console, print_summary
+    from harness.suites.repeats import repeated
     from harness.suites.runner import Runner, RunOptions
     from harness.suites.scenario import load_scenarios
     from harness.suites.selection import select_by_keyword, select_by_tags
@@ -236,9 +265,13 @@ def run_command(
     cache = LastFailed(project.root or Path.cwd())
     if last_failed:
         scenarios = cache.select(scenarios)
+    scenarios = repeated(scenarios, repeat, seed)
     if list_only:
         _list(scenarios, cache)
         return
+    key = os.environ.get("ANTHROPIC_API_KEY") or None
+    if judge and not key:
+        raise ConfigError("--judge needs ANTHROPIC_API_KEY in the environment")
     target, target_url, source = resolve_target(target, target_url, project)
     channel = channel or project.channel or "whatsapp"
     channel_options: dict[str, object] = {
@@ -269,6 +302,8 @@ def run_command(
         channel_options=channel_options,
         import_paths=(str(project.root),) if project.root is not None else (),
         fail_fast=fail_fast,
+        user_model=user_model,
+        user_model_key=key if user_model == "anthropic" else None,
     )
     runner = Runner(options)
     noun = "scenario" if len(scenarios) == 1 else "scenarios"
@@ -284,6 +319,7 @@ def run_command(
             len(scenarios), console=console, enabled=False if verbose else None
         ) as progress:
             run = asyncio.run(_play(runner, scenarios, broker_url, progress.advance))
+    run = _judged(run, scenarios, key if judge else None)
     print_summary(run, console, table=not terse, verbose=verbose)
     cache.update(run.scenarios)
     left = len(scenarios) - len(run.scenarios)
@@ -326,6 +362,26 @@ async def _play(
     return await run_distributed(
         runner, scenarios, broker_url, on_result=on_result, on_queued=queued, on_idle=idle
     )
+
+
+def _judged(run: RunResult, scenarios: list[Scenario], key: str | None) -> RunResult:
+    """The run with the judge's judgements on its simulated scenarios (none without a key)."""
+    from harness.replay.judge.scenarios import judge_run
+    from harness.suites.repeats import is_simulated
+
+    if not any(is_simulated(s) or s.judge is not None for s in scenarios):
+        return run
+    from harness.llm import AnthropicClient
+
+    async def judged() -> RunResult:
+        client = AnthropicClient(api_key=key) if key else None
+        try:
+            return await judge_run(run, scenarios, client)
+        finally:
+            if client is not None:
+                await client.aclose()
+
+    return asyncio.run(judged())
 
 
 def _outage_line(run: RunResult, left: int) -> str:

@@ -142,7 +142,10 @@ async def _play(
     llm, tools = fixture.records("llm", LLMRecord), fixture.records("tools", ToolRecord)
     if plan == "extend":
         return await _extend(runner, scenario, where, llm, tools), []
-    recording = Recording(mode=RecordMode.REPLAY, llm_records=llm, tool_records=tools)
+    users = fixture.records("users", LLMRecord)  # a simulated user's own stream
+    recording = Recording(
+        mode=RecordMode.REPLAY, llm_records=llm, tool_records=tools, user_llm_records=users
+    )
     result = await runner.run_scenario(scenario, recording=recording)
     notes = [
         f"✗ replay diverged from {where}: {error}"

@@ -55,6 +55,12 @@ from harness.replay.record import (
     record_scenario,
 )
 from harness.replay.renaming import rename_in_records, renamed_id, renamed_ids
+from harness.replay.simulated import (
+    SIMULATED_MEDIA,
+    replay_simulated,
+    simulated_scenario,
+    user_model_of,
+)
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -62,6 +68,7 @@ __all__ = [
     "EXIT_BELOW_THRESHOLD",
     "EXIT_NO_VERDICT",
     "SECRET_OPTIONS",
+    "SIMULATED_MEDIA",
     "VERDICTS_SCHEMA_VERSION",
     "VERDICT_TOOL",
     "ConversationDiff",
@@ -99,6 +106,9 @@ __all__ = [
     "replay_fixture",
     "replay_run",
     "replay_scenario_result",
+    "replay_simulated",
     "save_verdicts",
     "settings_differences",
+    "simulated_scenario",
+    "user_model_of",
 ]

@@ -33,8 +33,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from harness.agent_contract import loop_errors
 from harness.channel import ChannelSession, ChannelSetup, RecordedCall, UserSpec
 from harness.exceptions import ConfigError, Divergence, HarnessError
@@ -46,9 +44,13 @@ from harness.recording import Recording
 from harness.records import LLMRecord, ToolRecord
 from harness.replay.diff import ConversationDiff, diff_conversations
 from harness.replay.renaming import rename_in_records, renamed_ids
+from harness.replay.replay_result import Policy as Policy
+from harness.replay.replay_result import ReplayResult as ReplayResult
+from harness.replay.replay_result import ReplayStatus as ReplayStatus
 from harness.results import Violation
 from harness.skew import Skew
 from harness.suites.invariants import bind
+from harness.suites.repeats import is_simulated
 from harness.suites.runner import Runner
 from harness.suites.scenario import Scenario, parse_scenario
 from harness.tape import RecordMode
@@ -72,11 +74,6 @@ __all__ = [
     "settings_differences",
 ]
 
-Policy = Literal["pinned", "live"]
-#: ``changed``: the conversation changed as a skew or a live policy allows, without diverging;
-#: ``incomplete``: the agent asked for more than a fixture that was never whole holds.
-ReplayStatus = Literal["same", "changed", "failed", "diverged", "error", "incomplete"]
-
 _CHANNEL_FIELDS = ("id", "from", "from_user_id", "timestamp", "context", "errors")
 _MEDIA = {"image", "audio", "video", "document", "sticker"}
 
@@ -96,26 +93,6 @@ class ReplayAction:
     starts_turn: bool = False
     #: For ``recorded``: what the channel sent around the message (see ``InboundMessage``).
     envelope: Mapping[str, Any] | None = None
-
-
-class ReplayResult(BaseModel):
-    """How a replay went: same, an invariant failed, diverged (and why), or could not run."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
-
-    fixture: str
-    status: ReplayStatus
-    #: The recorded scenario's name (a live chat's fixture names its chat).
-    scenario: str = ""
-    divergences: tuple[str, ...] = ()
-    changes: tuple[str, ...] = ()
-    violations: tuple[Violation, ...] = ()
-    error: str | None = None
-    unused: int = 0
-    duration_s: float = 0.0
-    conversation: Conversation | None = None
-    #: Failures the agent reported from its own background work (:mod:`harness.failures`).
-    agent_errors: tuple[str, ...] = ()
 
 
 def plan_from_fixture(fixture: Fixture) -> list[ReplayAction]:
@@ -383,7 +360,16 @@ async def replay_fixture(
     prompts: Mapping[str, str] | None = None,
     agent_settings: Mapping[str, str] | None = None,
 ) -> ReplayResult:
-    """Replay one fixture through the runner's channel and agent, and compare."""
+    """Replay one fixture through the runner's channel and agent, and compare.
+
+    A fixture a simulated user took part in is replayed by playing its scenario
+    again (see :mod:`harness.replay.simulated`).
+    """
+    from harness.replay import simulated  # it builds on this module
+
+    if is_simulated(_scenario(fixture)):
+        again = simulated.simulated_scenario(fixture)
+        return await simulated.replay_simulated(runner, fixture, again, policy=policy, skew=skew)
     started = time.perf_counter()
     recorded = fixture.conversation
     actions = plan_from_fixture(fixture)

@@ -28,6 +28,7 @@ from harness.records import LLMRecord, ToolRecord
 from harness.results import ScenarioResult
 from harness.suites.runner import Runner
 from harness.suites.scenario import Scenario
+from harness.suites.simulate_step import SimulateStep
 from harness.suites.target import settings_from
 from harness.tape import RecordMode
 from harness.trace import Event, InboundMessage
@@ -124,6 +125,10 @@ async def record_scenario(
             if progress is not None:
                 progress(record)
 
+        def keep_user(record: LLMRecord) -> None:
+            # The simulated users' own stream: apart from the agent's, with no span of its own.
+            writer.append("users", record)
+
         def keep_tool(record: ToolRecord) -> None:
             writer.append("tools", record)
             if progress is not None:
@@ -142,6 +147,7 @@ async def record_scenario(
                 on_llm_record=keep_llm,
                 on_tool_record=keep_tool,
                 on_event=keep_event,
+                on_user_llm_record=keep_user,
             )
         else:
             old_llm, old_tools = recorded
@@ -157,7 +163,9 @@ async def record_scenario(
                 on_llm_record=keep_llm,
                 on_tool_record=keep_tool,
                 on_event=keep_event,
+                on_user_llm_record=keep_user,
             )
+        _keep_simulated_media(writer, scenario)
         media: dict[str, str] = {}
 
         async def collect_media(session: ChannelSession) -> None:
@@ -188,6 +196,16 @@ async def record_scenario(
     if llm_records:
         _patch_model(Path(out), llm_records[0])
     return result
+
+
+def _keep_simulated_media(writer: FixtureWriter, scenario: Scenario) -> None:
+    """The files simulated users may send, kept for a replay that plays them again."""
+    base = scenario.path.parent if scenario.path is not None else Path.cwd()
+    for step in scenario.steps:
+        if isinstance(step, SimulateStep):
+            for name in step.simulate.behaviour.media:
+                data = (base / name).read_bytes()
+                writer.add_media((Path("simulated") / name).as_posix(), data)
 
 
 def _media_name(wamid: str, mime: str) -> str:

@@ -42,8 +42,20 @@ from harness.results import RunResult, ScenarioResult
 
 __all__ = ["SuiteProgress", "make_console", "print_summary", "result_line"]
 
-_LABELS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "skipped": "SKIP"}
-_STYLES = {"passed": "green", "failed": "bold red", "error": "bold magenta", "skipped": "yellow"}
+_LABELS = {
+    "passed": "PASS",
+    "failed": "FAIL",
+    "error": "ERROR",
+    "skipped": "SKIP",
+    "inconclusive": "INCONCLUSIVE",
+}
+_STYLES = {
+    "passed": "green",
+    "failed": "bold red",
+    "error": "bold magenta",
+    "skipped": "yellow",
+    "inconclusive": "bold cyan",
+}
 _CURRENT_WIDTH = 40
 
 
@@ -77,6 +89,8 @@ def result_line(result: ScenarioResult) -> str:
     if result.status == "skipped":
         reason = result.skipped[0].reason if result.skipped else "not played"
         return f"{label}: {reason}"
+    if result.status == "inconclusive" and result.judgement is not None:
+        return f"{label}: {result.judgement.headline()}"
     if result.status == "passed":
         if result.skipped:
             what = ", ".join(dict.fromkeys(skip.what for skip in result.skipped))
@@ -284,6 +298,10 @@ def _details(scenario: ScenarioResult, console: Console) -> None:
         line.append(failure)
         console.print(line, soft_wrap=True)
     _violations(scenario, console)
+    if scenario.judgement is not None and scenario.judgement.outcome != "not judged":
+        console.print(Text(f"  {scenario.judgement.headline()}"), soft_wrap=True)
+        for criterion in scenario.judgement.criteria:
+            console.print(Text(f"    - {criterion}", style="dim"), soft_wrap=True)
     if scenario.reproduce:
         console.print(Text("  Reproduce with:", style="bold"))
         console.print(_indented(scenario.reproduce.rstrip("\n"), 4, style="cyan"), soft_wrap=True)
@@ -311,7 +329,8 @@ def print_summary(
     """
     console = console if console is not None else make_console()
     if table and run.scenarios:
-        listed = [s for s in run.scenarios if verbose or s.status in ("failed", "error")]
+        shown = ("failed", "error", "inconclusive")
+        listed = [s for s in run.scenarios if verbose or s.status in shown]
         if listed:
             console.print(_table(listed))
         if not verbose and (rest := _unlisted(list(run.scenarios))):
@@ -322,6 +341,7 @@ def print_summary(
             _details(scenario, console)
     for count in run_models(run):
         console.print(Text(f"model: {count.label}", style="dim"), soft_wrap=True)
+    _judged(run, console)
     total = len(run.scenarios)
     noun = "scenario" if total == 1 else "scenarios"
     errors = "error" if run.errors == 1 else "errors"
@@ -334,5 +354,27 @@ def print_summary(
     if run.skipped:
         totals.append(", ")
         totals.append(f"{run.skipped} skipped", style="yellow")
+    if run.inconclusive:
+        totals.append(", ")
+        totals.append(f"{run.inconclusive} inconclusive", style="cyan")
     totals.append(f" in {run.duration_s:.2f}s")
     console.print(totals, soft_wrap=True)
+
+
+def _judged(run: RunResult, console: Console) -> None:
+    """The judge's absence, said once; then each repeated scenario's pass rate."""
+    unjudged = [
+        s.judgement.note
+        for s in run.scenarios
+        if s.judgement is not None and s.judgement.outcome == "not judged"
+    ]
+    if unjudged:
+        noun = "scenario" if len(unjudged) == 1 else "scenarios"
+        line = f"judge: {len(unjudged)} {noun} not judged: {unjudged[0]}"
+        console.print(Text(line, style="dim"), soft_wrap=True)
+    rates = run.pass_rates()
+    if rates:
+        console.print(Text("pass rate over repeated runs:", style="bold"))
+        for rate in rates:
+            style = "green" if rate.passed == rate.runs else "red"
+            console.print(Text(f"  {rate.headline()}", style=style), soft_wrap=True)

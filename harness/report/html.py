@@ -32,13 +32,19 @@ from harness.files import write_atomic
 from harness.report._chat import scenario_view
 from harness.report._items import ScenarioView
 from harness.report.answers import run_models
-from harness.results import RunResult
+from harness.results import RunResult, ScenarioStatus
 
 __all__ = ["render_html", "write_html"]
 
 _TEMPLATES = "templates"
 _PAGE = "report.html.j2"
-_STATUS_WORDS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "skipped": "SKIP"}
+_STATUS_WORDS = {
+    "passed": "PASS",
+    "failed": "FAIL",
+    "error": "ERROR",
+    "skipped": "SKIP",
+    "inconclusive": "INCONCLUSIVE",
+}
 
 
 def _read(name: str) -> str:
@@ -76,7 +82,8 @@ def _views(run: RunResult) -> list[ScenarioView]:
 def _passing_summary(views: list[ScenarioView]) -> str:
     """``12 passed, 2 skipped``: the heading of the folded group of scenarios that did not fail."""
     counts = Counter(view.result.status for view in views)
-    return ", ".join(f"{counts[s]} {s}" for s in ("passed", "skipped") if counts[s])
+    shown: tuple[ScenarioStatus, ...] = ("passed", "skipped", "inconclusive")
+    return ", ".join(f"{counts[s]} {s}" for s in shown if counts[s])
 
 
 def render_html(run: RunResult) -> str:
@@ -96,6 +103,7 @@ def render_html(run: RunResult) -> str:
         others=others,
         others_summary=_passing_summary(others),
         models=run_models(run),
+        pass_rates=run.pass_rates(),
         # our own files, not user data: inlined as they are
         css=Markup(_read("report.css")),
         script=Markup(_read("report.js")),

@@ -1,8 +1,10 @@
 """``report.json``: the whole run as data, loadable back into a :class:`RunResult`.
 
 The file is ``RunResult.model_dump(mode="json")`` with one extra top-level
-key, ``summary`` (passed, failed, errors, skipped, total, and ``models``: who
-answered the run's model calls, counted, each with the line reports show),
+key, ``summary`` (passed, failed, errors, skipped, inconclusive, total,
+``pass_rates`` for scenarios run more than once with ``--repeat``, and
+``models``: who answered the run's model calls, counted, each with the line
+reports show),
 so a dashboard can read the outcome without knowing the model. Each model
 call in a conversation names its ``provider`` (``offline-stand-in``,
 ``anthropic`` ...) and its ``source`` (``live`` or ``recorded``).
@@ -32,7 +34,12 @@ def report_data(run: RunResult) -> dict[str, Any]:
         "failed": run.failed,
         "errors": run.errors,
         "skipped": run.skipped,
+        "inconclusive": run.inconclusive,
         "total": len(run.scenarios),
+        "pass_rates": [
+            {**rate.model_dump(mode="json"), "rate": round(rate.rate, 4)}
+            for rate in run.pass_rates()
+        ],
         "models": [
             {
                 "provider": count.provider,

@@ -91,6 +91,8 @@ def _testcase(parent: ET.Element, scenario: ScenarioResult) -> None:
     )
     # pytest writes per-test properties the same way; CI readers show them as metadata.
     props = {"seed": str(scenario.seed), "channel": scenario.channel}
+    if scenario.status == "inconclusive":
+        props["status"] = "inconclusive"
     props.update({f"fault.{key}": _json(value) for key, value in sorted(scenario.faults.items())})
     properties = ET.SubElement(case, "properties")
     for key, value in props.items():
@@ -113,6 +115,10 @@ def _testcase(parent: ET.Element, scenario: ScenarioResult) -> None:
     elif scenario.status == "skipped":
         reason = scenario.skipped[0].reason if scenario.skipped else "not played"
         _set(ET.SubElement(case, "skipped"), message=reason)
+    elif scenario.status == "inconclusive":
+        # JUnit has no such outcome: a skip that says so, and the status as a property.
+        judged = scenario.judgement.headline() if scenario.judgement else "judge: inconclusive"
+        _set(ET.SubElement(case, "skipped"), message=f"INCONCLUSIVE: {judged}", type="inconclusive")
     if scenario.skipped and scenario.status != "skipped":
         out = ET.SubElement(case, "system-out")
         out.text = xml_safe("".join(f"skipped {s.headline()}\n" for s in scenario.skipped))
@@ -127,7 +133,7 @@ def junit_xml(run: RunResult) -> str:
         "tests": str(len(run.scenarios)),
         "failures": str(run.failed),
         "errors": str(run.errors),
-        "skipped": str(run.skipped),
+        "skipped": str(run.skipped + run.inconclusive),
         "time": _seconds(run.duration_s),
     }
     root = ET.Element("testsuites")
@@ -145,6 +151,9 @@ def junit_xml(run: RunResult) -> str:
         ("seed", str(run.seed)),
     ):
         _set(ET.SubElement(properties, "property"), name=key, value=value)
+    for rate in run.pass_rates():  # --repeat: each repeated scenario's pass rate
+        value = f"{rate.passed}/{rate.runs}"
+        _set(ET.SubElement(properties, "property"), name=f"pass_rate.{rate.name}", value=value)
     for scenario in run.scenarios:
         _testcase(suite, scenario)
     ET.indent(root)

@@ -20,8 +20,10 @@ if TYPE_CHECKING:
     from harness.suites.expectations import *
     from harness.suites.explorer import *
     from harness.suites.fit import *
+    from harness.suites.invariant_ref import *
     from harness.suites.invariants import *
     from harness.suites.jobs import *
+    from harness.suites.judge_spec import *
     from harness.suites.keywords import *
     from harness.suites.messages import LABEL_PATTERN as LABEL_PATTERN
     from harness.suites.messages import SEND_SCHEMA as SEND_SCHEMA
@@ -30,20 +32,29 @@ if TYPE_CHECKING:
     from harness.suites.messages import Reference as Reference
     from harness.suites.messages import check_send as check_send
     from harness.suites.messages import references as references
+    from harness.suites.phone_view import *
     from harness.suites.preflight import *
     from harness.suites.queue import *
     from harness.suites.realtime import *
     from harness.suites.registry import *
+    from harness.suites.repeats import *
     from harness.suites.reproduce import *
+    from harness.suites.run_options import *
     from harness.suites.runner import *
     from harness.suites.scenario import *
     from harness.suites.schedules import *
     from harness.suites.selection import *
     from harness.suites.sending import *
+    from harness.suites.simulate import *
+    from harness.suites.simulate_step import *
+    from harness.suites.step_union import *
     from harness.suites.steps import *
     from harness.suites.store_watch import *
     from harness.suites.target import *
     from harness.suites.transcript import *
+    from harness.suites.user_actions import *
+    from harness.suites.user_clients import *
+    from harness.suites.user_model import *
     from harness.suites.worker import *
     from harness.suites.yamlpos import *
 
@@ -66,17 +77,26 @@ _OWNERS: dict[str, str] = {
     "run_distributed": "harness.suites.distributed",
     "run_worker": "harness.suites.worker",
     "worker_name": "harness.suites.worker",
-    "ACTIONS": "harness.suites.steps",
+    "ACTIONS": "harness.suites.step_union",
+    "ACT_TOOL": "harness.suites.user_actions",
+    "AgendaItem": "harness.suites.simulate_step",
     "BaseStep": "harness.suites.steps",
+    "Behaviour": "harness.suites.simulate_step",
     "BoundInvariant": "harness.suites.invariants",
     "CHANNEL_FAULTS": "harness.suites.schedules",
+    "CRITERION_NAME": "harness.suites.judge_spec",
+    "ChangeMind": "harness.suites.simulate_step",
     "ChannelFit": "harness.suites.fit",
+    "Choice": "harness.suites.phone_view",
+    "Criterion": "harness.suites.judge_spec",
     "DEFAULT_FORMAT": "harness.suites.dates",
     "DEFAULT_GAP": "harness.suites.steps",
     "DEFAULT_PHRASES": "harness.suites.builtin_invariants",
     "DEFAULT_TARGET": "harness.suites.target",
     "DEFAULT_USER": "harness.suites.scenario",
+    "DEFAULT_USER_MODEL": "harness.suites.simulate_step",
     "DateExpression": "harness.suites.dates",
+    "Done": "harness.suites.user_actions",
     "Duration": "harness.suites.steps",
     "DurationParam": "harness.suites.registry",
     "EVENTUAL": "harness.suites.expectations",
@@ -89,11 +109,13 @@ _OWNERS: dict[str, str] = {
     "Finding": "harness.suites.explorer",
     "GAPS": "harness.suites.explorer",
     "IN_PROCESS_ONLY": "harness.suites.schedules",
+    "FRAGMENT_GAP": "harness.suites.simulate",
     "Invariant": "harness.suites.registry",
     "InvariantFunction": "harness.suites.registry",
-    "InvariantRef": "harness.suites.scenario",
+    "InvariantRef": "harness.suites.invariant_ref",
     "InvariantSpec": "harness.suites.invariants",
     "JUMPS": "harness.suites.explorer",
+    "JudgeSpec": "harness.suites.judge_spec",
     "KeywordExpression": "harness.suites.keywords",
     "LABEL_PATTERN": "harness.suites.messages",
     "LONGEST_SCENARIO": "harness.suites.scenario",
@@ -106,38 +128,52 @@ _OWNERS: dict[str, str] = {
     "MessageLabels": "harness.suites.messages",
     "NamedSpec": "harness.suites.invariants",
     "ONLY_SUFFIX": "harness.suites.fit",
+    "PhoneView": "harness.suites.phone_view",
     "REPLY_TYPES": "harness.suites.builtin_invariants",
     "RedeliverStep": "harness.suites.steps",
     "Reference": "harness.suites.messages",
     "Regex": "harness.suites.registry",
-    "RunOptions": "harness.suites.runner",
+    "RunOptions": "harness.suites.run_options",
     "Runner": "harness.suites.runner",
     "SEND_SCHEMA": "harness.suites.messages",
     "STATUSES": "harness.suites.steps",
-    "STEP_TAGS": "harness.suites.steps",
-    "STEP_TYPES": "harness.suites.steps",
+    "STEP_TAGS": "harness.suites.step_union",
+    "STEP_TYPES": "harness.suites.step_union",
+    "SayAction": "harness.suites.user_actions",
     "SayStep": "harness.suites.steps",
     "Scenario": "harness.suites.scenario",
     "ScenarioPart": "harness.suites.steps",
     "Schedule": "harness.suites.schedules",
+    "SendMedia": "harness.suites.user_actions",
     "SendStep": "harness.suites.steps",
+    "Silences": "harness.suites.simulate_step",
+    "SimulateStep": "harness.suites.simulate_step",
+    "Simulation": "harness.suites.simulate_step",
     "SpecLike": "harness.suites.invariants",
-    "Step": "harness.suites.steps",
+    "StandInUser": "harness.suites.user_model",
+    "Step": "harness.suites.step_union",
+    "Stretch": "harness.suites.simulate",
+    "TapAction": "harness.suites.user_actions",
     "TapStep": "harness.suites.steps",
     "ToolExpectation": "harness.suites.steps",
     "Transcript": "harness.suites.transcript",
     "TurnFaults": "harness.suites.schedules",
     "TurnSteps": "harness.suites.schedules",
+    "USER_MODELS": "harness.suites.user_clients",
     "User": "harness.suites.scenario",
+    "UserAction": "harness.suites.user_actions",
     "UserStep": "harness.suites.steps",
+    "WaitAction": "harness.suites.user_actions",
     "WaitStep": "harness.suites.steps",
     "YamlDocument": "harness.suites.yamlpos",
     "YamlPath": "harness.suites.yamlpos",
+    "act_tool": "harness.suites.user_actions",
     "action_only_after_confirmation": "harness.suites.builtin_invariants",
     "bind": "harness.suites.invariants",
     "bind_invariants": "harness.suites.preflight",
     "brief": "harness.suites.registry",
     "change_faults": "harness.suites.sending",
+    "brief_of": "harness.suites.user_model",
     "check": "harness.suites.invariants",
     "check_agent_settings": "harness.suites.preflight",
     "check_dated_regex": "harness.suites.dates",
@@ -145,8 +181,10 @@ _OWNERS: dict[str, str] = {
     "check_dates": "harness.suites.dates",
     "check_expectation": "harness.suites.expectations",
     "check_faults": "harness.suites.preflight",
+    "check_media": "harness.suites.simulate",
     "check_send": "harness.suites.messages",
     "check_step_messages": "harness.suites.sending",
+    "check_user_models": "harness.suites.user_clients",
     "constraint_honored": "harness.suites.builtin_invariants",
     "describe": "harness.suites.yamlpos",
     "describe_factory": "harness.suites.target",
@@ -161,26 +199,34 @@ _OWNERS: dict[str, str] = {
     "field_name": "harness.suites.yamlpos",
     "has_dates": "harness.suites.dates",
     "importable": "harness.suites.target",
+    "inner_user_model": "harness.suites.user_clients",
     "invariant": "harness.suites.registry",
+    "is_simulated": "harness.suites.repeats",
     "load_scenario": "harness.suites.scenario",
     "load_scenarios": "harness.suites.scenario",
     "load_target": "harness.suites.target",
     "messages_sent": "harness.suites.schedules",
+    "media_message": "harness.suites.simulate",
+    "media_path": "harness.suites.simulate",
     "needs_quiet": "harness.suites.expectations",
     "never_reasks": "harness.suites.builtin_invariants",
     "no_freeform_outside_window": "harness.suites.builtin_invariants",
     "no_repeated_side_effects": "harness.suites.builtin_invariants",
     "one_reply_per_burst": "harness.suites.builtin_invariants",
     "only_channels": "harness.suites.fit",
+    "parse_action": "harness.suites.user_actions",
     "parse_date_expression": "harness.suites.dates",
     "parse_scenario": "harness.suites.scenario",
     "parse_spec": "harness.suites.invariants",
+    "phone_view": "harness.suites.phone_view",
+    "play_simulation": "harness.suites.simulate",
     "read_text": "harness.suites.yamlpos",
     "read_yaml": "harness.suites.yamlpos",
     "references": "harness.suites.messages",
     "registered": "harness.suites.invariants",
     "registry": "harness.suites.registry",
     "render_event": "harness.suites.transcript",
+    "repeated": "harness.suites.repeats",
     "reply_text": "harness.suites.expectations",
     "resolve": "harness.suites.invariants",
     "resolve_dates": "harness.suites.dates",
@@ -195,9 +241,11 @@ _OWNERS: dict[str, str] = {
     "shortest_reproduction": "harness.suites.reproduce",
     "split_turns": "harness.suites.schedules",
     "started_on": "harness.suites.expectations",
-    "step_action": "harness.suites.steps",
+    "step_action": "harness.suites.step_union",
     "step_message": "harness.suites.sending",
     "unobserved": "harness.suites.invariants",
+    "user_client": "harness.suites.user_clients",
+    "user_request": "harness.suites.user_model",
     "watch_outages": "harness.suites.store_watch",
     "with_dates": "harness.suites.expectations",
     "with_late": "harness.suites.realtime",

@@ -38,7 +38,6 @@ from typing import Any
 
 from harness.agent_contract import explain_agent_error, loop_errors
 from harness.channel import AgentFactory, ChannelSession, ChannelSetup, UserSpec, settings_check
-from harness.clock import DEFAULT_REAL_WORK_LIMIT
 from harness.exceptions import ConfigError, HarnessError, StepError
 from harness.failures import collecting_failures
 from harness.inflight import running_on
@@ -53,8 +52,11 @@ from harness.suites.messages import MessageLabels
 from harness.suites.preflight import bind_invariants, check_agent_settings, check_faults
 from harness.suites.realtime import distinct_user, expect_in_time, with_late
 from harness.suites.reproduce import shortest_reproduction
+from harness.suites.run_options import RunOptions as RunOptions
 from harness.suites.scenario import Scenario
 from harness.suites.sending import change_faults, check_step_messages, send_step
+from harness.suites.simulate import Stretch, play_simulation
+from harness.suites.simulate_step import SimulateStep
 from harness.suites.steps import (
     ExpectStep,
     FaultsStep,
@@ -68,37 +70,10 @@ from harness.suites.steps import (
 )
 from harness.suites.store_watch import watch_outages
 from harness.suites.target import DEFAULT_TARGET, describe_factory, load_target, settings_from
+from harness.suites.user_clients import check_user_models, user_client
 from harness.trace import Conversation
 
-__all__ = ["RunOptions", "Runner"]
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """How to run a suite: against what, through which channel, how many at once."""
-
-    channel: str = "whatsapp"
-    target: str | None = None
-    target_url: str | None = None
-    concurrency: int = 4
-    seed: int = 0
-    store_url: str | None = None
-    agent_settings: Mapping[str, str] = field(default_factory=dict)
-    channel_options: Mapping[str, Any] = field(default_factory=dict)
-    #: Against an agent on real time: how long an ``expect`` waits to hold (seconds).
-    expect_timeout: float = 10.0
-    #: Against an agent on real time: how long with nothing from it counts as done (seconds).
-    quiet: float = 3.0
-    #: Real seconds the agent's real work (a model call ...) may take before its scenario
-    #: ends with an error naming it.
-    real_work_limit: float = DEFAULT_REAL_WORK_LIMIT
-    #: Folders the target's module may be imported from, besides the current directory
-    #: (a project's root); worker processes look there too.
-    import_paths: tuple[str, ...] = ()
-    #: When in-process conversations start (default: :data:`harness.clock.DEFAULT_START`).
-    start: datetime | None = None
-    #: Start no scenario after one has failed or errored (those already running finish).
-    fail_fast: bool = False
+__all__ = ["Runner"]
 
 
 @dataclass
@@ -109,6 +84,9 @@ class _Progress:
     turns_after: list[int] = field(default_factory=list)
     skipped: list[Skip] = field(default_factory=list)
     agent_errors: list[str] = field(default_factory=list)
+    stretches: list[Stretch] = field(default_factory=list)
+    seed: int = 0
+    recording: Recording | None = None
 
 
 class Runner:
@@ -258,6 +236,7 @@ class Runner:
         Raises :class:`~harness.exceptions.ScenarioError` naming the file and
         line of the first problem (see :mod:`harness.suites.preflight`).
         """
+        check_user_models(scenarios, self.options.user_model, self.options.user_model_key)
         if self.plugin.check_message is not None:
             check_step_messages(scenarios, self.plugin.check_message)
         if self.plugin.check_faults is not None:
@@ -368,7 +347,7 @@ class Runner:
             start=self.options.start if self.options.target_url is None else None,
         )
         started = time.perf_counter()
-        progress = _Progress(skipped=fit.skipped)
+        progress = _Progress(skipped=fit.skipped, seed=seed, recording=recording)
         session: ChannelSession | None = None
         error: str | None = None
         conversation = None
@@ -415,6 +394,7 @@ class Runner:
             ),
             skipped=tuple(progress.skipped),
             agent_errors=tuple(progress.agent_errors),
+            simulated=tuple(line for stretch in progress.stretches for line in stretch.actions),
         )
 
     async def _run(
@@ -515,6 +495,22 @@ class Runner:
                 await session.wait(step.duration.total_seconds())
                 if real:
                     await session.quiet(self.options.quiet, self.options.expect_timeout)
+            elif isinstance(step, SimulateStep):
+                stretch = await play_simulation(
+                    step,
+                    session=session,
+                    acting=acting,
+                    client=user_client(self.options, progress.recording, session.clock),
+                    seed=progress.seed,
+                    scenario_path=scenario.path,
+                    names=names,
+                    start=start,
+                    quiet=(self.options.quiet, self.options.expect_timeout) if real else None,
+                )
+                progress.violations.extend(stretch.violations)
+                progress.stretches.append(stretch)
+                since, step_at = stretch.since, stretch.step_at or step_at
+                acted = True
             elif isinstance(step, ExpectStep):
                 if real:
                     await expect_in_time(

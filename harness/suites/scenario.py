@@ -79,26 +79,24 @@ from pydantic import (
     ValidationInfo,
     model_validator,
 )
-from pydantic.json_schema import JsonSchemaValue, SkipJsonSchema
-from pydantic_core import CoreSchema
+from pydantic.json_schema import SkipJsonSchema
 
 from harness.references import MessageRef
+from harness.suites.invariant_ref import InvariantRef
+from harness.suites.judge_spec import JudgeSpec
 from harness.suites.messages import references
+from harness.suites.step_union import STEP_TAGS, STEP_TYPES, Step, step_action
 from harness.suites.steps import (
-    STEP_TAGS,
-    STEP_TYPES,
     BaseStep,
     Expectation,
     RedeliverStep,
     SayStep,
     ScenarioPart,
     SendStep,
-    Step,
     TapStep,
     ToolExpectation,
     UserStep,
     fault_spec,
-    step_action,
 )
 from harness.suites.yamlpos import (
     LocatedError,
@@ -113,7 +111,6 @@ from harness.suites.yamlpos import (
 __all__ = [
     "DEFAULT_USER",
     "LONGEST_SCENARIO",
-    "InvariantRef",
     "Scenario",
     "User",
     "load_scenario",
@@ -125,7 +122,6 @@ __all__ = [
 #: The most virtual time a scenario's waits, gaps and ``within`` may add up to: a century.
 LONGEST_SCENARIO: Final = timedelta(days=36_500)
 _BSUID: Final = r"^[A-Z]{2}\.[0-9]+$"
-_INVARIANT_NAME: Final = r"^[A-Za-z_][\w.]*(:[A-Za-z_]\w*)?$"
 _YAML_CONTEXT: Final = "harness.suites.scenario.yaml"
 _Name: TypeAlias = Annotated[str, Field(min_length=1)]
 
@@ -207,89 +203,6 @@ class User(ScenarioPart):
 DEFAULT_USER: Final = User(name="user", wa_id="15551230001")
 
 
-# -- invariants --------------------------------------------------------------------
-
-
-def _invariant_name(name: str) -> str:
-    if re.fullmatch(_INVARIANT_NAME, name) is None:
-        raise ValueError(
-            f"{name!r} is not an invariant name: expected a registered name such as "
-            "never_reasks, or an import path such as package.module:attr"
-        )
-    return name
-
-
-def _invariant_shape(value: object) -> object:
-    if isinstance(value, str):
-        return {"name": value}
-    if not isinstance(value, dict):
-        raise ValueError(f"expected an invariant name or mapping, got {describe(value)}")
-    if "name" in value:
-        return value
-    if len(value) != 1:
-        keys = ", ".join(map(str, value)) or "none"
-        raise ValueError(
-            "expected {rule: {params}} with one key, or {name: rule, params: {...}}; "
-            f"got keys: {keys}"
-        )
-    ((name, params),) = value.items()
-    return {"name": name, "params": {} if params is None else params}
-
-
-_INVARIANT_SCHEMA: Final[JsonSchemaValue] = {
-    "anyOf": [
-        {"type": "string", "pattern": _INVARIANT_NAME},
-        {
-            "type": "object",
-            "required": ["name"],
-            "properties": {
-                "name": {"type": "string", "pattern": _INVARIANT_NAME},
-                "params": {"type": ["object", "null"]},
-            },
-            "additionalProperties": False,
-        },
-        {
-            "type": "object",
-            "minProperties": 1,
-            "maxProperties": 1,
-            "propertyNames": {"pattern": _INVARIANT_NAME},
-            "additionalProperties": {"type": ["object", "null"]},
-            "not": {"required": ["name"]},
-        },
-    ],
-    "description": "An invariant: a name, {name: {params}} or {name: ..., params: {...}}.",
-}
-
-
-class InvariantRef(ScenarioPart):
-    """An invariant named in a scenario, with its parameters (checked by the registry)."""
-
-    name: Annotated[str, AfterValidator(_invariant_name)]
-    params: Annotated[dict[str, JsonValue], BeforeValidator(lambda v: {} if v is None else v)] = (
-        Field(default_factory=dict)
-    )
-    #: The 1-based line of the invariant in its file (``None`` when built in code).
-    line: SkipJsonSchema[int | None] = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _shorthand(cls, value: object) -> object:
-        return _invariant_shape(value)
-
-    @classmethod
-    def __get_pydantic_json_schema__(cls, core_schema: CoreSchema, handler: Any) -> JsonSchemaValue:
-        """The three YAML shapes an invariant may take."""
-        return dict(_INVARIANT_SCHEMA)
-
-    def to_data(self) -> JsonValue:
-        """The shortest shape that reads back the same."""
-        if not self.params:
-            return self.name
-        if self.name == "name":  # {name: {...}} would read as the long form
-            return {"name": self.name, "params": self.params}
-        return {self.name: self.params}
-
-
 # -- the scenario ------------------------------------------------------------------
 
 
@@ -320,6 +233,9 @@ class Scenario(ScenarioPart):
     )
     steps: tuple[Step, ...] = Field(min_length=1)
     invariants: tuple[InvariantRef, ...] = ()
+    judge: JudgeSpec | None = Field(
+        default=None, description="What the judge scores (harness run --judge)."
+    )
     #: The file the scenario was read from (``None`` when built in code).
     path: SkipJsonSchema[Path | None] = None
 
@@ -378,6 +294,8 @@ class Scenario(ScenarioPart):
         data["steps"] = [step.to_data() for step in self.steps]
         if self.invariants:
             data["invariants"] = [invariant.to_data() for invariant in self.invariants]
+        if self.judge is not None:
+            data["judge"] = self.judge.to_data()
         return data
 
     def to_yaml(self) -> str:

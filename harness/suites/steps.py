@@ -24,8 +24,10 @@ Each step is a mapping with one action key and that action's modifiers (see
 names a say, tap, send or expect step's message for later references
 (``last_reply``, ``reply 2`` or a label: :mod:`harness.suites.messages`). The models are
 frozen and refuse unknown fields, so a typo is an error that names it;
-:data:`Step` picks the model by the action key, so a step with no action or
-two of them fails with one clear message rather than one per model.
+:data:`harness.suites.step_union.Step` picks the model by the action key, so
+a step with no action or two of them fails with one clear message rather than
+one per model. A ``simulate`` step (a language model plays the user for a
+stretch) lives in :mod:`harness.suites.simulate_step`.
 """
 
 from __future__ import annotations
@@ -38,13 +40,11 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
-    Discriminator,
     Field,
     JsonValue,
     PlainSerializer,
     StrictBool,
     StrictInt,
-    Tag,
     WithJsonSchema,
     model_validator,
 )
@@ -57,12 +57,9 @@ from harness.suites.messages import MEDIA_TYPES, SEND_SCHEMA, Label, Reference, 
 from harness.suites.yamlpos import LocatedError, describe
 
 __all__ = [
-    "ACTIONS",
     "DEFAULT_GAP",
     "MEDIA_TYPES",
     "STATUSES",
-    "STEP_TAGS",
-    "STEP_TYPES",
     "BaseStep",
     "Duration",
     "ExpectStep",
@@ -73,17 +70,13 @@ __all__ = [
     "SayStep",
     "ScenarioPart",
     "SendStep",
-    "Step",
     "TapStep",
     "ToolExpectation",
     "UserStep",
     "WaitStep",
     "fault_spec",
-    "step_action",
 ]
 
-#: The keys that make a mapping a step, in the order error messages list them.
-ACTIONS: Final = ("say", "tap", "send", "wait", "advance", "redeliver", "faults", "expect")
 #: Message statuses an ``expect: {status: ...}`` may ask for.
 STATUSES: Final = ("sent", "delivered", "read", "failed")
 #: Time between the messages of a burst unless ``gap`` says otherwise.
@@ -515,70 +508,3 @@ class ExpectStep(LabelledStep):
         if self.within is not None:
             data["within"] = format_duration(self.within)
         return self._with_user(data)
-
-
-#: The model of each action key.
-STEP_TYPES: Final[dict[str, type[BaseStep]]] = {
-    "say": SayStep,
-    "tap": TapStep,
-    "send": SendStep,
-    "wait": WaitStep,
-    "advance": WaitStep,
-    "redeliver": RedeliverStep,
-    "faults": FaultsStep,
-    "expect": ExpectStep,
-}
-_STEP_KEYS: Final = frozenset(
-    field.alias or name for cls in STEP_TYPES.values() for name, field in cls.model_fields.items()
-)
-
-
-def step_action(value: object) -> str | None:
-    """The action key of a step mapping (the first one, if it has several), else ``None``."""
-    if isinstance(value, BaseStep):
-        return value.action
-    if isinstance(value, dict):
-        return next((key for key in ACTIONS if key in value), None)
-    return None
-
-
-def _step_tag(value: object) -> str | None:
-    action = step_action(value)
-    return None if action is None else STEP_TYPES[action].__name__
-
-
-def _check_step(value: object) -> object:
-    expected = ", ".join(ACTIONS)
-    if isinstance(value, BaseStep):
-        return value
-    if not isinstance(value, dict):
-        shown = f" ({value!r})" if isinstance(value, str) else ""
-        raise ValueError(
-            f"expected a step such as {{say: hi}}, got {describe(value)}{shown}; "
-            f"a step is a mapping with one of: {expected}"
-        )
-    actions = [key for key in value if key in ACTIONS]
-    if len(actions) > 1:
-        raise ValueError(f"a step takes one action, this one has '{actions[0]}' and '{actions[1]}'")
-    if not actions:
-        unknown = [key for key in value if key not in _STEP_KEYS]
-        if unknown:
-            raise ValueError(f"unknown step '{unknown[0]}' (expected one of: {expected})")
-        raise ValueError(f"a step needs an action (one of: {expected})")
-    return value
-
-
-#: One step of a scenario, told apart by its action key.
-Step: TypeAlias = Annotated[
-    Annotated[SayStep, Tag("SayStep")]
-    | Annotated[TapStep, Tag("TapStep")]
-    | Annotated[SendStep, Tag("SendStep")]
-    | Annotated[WaitStep, Tag("WaitStep")]
-    | Annotated[RedeliverStep, Tag("RedeliverStep")]
-    | Annotated[FaultsStep, Tag("FaultsStep")]
-    | Annotated[ExpectStep, Tag("ExpectStep")],
-    Discriminator(_step_tag),
-    BeforeValidator(_check_step),
-]
-#: The tags :data:`Step` puts in validation error locations, one per step model.
-STEP_TAGS: Final = frozenset(cls.__name__ for cls in STEP_TYPES.values())

@@ -34,4 +34,4 @@ async def test_the_bundled_suite_passes_on_a_redis_that_answers_slowly(
                 if r.status != "passed"
             }
             assert failures == {}
-            assert run.passed == len(scenarios) == 14
+            assert run.passed == len(scenarios) == 15

@@ -36,6 +36,6 @@ async def test_a_redis_paused_for_a_few_seconds_mid_run_only_slows_it(
 ) -> None:
     trial = await redis_trial("pause", after=2, pause=2.0, workdir=tmp_path, binary=redis_program)
     assert trial.code == 0, trial.stdout + trial.stderr
-    assert "14 scenarios: 14 passed" in trial.stdout
+    assert "15 scenarios: 15 passed" in trial.stdout
     assert trial.seconds >= 2.0  # the pause did fall inside the run
     assert trial.ok

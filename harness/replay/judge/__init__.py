@@ -44,6 +44,12 @@ from harness.replay.judge.rubric import (
     check_rubric,
     parse_rubric,
 )
+from harness.replay.judge.scenarios import (
+    NOT_CONFIGURED,
+    judge_run,
+    judgement_of,
+    scenario_goal,
+)
 from harness.replay.judge.transcript import (
     render_transcript,
 )
@@ -66,6 +72,7 @@ __all__ = [
     "DEFAULT_RUBRIC",
     "EXIT_BELOW_THRESHOLD",
     "EXIT_NO_VERDICT",
+    "NOT_CONFIGURED",
     "VERDICTS_SCHEMA_VERSION",
     "VERDICT_TOOL",
     "Criterion",
@@ -81,9 +88,12 @@ __all__ = [
     "check_rubric",
     "check_threshold",
     "gate_outcome",
+    "judge_run",
+    "judgement_of",
     "load_verdicts",
     "parse_rubric",
     "parse_verdict",
     "render_transcript",
     "save_verdicts",
+    "scenario_goal",
 ]

@@ -1,12 +1,12 @@
 // Filters the report by status. The filter lives in the page's hash
-// (#all, #passed, #failed, #error, #skipped) so a link can open the report filtered;
+// (#all, #passed, #failed, #error, #skipped, #inconclusive) so a link can open the report filtered;
 // any other hash is a scenario or turn anchor and shows it.
 // The scenarios that did not fail sit in a folded <details>: it opens when they are
 // asked for (their filter, or an anchor inside), and disappears when none is shown.
 (function () {
   "use strict";
-  var FILTERS = ["all", "passed", "failed", "error", "skipped"];
-  var FOLDED = ["passed", "skipped"];
+  var FILTERS = ["all", "passed", "failed", "error", "skipped", "inconclusive"];
+  var FOLDED = ["passed", "skipped", "inconclusive"];
   var current = "all";
 
   function apply() {

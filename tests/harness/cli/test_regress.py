@@ -55,7 +55,15 @@ def test_regress_writes_report_json_junit_and_html_for_ci(
     assert failed.violations[0].turn is not None
     summary = json.loads((reports / "report.json").read_text("utf-8"))["summary"]
     models = summary.pop("models")
-    assert summary == {"passed": 1, "failed": 1, "errors": 0, "skipped": 0, "total": 2}
+    assert summary == {
+        "passed": 1,
+        "failed": 1,
+        "errors": 0,
+        "skipped": 0,
+        "inconclusive": 0,
+        "total": 2,
+        "pass_rates": [],
+    }
     # Every answer came from the bundled recordings, which the offline stand-in made.
     assert [(m["provider"], m["source"]) for m in models] == [("offline-stand-in", "recorded")]
     suite = ET.parse(reports / "junit.xml").getroot().find("testsuite")

@@ -111,3 +111,12 @@ def test_a_malformed_scenario_file_is_a_one_line_collection_error(
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(["*scenarios/broken.yaml:2: steps[[]0[]]*sya*"])
     assert "Traceback" not in result.stdout.str()
+
+
+def test_a_simulated_scenario_replays_from_its_recording_with_its_users_stream(
+    pytester: pytest.Pytester,
+) -> None:
+    bundled(pytester, "simulated_hesitant_customer")
+    write_ini(pytester, harness_target=TARGET, harness_scenarios="scenarios")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)

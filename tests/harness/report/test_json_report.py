@@ -23,7 +23,9 @@ def test_report_is_the_run_plus_a_summary(tmp_path: Path) -> None:
         "failed": 1,
         "errors": 1,
         "skipped": 0,
+        "inconclusive": 0,
         "total": 3,
+        "pass_rates": [],
         "models": [
             {
                 "provider": None,
@@ -49,7 +51,9 @@ def test_summary_of_an_empty_run() -> None:
         "failed": 0,
         "errors": 0,
         "skipped": 0,
+        "inconclusive": 0,
         "total": 0,
+        "pass_rates": [],
         "models": [],
     }
 

@@ -90,7 +90,9 @@ def test_the_json_report_keeps_every_skip(tmp_path: Path) -> None:
         "failed": 0,
         "errors": 0,
         "skipped": 1,
+        "inconclusive": 0,
         "total": 2,
+        "pass_rates": [],
         "models": [
             {
                 "provider": None,

@@ -17,9 +17,9 @@ from pydantic import JsonValue
 
 from harness.cli.schema import schema_command, schema_text
 from harness.exceptions import ScenarioError
+from harness.suites.invariant_ref import InvariantRef
 from harness.suites.scenario import (
     DEFAULT_USER,
-    InvariantRef,
     Scenario,
     User,
     load_scenario,
@@ -27,6 +27,7 @@ from harness.suites.scenario import (
     parse_scenario,
     scenario_json_schema,
 )
+from harness.suites.step_union import Step
 from harness.suites.steps import (
     DEFAULT_GAP,
     Expectation,
@@ -34,7 +35,6 @@ from harness.suites.steps import (
     RedeliverStep,
     SayStep,
     SendStep,
-    Step,
     TapStep,
     ToolExpectation,
     WaitStep,
@@ -387,12 +387,12 @@ STEPS = "steps:\n  - say: hi\n"
             "steps:\n  - say hi\n",
             "s.yaml:2: steps[0]: expected a step such as {say: hi}, got a "
             "string ('say hi'); a step is a mapping with one of: say, tap, send, wait, advance, "
-            "redeliver, faults, expect",
+            "redeliver, faults, expect, simulate",
         ),
         (
             "steps:\n  - {gap: 1s}\n",
             "s.yaml:2: steps[0]: a step needs an action (one of: say, "
-            "tap, send, wait, advance, redeliver, faults, expect)",
+            "tap, send, wait, advance, redeliver, faults, expect, simulate)",
         ),
         (
             "steps:\n  - {wait: 1h, advance: 1h}\n",

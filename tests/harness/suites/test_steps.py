@@ -7,22 +7,19 @@ from datetime import timedelta
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
+from harness.suites.simulate_step import SimulateStep
+from harness.suites.step_union import ACTIONS, STEP_TAGS, STEP_TYPES, Step, step_action
 from harness.suites.steps import (
-    ACTIONS,
-    STEP_TAGS,
-    STEP_TYPES,
     BaseStep,
     Expectation,
     ExpectStep,
     RedeliverStep,
     SayStep,
     SendStep,
-    Step,
     TapStep,
     ToolExpectation,
     UserStep,
     WaitStep,
-    step_action,
 )
 
 STEP = TypeAdapter(Step)
@@ -38,6 +35,7 @@ STEP = TypeAdapter(Step)
         ({"advance": "1h"}, WaitStep),
         ({"redeliver": "last"}, RedeliverStep),
         ({"expect": {"replies": 1}}, ExpectStep),
+        ({"simulate": {"persona": "a guest", "goal": "a table"}}, SimulateStep),
     ],
 )
 def test_a_step_is_chosen_by_its_action_key(data: dict[str, object], kind: type[BaseStep]) -> None:
@@ -59,7 +57,7 @@ def test_a_bad_step_is_one_error_not_one_per_model() -> None:
         STEP.validate_python({"sya": "hi"})
     assert [e["msg"] for e in caught.value.errors()] == [
         "Value error, unknown step 'sya' (expected one of: say, tap, send, wait, advance, "
-        "redeliver, faults, expect)"
+        "redeliver, faults, expect, simulate)"
     ]
 
 
