@@ -281,6 +281,6 @@ async def test_the_topology_runs_as_processes_on_loopback(
                 await process.wait()
     assert suite_code == 0, suite_out
     report = json.loads((tmp_path / "reports" / "report.json").read_text())
-    assert [s["status"] for s in report["scenarios"]] == ["passed"] * 14
+    assert [s["status"] for s in report["scenarios"]] == ["passed"] * 15
     assert replies, "the agent did not answer through the simulator"
     assert replies[0]["to"] == "15551234567"

@@ -164,6 +164,6 @@ async def test_a_worker_killed_mid_scenario_has_its_scenario_run_again_elsewhere
     local = _verdicts(tmp_path / "local" / "report.json")
     assert distributed == local
     names = [v[0] for v in distributed]
-    assert len(names) == len(set(names)) == 14
+    assert len(names) == len(set(names)) == 15
     assert (tmp_path / "distributed" / "junit.xml").exists()
     assert (tmp_path / "distributed" / "report.html").exists()
