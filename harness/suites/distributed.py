@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import UTC, datetime
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Final
 from harness.exceptions import ConfigError
 from harness.results import RunResult, ScenarioResult
 from harness.store import check_store
-from harness.suites.jobs import JOB_FUNCTION, ScenarioJob, job_key, result_from_json
+from harness.suites.jobs import JOB_FUNCTION, ScenarioJob, job_key, result_from_json, result_key
 from harness.suites.preflight import bind_invariants
 from harness.suites.queue import ATTEMPTS, DEFAULT_HEARTBEAT, open_queue
 from harness.suites.runner import Runner
@@ -188,6 +189,7 @@ class _Collector:
                     keys.append(self.heard.get_nowait())
             except TimeoutError:
                 keys = [job_key(self.run_id, i) for i in sorted(self.pending)]
+            await self._kept_results()
             jobs = await self.queue.jobs(keys)
             taken = taken or any(j is not None and j.status != Status.QUEUED for j in jobs)
             if not taken and on_idle is not None and time.monotonic() - queued > _IDLE:
@@ -196,6 +198,16 @@ class _Collector:
             for job in jobs:
                 if job is not None:
                     await self._finished(job)
+
+    async def _kept_results(self) -> None:
+        """The results the workers kept for scenarios still pending (see :func:`result_key`)."""
+        pending = sorted(self.pending)
+        if not pending:
+            return
+        kept = await self.queue.redis.mget([result_key(job_key(self.run_id, i)) for i in pending])
+        for index, data in zip(pending, kept, strict=True):
+            if data is not None and index in self.pending:
+                await self._settle(index, result_from_json(json.loads(data)))
 
     async def _finished(self, job: Job) -> None:
         from saq.job import Status
@@ -218,6 +230,10 @@ class _Collector:
             result = self._error(index, f"its job was aborted: {_last_line(job.error)}")
         else:
             return
+        await self._settle(index, result)
+
+    async def _settle(self, index: int, result: ScenarioResult) -> None:
+        """Scenario ``index`` has its one result."""
         self.pending.discard(index)
         self.results[index] = result
         if self.on_result is not None:

@@ -33,6 +33,7 @@ __all__ = [
     "encode_options",
     "job_key",
     "result_from_json",
+    "result_key",
 ]
 
 #: The name workers register the scenario job under.
@@ -42,6 +43,16 @@ JOB_FUNCTION = "run_scenario"
 def job_key(run_id: str, index: int) -> str:
     """The key of scenario ``index`` of run ``run_id``: also its store namespace."""
     return f"{run_id}:{index}"
+
+
+def result_key(key: str) -> str:
+    """Where a worker writes the result of job ``key``'s first finished attempt.
+
+    Kept beside the queue's own record of the job: the queue may take a job
+    just handed out for a lost one and hand it out again, and the result of
+    the attempt already running is then dropped from the job. This one stays.
+    """
+    return f"harness:distributed:result:{key}"
 
 
 def encode_options(options: RunOptions) -> dict[str, Any]:

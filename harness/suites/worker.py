@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 from harness.exceptions import HarnessError
 from harness.results import ScenarioResult
 from harness.store import open_store
-from harness.suites.jobs import JOB_FUNCTION, ScenarioJob, decode_options
+from harness.suites.distributed import RESULT_TTL
+from harness.suites.jobs import JOB_FUNCTION, ScenarioJob, decode_options, result_key
 from harness.suites.queue import DEFAULT_HEARTBEAT, open_queue, safe_broker_url
 from harness.suites.runner import Runner, RunOptions
 
@@ -86,7 +87,10 @@ async def run_worker(
             played.set()
             await asyncio.wait([beat], timeout=_BEAT_STOP)
         say(f"{result.status} {job.key} {result.name} ({result.duration_s:.2f}s)")
-        return result.model_dump(mode="json")
+        data = result.model_dump(mode="json")
+        # The first attempt to finish keeps its result, whatever the queue did with the job.
+        await queue.redis.set(result_key(job.key), json.dumps(data), nx=True, ex=RESULT_TTL)
+        return data
 
     worker = Worker(
         queue,

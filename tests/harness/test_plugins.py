@@ -76,7 +76,7 @@ def test_the_installed_channels_load() -> None:
     assert isinstance(plugins["direct"].factory(setup), DirectChannel)
     assert list(plugins["direct"].commands) == []
     assert isinstance(plugins["whatsapp"].factory(setup), WhatsAppChannel)
-    assert [c.name for c in plugins["whatsapp"].commands] == ["serve", "proxy"]
+    assert [c.name for c in plugins["whatsapp"].commands] == ["serve", "proxy", "load"]
 
 
 def test_a_group_nobody_uses_has_no_plugins() -> None:
