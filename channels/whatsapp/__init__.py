@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from channels.whatsapp.faults import *
     from channels.whatsapp.graph import *
     from channels.whatsapp.ids import *
+    from channels.whatsapp.inprocess import *
     from channels.whatsapp.latency import *
     from channels.whatsapp.limits import *
     from channels.whatsapp.media import *
@@ -207,6 +208,7 @@ _OWNERS: dict[str, str] = {
     "Image": "channels.whatsapp.messages",
     "ImageMessage": "channels.whatsapp.messages",
     "ImageSend": "channels.whatsapp.sends",
+    "InProcessClient": "channels.whatsapp.inprocess",
     "InboundMessage": "channels.whatsapp.messages",
     "Interactive": "channels.whatsapp.messages",
     "InteractiveMessage": "channels.whatsapp.messages",
@@ -343,6 +345,7 @@ _OWNERS: dict[str, str] = {
     "build_value": "channels.whatsapp.envelope",
     "build_webhook": "channels.whatsapp.envelope",
     "button_reply": "channels.whatsapp.messages",
+    "call_asgi": "channels.whatsapp.inprocess",
     "call_shape": "channels.whatsapp.latency",
     "check_message_shape": "channels.whatsapp.composing",
     "check_scenario_faults": "channels.whatsapp.faults",
