@@ -440,7 +440,8 @@ class Deliverer:
                     if self._posting[user] <= 0:
                         del self._posting[user]
                 self._release(unsent)  # put to the agent once: what follows are retries
-            record = DeliveryAttempt(
+            # Built from values of the declared types: the model's validation would only copy.
+            record = DeliveryAttempt.model_construct(
                 at=self.clock.now(),
                 user=updates[0].user if updates else None,
                 delivery=delivery,
@@ -448,7 +449,7 @@ class Deliverer:
                 items=tuple(items),
                 status_code=result.status_code,
                 error=result.error,
-                latency_ms=result.latency_ms,
+                latency_ms=float(result.latency_ms),
                 faults=faults if attempt == 1 else (*faults, "retry"),
             )
             self._emit(record)

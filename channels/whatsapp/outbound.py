@@ -100,11 +100,12 @@ class OutboundRules:
             return
         self._status_seen.add(key)
         self.record(
-            StatusUpdate(
+            # Built from values of the declared types: the model's validation would only copy.
+            StatusUpdate.model_construct(
                 at=self.clock.now(),
                 user=update.user,
-                wamid=item["id"],
-                status=item["status"],
+                wamid=str(item["id"]),
+                status=str(item["status"]),
                 errors=tuple(
                     ErrorInfo(
                         code=int(e["code"]),
