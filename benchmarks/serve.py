@@ -19,12 +19,20 @@ rules, and the count would say nothing. Three figures, each with its target:
     time). Target: at most 10. The same with ``--keep-all`` is printed
     beside it, for comparison. Memory does not depend on timing, so these
     runs go side by side, each server with a bot of its own.
+(d) one turn on a server keeping its state in Redis (``--redis``) against
+    one turn on a server keeping it in memory, the two servers running side
+    by side, each with a bot of its own, their turns taken one after the
+    other. Each round gives a ratio. No target: this is what sharing one
+    Meta between processes costs a turn. Skipped when no Redis answers at
+    ``--redis`` (default: ``HARNESS_TEST_REDIS_URL``, else database 15 of
+    the local Redis); its keys are deleted afterwards.
 
 Each figure is the median over the repetitions, with its min-max. Missed
 targets are reported, not failed: the exit code is non-zero only when
 something went wrong (a call refused, the server or the bot failing).
 
-Run: ``python benchmarks/serve.py`` (``--quick`` for fewer repetitions).
+Run: ``python benchmarks/serve.py`` (``--quick`` for fewer repetitions, ``--only d`` for one
+figure).
 """
 
 from __future__ import annotations
@@ -317,6 +325,74 @@ async def _quiet(served: Served) -> None:
             last, since = now, time.monotonic()
 
 
+# -- (d) one turn with the state in Redis against one in memory ------------------------------
+
+
+async def redis_turn(
+    memory: Served, shared: Served, rounds: int, turns: int
+) -> list[tuple[float, float]]:
+    """Per round: the median seconds of a turn on each server, their turns taken in turn."""
+    await memory.turn("15557000000", "warm up")
+    await shared.turn("15557000000", "warm up")
+    figures = []
+    for round_ in range(rounds):
+        user = f"155570{round_ + 1:05d}"  # a user of its own per round: pair rates stay clear
+        times: dict[str, list[float]] = {"memory": [], "redis": []}
+        for i in range(turns):
+            for name, served in (("memory", memory), ("redis", shared)):
+                started = time.perf_counter()
+                await served.turn(user, f"hello {i}")
+                times[name].append(time.perf_counter() - started)
+        figures.append((statistics.median(times["memory"]), statistics.median(times["redis"])))
+        memory.forget_what_the_bot_saw()
+        shared.forget_what_the_bot_saw()
+    return figures
+
+
+async def _redis_answers(url: str) -> bool:
+    import redis.asyncio as aioredis
+
+    client = aioredis.Redis.from_url(url, socket_connect_timeout=1)
+    try:
+        await client.ping()
+    except Exception:  # any failure to reach it means there is none to measure with
+        return False
+    finally:
+        await client.aclose()
+    return True
+
+
+async def _drop_keys(url: str, namespace: str) -> None:
+    import redis.asyncio as aioredis
+
+    client = aioredis.Redis.from_url(url)
+    try:
+        keys = [key async for key in client.scan_iter(match=f"{namespace}:*")]
+        if keys:
+            await client.delete(*keys)
+    finally:
+        await client.aclose()
+
+
+async def redis_figure(args: argparse.Namespace) -> None:
+    """Measure and print (d)."""
+    if not await _redis_answers(args.redis):
+        print(f"(d) skipped: no Redis answers at {args.redis}")
+        return
+    namespace = f"bench-{os.getpid()}"
+    sharing = ("--redis", args.redis, "--redis-namespace", namespace)
+    try:
+        async with serving() as memory, serving(*sharing) as shared:
+            pairs = await redis_turn(memory, shared, rounds=3 if args.quick else 7, turns=5)
+    finally:
+        await _drop_keys(args.redis, namespace)
+    ratios = [redis / mem for mem, redis in pairs]
+    print("(d) one turn with the state in Redis (--redis) against one in memory, interleaved")
+    print(f"    memory {_spread([m * 1e3 for m, _ in pairs], ' ms')}")
+    print(f"    redis  {_spread([r * 1e3 for _, r in pairs], ' ms')}")
+    print(f"    ratio  {_spread(ratios, 'x', 2)}")
+
+
 # -- the table ----------------------------------------------------------------------------------
 
 
@@ -332,6 +408,9 @@ def _verdict(met: bool) -> str:
 async def main(args: argparse.Namespace) -> None:
     """Measure and print the figures."""
     repeats = 1 if args.quick else args.repeat
+    if args.only == "d":
+        await redis_figure(args)
+        return
     async with serving() as served:
         pairs = await single_turn(served, rounds=3 if args.quick else 5, turns=5)
         ratios = [turn / bare for turn, bare in pairs]
@@ -371,6 +450,7 @@ async def main(args: argparse.Namespace) -> None:
         if name == "default retention":
             line += f": {_verdict(statistics.median(values) <= 10)}"
         print(line)
+    await redis_figure(args)
 
 
 if __name__ == "__main__":
@@ -379,6 +459,12 @@ if __name__ == "__main__":
     parser.add_argument("--turns", type=int, default=5000, help="turns for (c)")
     parser.add_argument("--seconds", type=float, default=3.0, help="length of (b)")
     parser.add_argument("--quick", action="store_true", help="one repetition of each")
+    parser.add_argument("--only", choices=["d"], help="measure this figure alone")
+    parser.add_argument(
+        "--redis",
+        default=os.environ.get("HARNESS_TEST_REDIS_URL", "redis://127.0.0.1:6379/15"),
+        help="the Redis for (d)",
+    )
     try:
         asyncio.run(main(parser.parse_args()))
     except Failure as exc:

@@ -1,6 +1,6 @@
 """A suite at a URL: the bundled scenarios against the reference agent in its own process.
 
-The agent runs as the README's staging section starts it (``uvicorn
+The agent runs as docs/how-to/staging.md starts it (``uvicorn
 agents.booking:app`` joined to the run with ``HARNESS_STORE_URL``); the
 bundled suite runs against it at ``--concurrency 1`` and ``8``, taking turns,
 several repetitions. The figure is the ratio of the two wall times (median,

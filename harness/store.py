@@ -498,6 +498,17 @@ class RedisStore(_StoreBase):
         )
         return result
 
+    async def execute(
+        self, key: str, command: Callable[[aioredis.Redis], Awaitable[_T]], *, changes: bool = False
+    ) -> _T:
+        """Run ``command`` on the client for ``key`` (namespaced), retried as the class says."""
+        return await self._call(_join(self._namespace, key), command, changes=changes)
+
+    @property
+    def client(self) -> aioredis.Redis:
+        """The Redis client (for what the store has no method for: scripts, pub/sub)."""
+        return self._shared.client
+
     async def close(self) -> None:
         """Close the connections; this store and its views refuse further use."""
         if not self._shared.closed:

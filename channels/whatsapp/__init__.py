@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from channels.whatsapp.inprocess import *
     from channels.whatsapp.latency import *
     from channels.whatsapp.limits import *
+    from channels.whatsapp.load_cli import *
     from channels.whatsapp.media import *
     from channels.whatsapp.messages import Audio as Audio
     from channels.whatsapp.messages import AudioMessage as AudioMessage
@@ -130,6 +131,8 @@ if TYPE_CHECKING:
     from channels.whatsapp.sends import graph_error_for as graph_error_for
     from channels.whatsapp.sends import send_schemas as send_schemas
     from channels.whatsapp.server import *
+    from channels.whatsapp.shared import *
+    from channels.whatsapp.shared_media import *
     from channels.whatsapp.signing import *
     from channels.whatsapp.simulator import *
     from channels.whatsapp.simuser import *
@@ -380,6 +383,7 @@ _OWNERS: dict[str, str] = {
     "latest_quoted": "channels.whatsapp.attribution",
     "list_reply": "channels.whatsapp.messages",
     "load_json": "channels.whatsapp.payloads",
+    "load_command": "channels.whatsapp.load_cli",
     "location": "channels.whatsapp.messages",
     "media_kind": "channels.whatsapp.media",
     "message_reply_id": "channels.whatsapp.summary",
@@ -433,6 +437,14 @@ _OWNERS: dict[str, str] = {
     "Retention": "channels.whatsapp.retention",
     "RetentionPolicy": "channels.whatsapp.retention_policy",
     "SERVE_RETENTION": "channels.whatsapp.retention_policy",
+    "LogWindow": "channels.whatsapp.shared",
+    "SharedMeta": "channels.whatsapp.shared",
+    "decode_events": "channels.whatsapp.shared",
+    "decode_sends": "channels.whatsapp.shared",
+    "open_shared": "channels.whatsapp.shared",
+    "SharedMediaStore": "channels.whatsapp.shared_media",
+    "media_record": "channels.whatsapp.shared_media",
+    "media_id_in": "channels.whatsapp.media",
     "Snapshot": "channels.whatsapp.retention",
     "Window": "channels.whatsapp.retention",
 }

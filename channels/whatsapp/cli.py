@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
 
 import click
 
@@ -41,10 +42,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 @dataclass(frozen=True)
 class _Run:
-    """What makes this server's ids its own: the seed, if given, and the run id."""
+    """What makes this server's ids its own (the seed, if given, and the run id), and its Redis."""
 
     seed: int | None
     run_id: str
+    redis_url: str | None = None
+    namespace: str = ""
 
 
 class _SimulatorDefault(click.Option):
@@ -157,6 +160,20 @@ def simulator_options(command: F) -> F:
     default=None,
     help="The model exchanges to replay, or to record into: a fixture or an llm.jsonl.",
 )
+@click.option(
+    "--redis",
+    "redis_url",
+    default=None,
+    metavar="URL",
+    help="Keep the simulator's state in this Redis (redis://, rediss:// or unix://), so "
+    "several serve processes behind one address act as one Meta.",
+)
+@click.option(
+    "--redis-namespace",
+    default="harness-serve",
+    show_default=True,
+    help="The key prefix in Redis: processes with the same one share one Meta.",
+)
 @model_endpoint_options
 @simulator_options
 @retention_options
@@ -169,6 +186,8 @@ def serve_command(
     throughput_mps: int,
     model_mode: str,
     model_records: Path | None,
+    redis_url: str | None,
+    redis_namespace: str,
     anthropic_upstream: str,
     openai_upstream: str,
     side_effect_tools: tuple[str, ...],
@@ -185,12 +204,14 @@ def serve_command(
 ) -> None:
     """Run the fake Graph API and webhook sender, with a control API under /_harness/.
 
-    It keeps the past within the --keep-* limits (see the README), so it can run for days.
+    It keeps the past within the --keep-* limits (see docs/how-to/serve.md), so it can run for days.
     """
     # Imported here, not above: `harness --help` reads this module for the help alone.
     from channels.whatsapp.config import SimulatorConfig
     from channels.whatsapp.faults import FaultProfile
     from channels.whatsapp.model_options import serve_recording
+    from harness.exceptions import StoreError
+    from harness.store import REDIS_SCHEMES
 
     token = control_token.strip() if control_token is not None else None
     if control_token is not None and not token:
@@ -216,7 +237,13 @@ def serve_command(
     )
     if seed is not None:
         faults = faults.model_copy(update={"seed": seed})
-    run = _Run(seed, run_id or secrets.token_hex(6))
+    run = _Run(seed, run_id or secrets.token_hex(6), redis_url, redis_namespace.strip())
+    if redis_url is not None and not run.namespace:
+        raise click.BadParameter("the namespace is empty", param_hint="--redis-namespace")
+    if redis_url is not None and urlsplit(redis_url).scheme.lower() not in REDIS_SCHEMES:
+        raise click.BadParameter(
+            "expected a redis://, rediss:// or unix:// URL", param_hint="--redis"
+        )
     recording, close_records = serve_recording(model_mode, model_records)
     model = _Model(recording, anthropic_upstream, openai_upstream, side_effect_tools)
     try:
@@ -224,6 +251,8 @@ def serve_command(
             asyncio.run(
                 _serve(config, faults, host, port, webhook_url, run, token, model, retention)
             )
+    except StoreError as exc:  # Redis does not answer: one line, not a traceback
+        raise click.ClickException(str(exc)) from None
     finally:
         close_records()
 
@@ -263,19 +292,35 @@ async def _serve(
     retention: RetentionPolicy,
 ) -> None:
     from channels.whatsapp.control import control_app
+    from channels.whatsapp.ids import id_source
     from channels.whatsapp.server import BackgroundServer
     from channels.whatsapp.simulator import WhatsAppSimulator
     from harness.clock import VirtualClock
 
-    clock = VirtualClock(datetime.now(UTC).replace(microsecond=0))
+    shared = None
+    run_id = run.run_id
+    if run.redis_url is not None:
+        from channels.whatsapp.shared import open_shared
+
+        shared = await open_shared(run.redis_url, run.namespace, config.phone_number_id)
+        run_id = f"{run_id}-{shared.node}"  # seeded ids differ between the processes too
+    clock = VirtualClock(shared.start() if shared else datetime.now(UTC).replace(microsecond=0))
+    media = None
+    if shared is not None:
+        rng = id_source(run.seed, run_id, "media")
+        media = shared.media_store(clock, config.public_url, rng=rng)
     sim = WhatsAppSimulator(
         config,
         clock=clock,
+        store=shared.base if shared else None,
+        media=media,
         faults=faults,
         seed=run.seed,
-        run_id=run.run_id,
+        run_id=run_id,
         retention=retention,
     )
+    if shared is not None:
+        await shared.attach(sim)
     if webhook_url:
         sim.connect(webhook_url)
     endpoints = model.endpoints(sim)
@@ -293,7 +338,12 @@ async def _serve(
     if webhook_url:
         click.echo(f"delivering webhooks to {webhook_url}")
     if run.seed is not None:
-        click.echo(f"ids seeded with --seed {run.seed} --run-id {run.run_id}")
+        click.echo(f"ids seeded with --seed {run.seed} --run-id {run_id}")
+    if shared is not None:
+        click.echo(
+            f"state shared in Redis at {shared.base.where} under {run.namespace!r}"
+            f" (process {shared.node})"
+        )
     pacer = asyncio.get_running_loop().create_task(sim.run_paced())
     try:
         await asyncio.Event().wait()
@@ -304,6 +354,8 @@ async def _serve(
         await server.stop()
         await endpoints.aclose()
         await sim.aclose()
+        if shared is not None:
+            await shared.aclose()
 
 
 def is_loopback(host: str) -> bool:

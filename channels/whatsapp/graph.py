@@ -72,9 +72,10 @@ from channels.whatsapp.errors import (
     InvalidParameter,
     MediaUploadError,
     ParameterInvalid,
+    ServiceUnavailable,
 )
 from channels.whatsapp.ids import new_fbtrace_id, new_wamid
-from channels.whatsapp.media import MediaStore, largest_size
+from channels.whatsapp.media import MediaStore, largest_size, media_id_in
 from channels.whatsapp.openapi import GRAPH_API_VERSIONS, VERSION_PATTERN, build_openapi
 from channels.whatsapp.validation import (
     DEFAULT_LIMITS,
@@ -85,6 +86,7 @@ from channels.whatsapp.validation import (
     parse_json_body,
 )
 from harness.clock import Clock
+from harness.exceptions import StoreUnavailable
 
 __all__ = [
     "AcceptAll",
@@ -230,6 +232,8 @@ class _GraphAPI:
                 return await endpoint(request)
             except GraphAPIError as exc:
                 return self.error(exc)
+            except StoreUnavailable as exc:  # the shared state's Redis (serve --redis) is away
+                return self.error(ServiceUnavailable(details=str(exc)))
             except Exception:
                 _log.exception("the fake Graph API failed on %s %s", request.method, request.url)
                 return self.error(GenericError(details="The simulator failed on this request."))
@@ -325,6 +329,7 @@ class _GraphAPI:
                 body = parse_json_body(raw)
             else:
                 body = await _form(raw, request.headers)
+            await self.store.load(media_id_in(body))  # uploaded through another process, maybe
             send = self.validator.validate(phone_number_id, body)
             nul = nul_in(body)
             if nul is not None:
@@ -381,6 +386,7 @@ class _GraphAPI:
         self.check_version(request)
         self.authenticate(request)
         media_id: str = request.path_params["media_id"]
+        await self.store.load(media_id)
         found = self.store.get(media_id)
         owner = request.query_params.get("phone_number_id")
         if found is None or (owner is not None and found.phone_number_id not in (None, owner)):
@@ -402,6 +408,7 @@ class _GraphAPI:
         if refused is not None:
             return refused
         self.authenticate(request)
+        await self.store.load_link(request.path_params["token"])
         media = self.store.download(request.path_params["token"])
         if media is None:
             details = "This media URL does not exist or has expired; ask the media id again."

@@ -98,6 +98,10 @@ class TokenBucketLimiter(ABC):
         if len(self._buckets) > _PRUNE_AT:
             self._prune()
 
+    def refusal(self, key: str, wait: float) -> Exception:
+        """The error a send for ``key`` gets when over the limit, ``wait`` seconds to go."""
+        return self._error(key, wait)
+
     def reset(self, key: str | None = None) -> None:
         """Forget the history of ``key`` (or of every key): its bucket is full again."""
         if key is None:

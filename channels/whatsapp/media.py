@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final
@@ -39,6 +40,7 @@ __all__ = [
     "StoredMedia",
     "is_animated_webp",
     "largest_size",
+    "media_id_in",
     "media_kind",
     "size_limit",
 ]
@@ -85,6 +87,16 @@ def media_kind(mime_type: str) -> str | None:
         if base in types:
             return kind
     return None
+
+
+def media_id_in(message: object) -> str:
+    """The media id a message names (``{"type": "image", "image": {"id": ...}}``), or ``""``."""
+    if not isinstance(message, Mapping):
+        return ""
+    kind = message.get("type")
+    media = message.get(kind) if isinstance(kind, str) else None
+    found = media.get("id") if isinstance(media, Mapping) else None
+    return found if isinstance(found, str) else ""
 
 
 def is_animated_webp(data: bytes) -> bool:
@@ -227,6 +239,12 @@ class MediaStore:
             del self._media[media_id]
             return None
         return media
+
+    async def load(self, media_id: str) -> None:
+        """Make sure media another process stored is here too (a store shared through Redis)."""
+
+    async def load_link(self, token: str) -> None:
+        """Make sure a download URL another process issued works here too (as :meth:`load`)."""
 
     def exists(self, media_id: str) -> bool:
         """Tell whether ``media_id`` can be sent or fetched now."""

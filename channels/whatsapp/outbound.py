@@ -24,7 +24,7 @@ import random
 import re
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.delivery import Deliverer, PendingUpdate
@@ -52,6 +52,9 @@ from channels.whatsapp.window import SessionWindows
 from harness.clock import Clock
 from harness.trace import ErrorInfo, Event, OutboundSend, StatusUpdate
 
+if TYPE_CHECKING:
+    from channels.whatsapp.shared import SharedMeta
+
 __all__ = ["OutboundRules"]
 
 
@@ -74,6 +77,7 @@ class OutboundRules:
     #: The open conversation of each (user, category): its id and when it expires.
     _conversations: dict[tuple[str, str], tuple[str, datetime]]
     _deliverer: Deliverer | None
+    shared: SharedMeta | None
 
     def record(self, event: Event) -> None:
         """Append an event to the log (the simulator defines it)."""
@@ -131,12 +135,18 @@ class OutboundRules:
         if send.action != "message":
             return await self._on_read(send, now)
         key = send.user or ""
+        if self.shared is not None:  # what another process did a moment ago, if not heard yet
+            await self.shared.fetch_user(key)
+            await self.shared.fetch_message(send.message_id or "")
         who = self._users.get(key)
         if who is None and send.to is not None:
             who = self.add_user(send.to)  # a WhatsApp user who never wrote: window closed
-        self.throughput.check(self.config.phone_number_id)
-        if who is not None:
-            self.pair_limit.check(who.key)
+        if self.shared is not None:
+            await self.shared.check_limits(who.key if who is not None else None)
+        else:
+            self.throughput.check(self.config.phone_number_id)
+            if who is not None:
+                self.pair_limit.check(who.key)
         reachable = who is not None and who.on_whatsapp
         in_window = await self.windows.is_open(who.key) if reachable and who else False
         template = send.type == "template"
@@ -145,6 +155,9 @@ class OutboundRules:
         wamid = new_wamid(self._rng, who.wa_id or "" if who else "", outbound=True)
         self._sent[wamid] = SentMessage(wamid=wamid, user=who, send=send, at=now)
         self.outbox.append(dict(send.body))
+        if self.shared is not None:
+            self.shared.sent_added(self._sent[wamid])
+            self.shared.outbox_added(send.body)
         self._record_send(send, who, wamid, None, in_window if reachable else None)
         if who is None or not who.on_whatsapp:
             self._schedule_failure(wamid, send, who.key if who else key, Undeliverable())
@@ -161,6 +174,8 @@ class OutboundRules:
             )
         else:
             self._schedule_lifecycle(wamid, send, who, template)
+        if self.shared is not None:  # in Redis before the agent hears of the wamid
+            await self.shared.flush()
         return SendOutcome(
             wamid=wamid,
             wa_id=who.wa_id if who else send.to,
@@ -199,6 +214,8 @@ class OutboundRules:
         )
 
     async def _on_read(self, send: ValidatedSend, now: datetime) -> SendOutcome:
+        if self.shared is not None:
+            await self.shared.fetch_message(send.message_id or "")
         target = self._inbound.get(send.message_id or "")
         if target is None:
             error = ParameterInvalid(

@@ -12,6 +12,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
 
 from channels.whatsapp.cli import serve_command
+from channels.whatsapp.load_cli import load_command
 from channels.whatsapp.proxy_cli import proxy_command
 from harness.plugins import ChannelPlugin
 
@@ -49,12 +50,13 @@ def _check_faults(spec: object) -> None:
     check_scenario_faults(spec)
 
 
-#: What the WhatsApp channel adds to the harness: its simulator and ``harness serve``.
+#: What the WhatsApp channel adds to the harness: its simulator, ``harness serve``, ``proxy``
+#: and ``load``.
 whatsapp_plugin = ChannelPlugin(
     name="whatsapp",
     description="The WhatsApp Cloud API, simulated: signed webhooks in, a fake Graph API out.",
     factory=_channel,
-    commands=(serve_command, proxy_command),
+    commands=(serve_command, proxy_command, load_command),
     run_context=_shared_graph,
     check_message=_check_message,
     check_faults=_check_faults,

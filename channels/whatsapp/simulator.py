@@ -17,7 +17,7 @@ import asyncio
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from starlette.routing import BaseRoute
@@ -63,6 +63,9 @@ from harness.trace import (
     Event,
     InboundMessage,
 )
+
+if TYPE_CHECKING:
+    from channels.whatsapp.shared import SharedMeta
 
 __all__ = ["WhatsAppSimulator"]
 
@@ -153,6 +156,8 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
         self._remote = False
         #: What the simulator keeps of the past, and the absolute indices of its logs.
         self.retention = Retention(self, retention)
+        #: The state shared with other processes through Redis, once attached (``serve --redis``).
+        self.shared: SharedMeta | None = None
 
     # -- wiring -------------------------------------------------------------
 
@@ -230,6 +235,8 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
         if self._sink is not None:
             self._sink(event)
         self.retention.noted(event)
+        if self.shared is not None:
+            self.shared.event_recorded(event)
 
     # -- users ------------------------------------------------------------------
 
@@ -256,11 +263,16 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
         if not name:
             name = _profile_name(wa_id or user_id)
         user = SimUser(wa_id=wa_id, user_id=user_id, name=name, on_whatsapp=on_whatsapp)
+        self._keep_user(user)
+        if self.shared is not None:
+            self.shared.user_added(user)
+        return user
+
+    def _keep_user(self, user: SimUser) -> None:
         self._users[user.key] = user
         if user.wa_id is not None:
             self._users[user.wa_id] = user
         self._users[user.user_id] = user
-        return user
 
     def user(self, key: str) -> SimUser:
         """A registered user by wa_id or BSUID."""
@@ -359,6 +371,9 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
         )
         self._inbound[wamid] = (who, payload)
         self._burst_of[wamid] = burst or f"burst-{next(self._burst_ids)}"
+        if self.shared is not None:  # in Redis before the agent hears of the wamid
+            self.shared.inbound_added(wamid, who.key, payload, self._burst_of[wamid])
+            await self.shared.flush()
         if self.on_inbound is not None:
             self.on_inbound(wamid)
         self._last_inbound[who.key] = wamid

@@ -1,6 +1,6 @@
 """A live chat with an SDK agent, recorded through ``harness proxy`` and replayed offline.
 
-The README's "Any agent, any SDK" example, over loopback: the simulator plays
+The example of docs/how-to/any-agent.md, over loopback: the simulator plays
 Meta, the proxy sits between it and a bot written on the ``anthropic`` SDK and
 OpenTelemetry alone (its base URL, its Graph API URL and its exporter all
 aimed at the proxy), and the model is a fake provider behind the proxy. The

@@ -1,11 +1,12 @@
-"""A user's own bot, tested as the README shows: its factory, its pyproject.toml, no PYTHONPATH.
+"""A user's own bot, tested as the tutorial shows: its factory, its pyproject.toml, no PYTHONPATH.
 
-The README's "Test your own bot" files are written into a fresh project and
-``harness run`` is started there as a user starts it: from the project's
-folder or one below it, in-process and against the bot served at a URL, and
-with a suite large enough for worker processes. Bots that break the
-factory's contract (one app for every scenario, a queue made at import
-time) get one line that says what is wrong, never asyncio's tracebacks.
+The files of the tutorial "Test your own WhatsApp bot in ten minutes" are
+written into a fresh project and ``harness run`` is started there as a user
+starts it: from the project's folder or one below it, in-process and against
+the bot served at a URL, and with a suite large enough for worker processes.
+Bots that break the factory's contract (one app for every scenario, a queue
+made at import time) get one line that says what is wrong, never asyncio's
+tracebacks.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from tests.bots.loopback import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(sys.executable).parent / "harness"
-README = ROOT / "README.md"
+TUTORIAL = ROOT / "docs" / "tutorials" / "own-bot.md"
 ECHO = """\
 steps:
   - say: hello {n}
@@ -38,15 +39,10 @@ steps:
 NOISE = ("Traceback", "never retrieved", "Exception in callback")
 
 
-def _section(title: str) -> str:
-    text = README.read_text(encoding="utf-8")
-    return text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
-
-
-def _readme_files() -> dict[str, str]:
-    """The files the section's code blocks name on their first line (``# mybot.py``)."""
+def _tutorial_files() -> dict[str, str]:
+    """The files the tutorial's code blocks name on their first line (``# mybot.py``)."""
     files = {}
-    for body in re.findall(r"```\w+\n(.*?)```", _section("Test your own bot"), re.S):
+    for body in re.findall(r"```\w+\n(.*?)```", TUTORIAL.read_text(encoding="utf-8"), re.S):
         named = re.fullmatch(r"# ([\w./-]+\.(?:py|toml|yaml))", body.splitlines()[0])
         if named:
             files[named.group(1)] = body
@@ -90,11 +86,11 @@ def _suite(folder: Path, count: int) -> Path:
     return folder
 
 
-# -- the README's project ----------------------------------------------------------------
+# -- the tutorial's project --------------------------------------------------------------
 
 
-def test_the_readme_names_a_bot_a_ten_line_factory_a_pyproject_and_a_scenario() -> None:
-    files = _readme_files()
+def test_the_tutorial_names_a_bot_a_ten_line_factory_a_pyproject_and_a_scenario() -> None:
+    files = _tutorial_files()
     assert set(files) == {"mybot.py", "harness_target.py", "pyproject.toml", "scenarios/echo.yaml"}
     factory = [line for line in files["harness_target.py"].splitlines() if line.strip()]
     assert len(factory) <= 10
@@ -102,10 +98,10 @@ def test_the_readme_names_a_bot_a_ten_line_factory_a_pyproject_and_a_scenario() 
 
 
 @pytest.mark.parametrize("where", [".", "scenarios"], ids=["project-folder", "a-folder-below"])
-def test_the_readme_project_runs_with_no_target_flag_and_no_pythonpath(
+def test_the_tutorial_project_runs_with_no_target_flag_and_no_pythonpath(
     tmp_path: Path, where: str
 ) -> None:
-    project = _project(tmp_path / "project", _readme_files())
+    project = _project(tmp_path / "project", _tutorial_files())
     done = _harness("run", "--report-dir", str(tmp_path / "reports"), cwd=project / where)
     assert done.returncode == 0, done.stdout + done.stderr
     first = done.stdout.splitlines()[0]
@@ -120,7 +116,7 @@ def test_the_readme_project_runs_with_no_target_flag_and_no_pythonpath(
 
 
 def test_without_a_target_anywhere_the_run_stops_and_says_how_to_name_one(tmp_path: Path) -> None:
-    files = {k: v for k, v in _readme_files().items() if k != "pyproject.toml"}
+    files = {k: v for k, v in _tutorial_files().items() if k != "pyproject.toml"}
     project = _project(tmp_path / "project", files)
     done = _harness("run", cwd=project)
     assert done.returncode == 2
@@ -136,9 +132,9 @@ def test_without_a_target_anywhere_the_run_stops_and_says_how_to_name_one(tmp_pa
 
 
 @pytest.mark.network
-def test_the_readme_bot_at_a_url_passes_the_same_suite(tmp_path: Path) -> None:
-    project = _project(tmp_path / "project", _readme_files())
-    commands = re.search(r"```sh\n(.*?)```", _section("Test your own bot"), re.S)
+def test_the_tutorial_bot_at_a_url_passes_the_same_suite(tmp_path: Path) -> None:
+    project = _project(tmp_path / "project", _tutorial_files())
+    commands = re.search(r"```sh\n(.*?)```", TUTORIAL.read_text(encoding="utf-8"), re.S)
     assert commands is not None
     shell = commands.group(1).replace("\\\n", " ")
     settings = dict(re.findall(r"\b(WHATSAPP_\w+)=(\S+)", shell))
@@ -191,7 +187,7 @@ def _wait_for(url: str) -> None:
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="worker processes need two cores")
 def test_worker_processes_import_the_target_from_the_current_directory(tmp_path: Path) -> None:
     # A bot that says which process answered: a suite of a hundred runs in worker processes.
-    files = _readme_files()
+    files = _tutorial_files()
     files["mybot.py"] = files["mybot.py"].replace(
         '"text": {"body": f"You said: {text}"}',
         '"text": {"body": f"You said: {text} ({os.getpid()})"}',

@@ -71,6 +71,14 @@ from channels.whatsapp._request_body import (
     nul_in,
     read_limited,
 )
+from channels.whatsapp.control._shared_reads import (
+    events_of,
+    sends_of,
+    shared_clear,
+    shared_conversation,
+    shared_read,
+    shared_snapshot,
+)
 from channels.whatsapp.control.bodies import (
     CONTROL_ENDPOINTS,
     CONTROL_OPENAPI_PATHS,
@@ -92,12 +100,19 @@ from channels.whatsapp.control.bodies import (
     config_error,
     is_wa_id,
 )
-from channels.whatsapp.media import MEDIA_KINDS, largest_size, media_kind, size_limit
+from channels.whatsapp.media import (
+    MEDIA_KINDS,
+    largest_size,
+    media_id_in,
+    media_kind,
+    size_limit,
+)
 from channels.whatsapp.payloads import PayloadError
 from channels.whatsapp.retention import Retention, Snapshot, Window
+from channels.whatsapp.shared import LogWindow
 from channels.whatsapp.simulator import WhatsAppSimulator
 from channels.whatsapp.timekeeping import QUIET
-from harness.exceptions import ConfigError, HarnessError, StepError
+from harness.exceptions import ConfigError, HarnessError, StepError, StoreUnavailable
 from harness.trace import EVENT_ADAPTER, Event
 
 __all__ = ["control_app", "control_routes"]
@@ -223,6 +238,16 @@ async def _waiting(
     return found, after
 
 
+async def _shared_reading(
+    request: Request, sim: WhatsAppSimulator
+) -> tuple[int, float, set[str] | None]:
+    """:func:`_reading`, knowing first the user another process may have registered."""
+    key = request.query_params.get("user")
+    if sim.shared is not None and key:
+        await sim.shared.fetch_user(key)
+    return _reading(request, sim)
+
+
 def control_app(sim: WhatsAppSimulator, *, token: str | None = None) -> ASGIApp:
     """The simulator's fake Graph API with the control endpoints and their OpenAPI paths.
 
@@ -252,9 +277,15 @@ def control_routes(sim: WhatsAppSimulator, *, token: str | None = None) -> list[
                     answer.headers["WWW-Authenticate"] = 'Bearer realm="harness control"'
                     return answer
             try:
-                return await handler(request)
+                if sim.shared is None:
+                    return await handler(request)
+                handled = await handler(request)
+                await sim.shared.flush()  # what the call changed is shared before it answers
+                return handled
             except ConfigError as exc:
                 return _error(400, str(exc))
+            except StoreUnavailable as exc:  # the shared state's Redis is away: no answer
+                return _error(503, str(exc))
             except _TooLarge as exc:
                 return _error(413, str(exc))
             except HarnessError as exc:
@@ -262,7 +293,10 @@ def control_routes(sim: WhatsAppSimulator, *, token: str | None = None) -> list[
 
         return endpoint
 
-    def user_of(key: str) -> str:
+    async def user_of(key: str) -> str:
+        if sim.shared is not None:  # what other processes did a moment ago counts here too
+            await sim.shared.caught_up()
+            await sim.shared.fetch_user(key)
         try:
             sim.user(key)
         except ConfigError:
@@ -296,8 +330,9 @@ def control_routes(sim: WhatsAppSimulator, *, token: str | None = None) -> list[
 
     async def inbound(request: Request) -> Response:
         body = await _read(request, Inbound)
-        user = user_of(body.user)
+        user = await user_of(body.user)
         message = body.message or {"type": "text", "text": {"body": body.text}}
+        await sim.media.load(media_id_in(message))  # a file uploaded through another process
         try:
             wamid = await sim.receive(user, message)
         except (PayloadError, StepError) as exc:  # the message, not the simulator, is wrong
@@ -310,32 +345,46 @@ def control_routes(sim: WhatsAppSimulator, *, token: str | None = None) -> list[
 
     async def tap(request: Request) -> Response:
         body = await _read(request, Tap)
-        wamid = await sim.tap(user_of(body.user), body.choice)
+        wamid = await sim.tap(await user_of(body.user), body.choice)
         await settled(body, body.user)
         return _answer(Wamid(wamid=wamid))
 
     async def redeliver(request: Request) -> Response:
         body = await _read(request, Redeliver)
-        user = None if body.user is None else user_of(body.user)
+        user = None if body.user is None else await user_of(body.user)
         resent = await sim.redeliver(body.wamid, user=user)
         await settled(body, user or sim.sender_of(resent))
         return _answer(Wamid(wamid=resent))
 
     async def advance(request: Request) -> Response:
         body = await _read(request, Advance)
+        if sim.shared is not None:  # from where another process may have moved it just now
+            await sim.shared.sync_clock()
         if body.delta() > _LATEST - sim.clock.now():
             raise ConfigError(
                 f"field 'duration': {body.duration} would take the clock past {_LATEST.year},"
                 " further than a date can go"
             )
+        previous = sim.clock.now()
         await sim.advance(body.delta(), reason=f"advance {body.duration}")
+        if sim.shared is not None:
+            await sim.shared.advanced(previous)
         return _answer(Now(now=sim.clock.now().isoformat()))
 
     async def clock(request: Request) -> Response:
+        if sim.shared is not None:  # another process may have moved it just now
+            await sim.shared.sync_clock()
         return _answer(Now(now=sim.clock.now().isoformat()))
 
     async def outbox(request: Request) -> Response:
-        since, wait, keys = _reading(request, sim)
+        since, wait, keys = await _shared_reading(request, sim)
+        if sim.shared is not None:
+            sends, shared = await shared_read(
+                sim, sim.shared, "outbox", since, wait, lambda w: sends_of(w, keys)
+            )
+            return _answer(
+                Outbox(messages=sends, first=shared.first, next=shared.next, dropped=shared.dropped)
+            )
         sim.retention.sweep()
 
         def chosen() -> tuple[list[dict[str, Any]], Window[dict[str, Any]]]:
@@ -352,17 +401,23 @@ def control_routes(sim: WhatsAppSimulator, *, token: str | None = None) -> list[
         return _answer(answer)
 
     async def events(request: Request) -> Response:
-        since, wait, keys = _reading(request, sim)
-        sim.retention.sweep()
+        since, wait, keys = await _shared_reading(request, sim)
+        window: Window[Event] | LogWindow
+        if sim.shared is not None:
+            found, window = await shared_read(
+                sim, sim.shared, "events", since, wait, lambda w: events_of(w, keys)
+            )
+        else:
+            sim.retention.sweep()
 
-        def chosen() -> tuple[list[Event], Window[Event]]:
-            window = sim.retention.events_since(since)
-            logged = list(window.items)
-            if keys is not None:
-                logged = [e for e in logged if e.user in keys]
-            return logged, window
+            def chosen() -> tuple[list[Event], Window[Event]]:
+                window = sim.retention.events_since(since)
+                logged = list(window.items)
+                if keys is not None:
+                    logged = [e for e in logged if e.user in keys]
+                return logged, window
 
-        found, window = await _waiting(sim, wait, chosen)
+            found, window = await _waiting(sim, wait, chosen)
         where = f'"first":{window.first},"next":{window.next},"dropped":{window.dropped}'
         return Response(
             b'{"events":['
@@ -372,12 +427,30 @@ def control_routes(sim: WhatsAppSimulator, *, token: str | None = None) -> list[
         )
 
     async def export(request: Request) -> Response:
-        return StreamingResponse(
-            _json_lines(sim.retention.snapshot()), media_type="application/x-ndjson"
-        )
+        if sim.shared is not None:
+            kept = await shared_snapshot(sim, sim.shared)
+        else:
+            kept = sim.retention.snapshot()
+        return StreamingResponse(_json_lines(kept), media_type="application/x-ndjson")
 
     async def clear(request: Request) -> Response:
         body = await _read(request, Clear)
+        if sim.shared is not None:
+            events, sends = await shared_clear(
+                sim,
+                sim.shared,
+                events_before=body.events_before,
+                outbox_before=body.outbox_before,
+                messages=body.messages,
+            )
+            kept = Kept(
+                events_first=events[0],
+                events_next=events[1],
+                outbox_first=sends[0],
+                outbox_next=sends[1],
+                messages_forgotten=sim.retention.messages_forgotten,
+            )
+            return _answer(kept)
         sim.retention.clear(
             events_before=body.events_before,
             outbox_before=body.outbox_before,
@@ -386,6 +459,9 @@ def control_routes(sim: WhatsAppSimulator, *, token: str | None = None) -> list[
         return _answer(_kept(sim.retention))
 
     async def conversation(request: Request) -> Response:
+        if sim.shared is not None:
+            shared = await shared_conversation(sim, sim.shared)
+            return Response(shared.model_dump_json(), media_type="application/json")
         return Response(sim.conversation().model_dump_json(), media_type="application/json")
 
     handlers: dict[str, Handler] = {

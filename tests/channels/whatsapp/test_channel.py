@@ -373,11 +373,11 @@ async def test_close_stops_the_agents_own_work(keeper: Keeper) -> None:
     assert keeper.env.http_client.is_closed
 
 
-def test_the_plugin_builds_whatsapp_channels_and_adds_serve() -> None:
+def test_the_plugin_builds_whatsapp_channels_and_adds_serve_proxy_and_load() -> None:
     assert whatsapp_plugin.name == "whatsapp"
     channel = whatsapp_plugin.factory(ChannelSetup(users=[ANA], agent_factory=lambda env: None))
     assert isinstance(channel, WhatsAppChannel)
-    assert [c.name for c in whatsapp_plugin.commands] == ["serve", "proxy"]
+    assert [c.name for c in whatsapp_plugin.commands] == ["serve", "proxy", "load"]
 
 
 async def test_send_with_data_delivers_those_bytes(channel: WhatsAppChannel) -> None:

@@ -2,7 +2,7 @@
 
 The same unmodified bot runs in-process and over real loopback HTTP, and
 against ``harness serve`` started as a separate process and driven through
-its control API, as the README shows with curl (a file uploaded and sent,
+its control API, as docs/how-to/serve.md shows with curl (a file uploaded and sent,
 a reaction too).
 """
 

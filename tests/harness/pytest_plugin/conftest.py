@@ -48,7 +48,7 @@ def bundled(pytester: pytest.Pytester, *stems: str, folder: str = "scenarios") -
 
 @pytest.fixture
 def echo_bot() -> str:
-    """The echo bot of the README's "Test your own bot", as written there."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = readme.index("# mybot.py\n")
-    return readme[start : readme.index("```", start)]
+    """The echo bot of the first tutorial, as written there."""
+    tutorial = (ROOT / "docs" / "tutorials" / "own-bot.md").read_text(encoding="utf-8")
+    start = tutorial.index("# mybot.py\n")
+    return tutorial[start : tutorial.index("```", start)]

@@ -1,4 +1,4 @@
-"""The README's custom invariant, run as a user would write it beside their scenarios."""
+"""The custom invariant of the how-to guide, run as a user would write it beside their scenarios."""
 
 from __future__ import annotations
 
@@ -21,10 +21,10 @@ FIXTURE = ROOT / "scenarios" / "booking" / "fixtures" / "happy_confirm_button"
 
 @pytest.fixture
 def checks_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """The README's ``checks.py`` as a module of a user's project."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"<!-- custom-invariant -->\n```python\n(.*?)```", readme, re.S)
-    assert block is not None, "the README has lost its custom invariant example"
+    """The guide's ``checks.py`` as a module of a user's project."""
+    guide = (ROOT / "docs" / "how-to" / "custom-invariant.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- custom-invariant -->\n```python\n(.*?)```", guide, re.S)
+    assert block is not None, "the how-to guide has lost its custom invariant example"
     (tmp_path / "readme_checks.py").write_text(block.group(1), encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     yield "readme_checks"

@@ -1,0 +1,112 @@
+"""The webhooks of a load run: a user's message as Meta sends it, POSTed with aiohttp.
+
+Each message is a Cloud API webhook built by the simulator's own models,
+serialized and signed as Meta does (:mod:`channels.whatsapp.signing`). They go
+out through one aiohttp session with a bounded pool: on this machine aiohttp
+kept up many times the requests per second of httpx's pool with 50
+connections open to one server (``benchmarks/load.py`` measures both), and a
+load run is all connections at once.
+
+A message's reply latency runs from the moment its request was written to
+the agent (:func:`sent_trace` tells the user), not from when the user asked
+for a connection: with more users than connections, the wait for one is the
+harness's own queue, not the agent's slowness.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from types import SimpleNamespace
+from typing import Any
+
+import aiohttp
+
+from channels.whatsapp.config import SimulatorConfig
+from channels.whatsapp.envelope import build_webhook, contact
+from channels.whatsapp.ids import new_wamid
+from channels.whatsapp.load.users import Choice, LoadUser
+from channels.whatsapp.messages import Context, button_reply, list_reply, text_message
+from channels.whatsapp.signing import SIGNATURE_HEADER, serialize, sign
+
+__all__ = ["WebhookPoster", "sent_trace"]
+
+
+def sent_trace() -> aiohttp.TraceConfig:
+    """Tells each request's user (its ``trace_request_ctx``) when its headers went out."""
+
+    async def headers_sent(
+        session: aiohttp.ClientSession, context: SimpleNamespace, params: object
+    ) -> None:
+        user = context.trace_request_ctx
+        if isinstance(user, LoadUser):
+            user.posting(asyncio.get_running_loop().time())
+
+    trace = aiohttp.TraceConfig()
+    trace.on_request_headers_sent.append(headers_sent)
+    return trace
+
+
+class WebhookPoster:
+    """Builds, signs and POSTs users' messages to the agent's webhook."""
+
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        url: str,
+        config: SimulatorConfig,
+        *,
+        timeout: float,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.session = session
+        self.url = url
+        self.config = config
+        # Connecting and each read are bounded, not the wait for a free connection of the
+        # pool: that is the harness's own queue, and the run's end bounds it.
+        self.timeout = aiohttp.ClientTimeout(
+            total=None, connect=None, sock_connect=timeout, sock_read=timeout
+        )
+        self.rng = rng or random.Random()
+
+    def body(self, wa_id: str, text: str, choice: Choice | None = None) -> bytes:
+        """The webhook for ``wa_id`` saying ``text`` (or tapping ``choice``), as sent."""
+        wamid = new_wamid(self.rng, wa_id)
+        stamp = int(time.time())
+        if choice is None:
+            message: Any = text_message(wamid, wa_id, stamp, text)
+        else:
+            context = Context(from_=self.config.display_phone_number, id=choice.message_id)
+            build = button_reply if choice.kind == "button" else list_reply
+            message = build(wamid, wa_id, stamp, choice.id, choice.title, context=context)
+        payload = build_webhook(
+            waba_id=self.config.waba_id,
+            phone_number_id=self.config.phone_number_id,
+            display_phone_number=self.config.display_phone_number,
+            messages=[message],
+            contacts=[contact(wa_id, f"Load user {wa_id}")],
+        )
+        return serialize(payload)
+
+    async def post(self, body: bytes, user: LoadUser | None = None) -> str | None:
+        """POST one webhook; ``None`` when the agent answered 2xx, else why it failed.
+
+        ``user`` is told when the request is written (with :func:`sent_trace`).
+        """
+        headers = {
+            "Content-Type": "application/json",
+            SIGNATURE_HEADER: sign(body, self.config.app_secret),
+        }
+        try:
+            async with self.session.post(
+                self.url, data=body, headers=headers, timeout=self.timeout, trace_request_ctx=user
+            ) as response:
+                await response.read()
+                if 200 <= response.status < 300:
+                    return None
+                return f"HTTP {response.status}"
+        except TimeoutError:
+            return "timeout"
+        except aiohttp.ClientError as exc:
+            return f"connection: {type(exc).__name__}"
