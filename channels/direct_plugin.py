@@ -30,6 +30,7 @@ direct_plugin = ChannelPlugin(
     factory=_channel,
     unsupported={
         "redeliver": "the direct channel has no webhook deliveries to repeat",
+        "faults": "the direct channel has no channel faults",
         "expect.status": "the direct channel has no delivery statuses (sent, delivered, read)",
         "expect.template": (
             "the direct channel has no message templates (nor the 24-hour window they serve)"

@@ -254,6 +254,7 @@ NOT_RE_EXPORTED = {
     "harness.cli.logs",
     "harness.__main__",
     "harness.cli.run",
+    "harness.cli.worker",
     "harness.pytest_plugin.plugin",
     "harness.cli.schema",
     "harness.cli.judging",
@@ -262,6 +263,7 @@ NOT_RE_EXPORTED = {
     "harness.cli.replay",
     "harness.cli.replaying",
     "harness.cli.diff",
+    "harness.cli.explore",
     "harness.cli.ui",
     "harness.cli.diffing",
     "channels.whatsapp.cli",
@@ -306,7 +308,7 @@ FIRST_PARTY = {*PACKAGES, *DEV_TREES, "mkdocs_hooks"}
 # Distributions declared although no file imports them, and why.
 NOT_IMPORTED = {
     "python-multipart": "starlette imports it to read multipart bodies (the media upload)",
-    "httptools": "uvicorn parses HTTP with it when it is installed (a quarter less CPU per request)",
+    "httptools": "uvicorn parses HTTP with it when it is installed",
     "pytest-asyncio": "a pytest plugin, loaded through its entry point",
     "pytest-xdist": "a pytest plugin: -n spreads the tests over processes",
     "mypy": "a command: the type check",

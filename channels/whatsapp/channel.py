@@ -9,7 +9,7 @@ simulator's virtual clock.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -22,8 +22,8 @@ from channels.whatsapp.router import UPSTREAM_OPTIONS, GraphRouter
 from channels.whatsapp.server import BackgroundServer
 from channels.whatsapp.simulator import WhatsAppSimulator
 from harness.agent_contract import build_agent
-from harness.channel import AgentEnvironment, ChannelSetup, agent_clock, close_agent
-from harness.clock import VirtualClock
+from harness.channel import AgentEnvironment, ChannelSetup, close_agent
+from harness.clock import OffsetClock, VirtualClock
 from harness.endpoints import Endpoints, Stamp
 from harness.exceptions import ConfigError
 from harness.recording import Recording
@@ -74,8 +74,9 @@ class WhatsAppChannel:
         if self._graph_url:
             config = config.model_copy(update={"public_url": self._graph_url})
         self.config = config
-        faults = FaultProfile.parse(_fault_spec(setup.faults))
-        faults = faults.model_copy(update={"seed": setup.seed})
+        faults = self._profile(setup.faults)
+        if setup.target_url is not None and faults.clock_skew:
+            raise ConfigError(_REMOTE_SKEW)
         store = setup.store or MemoryStore()
         self.store = store.with_namespace(setup.namespace) if setup.namespace else store
         # An agent in another process runs on real time and reads the webhook
@@ -112,6 +113,8 @@ class WhatsAppChannel:
                 setup.store,
                 start=setup.start,
             )
+        #: The clock an in-process agent sees: the channel's, skewed as the faults say.
+        self._agent_clock = OffsetClock(self.clock, self._skew(faults))
         #: Which of the agent's own calls its recorders report (in-process agents).
         self._observed: set[str] | None = None
         self._client: httpx.AsyncClient | None = None
@@ -167,7 +170,7 @@ class WhatsAppChannel:
                 **agent_settings(self.config, self.config.public_url),
                 **self.setup.agent_settings,
             },
-            clock=agent_clock(self.sim.clock, self.setup.agent_offset),
+            clock=self._agent_clock,
             store=self.store.with_namespace("agent"),
             http_client=self._client,
             sink=self.sim.record,
@@ -241,6 +244,24 @@ class WhatsAppChannel:
                 f"user {user} has sent {len(sent)} messages; can't redeliver #{index}"
             )
         await self.sim.redeliver(sent[index - 1])
+
+    def _profile(self, spec: object) -> FaultProfile:
+        profile = FaultProfile.parse(_fault_spec(spec))
+        return profile.model_copy(update={"seed": self.setup.seed})
+
+    def _skew(self, faults: FaultProfile) -> timedelta:
+        return self.setup.agent_offset + timedelta(seconds=faults.clock_skew)
+
+    async def set_faults(self, spec: str | Mapping[str, Any] | None) -> None:
+        """The channel's faults from now on: a preset name, a mapping of settings, or none.
+
+        ``clock_skew`` moves the in-process agent's clock against the channel's.
+        """
+        profile = self._profile(spec)
+        if self._remote is not None and profile.clock_skew:
+            raise ConfigError(_REMOTE_SKEW)
+        self.sim.set_faults(profile)
+        self._agent_clock.offset = self._skew(profile)
 
     async def wait(self, seconds: float) -> None:
         """Virtual time passes (for an agent at a URL: its scenario's time jumps ahead)."""
@@ -322,6 +343,9 @@ class WhatsAppChannel:
             await self._endpoints.aclose()
         if self._client is not None:
             await self._client.aclose()
+
+
+_REMOTE_SKEW = "clock_skew: an agent at a URL keeps its own clock; skew it there"
 
 
 def _fault_spec(faults: object) -> Any:

@@ -440,6 +440,11 @@ class Deliverer:
                     if self._posting[user] <= 0:
                         del self._posting[user]
                 self._release(unsent)  # put to the agent once: what follows are retries
+            status, tags = result.status_code, faults if attempt == 1 else (*faults, "retry")
+            lost = self.dice.profile.answer_lost
+            if status == 200 and attempt == 1 and self.dice.roll("answer-lost", lost):
+                # The agent took it, but its 200 never reached Meta: a proxy's 500 did.
+                status, tags = 500, (*tags, "answer_lost")
             # Built from values of the declared types: the model's validation would only copy.
             record = DeliveryAttempt.model_construct(
                 at=self.clock.now(),
@@ -447,11 +452,11 @@ class Deliverer:
                 delivery=delivery,
                 attempt=attempt,
                 items=tuple(items),
-                status_code=result.status_code,
+                status_code=status,
                 error=result.error,
                 latency_ms=float(result.latency_ms),
-                faults=faults if attempt == 1 else (*faults, "retry"),
+                faults=tags,
             )
             self._emit(record)
-            if result.status_code == 200:
+            if status == 200:
                 return

@@ -62,6 +62,10 @@ class FaultProfile(BaseModel):
     #: A user's text is split into a burst of fragments ``fragment_gap`` apart.
     fragment: float = _Probability
     fragment_gap: float = Field(default=1.0, ge=0.0)
+    #: The agent answers a POST 200, but Meta sees a 500 (a proxy's) and retries it.
+    answer_lost: float = _Probability
+    #: Seconds the in-process agent's clock runs ahead of the channel's (negative: behind).
+    clock_skew: float = Field(default=0.0, ge=-86_400.0, le=86_400.0)
     #: A status webhook never comes.
     status_missing: float = _Probability
     #: A status webhook comes ``status_late_delay`` seconds late.

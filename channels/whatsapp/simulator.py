@@ -159,6 +159,14 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
         #: The state shared with other processes through Redis, once attached (``serve --redis``).
         self.shared: SharedMeta | None = None
 
+    def set_faults(self, profile: FaultProfile) -> None:
+        """The channel's faults from now on (a scenario's ``faults:`` step).
+
+        The dice keep their seeded streams, so what follows is still fixed by the seed.
+        """
+        self.faults = profile
+        self.dice.profile = profile
+
     # -- wiring -------------------------------------------------------------
 
     def connect(self, agent: ASGIApp | str | WebhookTarget) -> None:

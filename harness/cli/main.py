@@ -42,12 +42,14 @@ EXIT_DIVERGED = 3
 #: every command's help, stays quick.
 BUILTIN_COMMANDS: dict[str, str] = {
     "diff": "harness.cli.diff:diff_command",
+    "explore": "harness.cli.explore:explore_command",
     "record": "harness.cli.record:record_command",
     "regress": "harness.cli.regress:regress_command",
     "replay": "harness.cli.replay:replay_command",
     "run": "harness.cli.run:run_command",
     "schema": "harness.cli.schema:schema_command",
     "ui": "harness.cli.ui:ui_command",
+    "worker": "harness.cli.worker:worker_command",
 }
 
 

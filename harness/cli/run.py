@@ -16,13 +16,15 @@ from typing import TYPE_CHECKING
 import click
 
 from harness.cli.project import find_project, resolve_target
-from harness.durations import parse_duration
 from harness.exceptions import ConfigError, StoreError
-from harness.options import parse_settings
+from harness.options import parse_settings, positive_seconds
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from harness.cli.cache import LastFailed
-    from harness.results import RunResult
+    from harness.results import RunResult, ScenarioResult
+    from harness.suites.runner import Runner
     from harness.suites.scenario import Scenario
 
 __all__ = ["DEFAULT_SUITE", "parse_settings", "run_command", "write_reports"]
@@ -41,16 +43,6 @@ def write_reports(run: RunResult, directory: Path) -> list[Path]:
         write_junit(run, directory / "junit.xml"),
         write_html(run, directory / "report.html"),
     ]
-
-
-def _seconds(text: str, option: str) -> float:
-    try:
-        seconds = parse_duration(text).total_seconds()
-    except ConfigError as exc:
-        raise click.BadParameter(str(exc), param_hint=option) from None
-    if seconds <= 0:
-        raise click.BadParameter("it must be more than 0s", param_hint=option)
-    return seconds
 
 
 @click.command("run")
@@ -133,6 +125,14 @@ def _seconds(text: str, option: str) -> float:
     help="A redis:// URL for a shared store (default: in memory).",
 )
 @click.option(
+    "--distributed",
+    "broker_url",
+    default=None,
+    metavar="URL",
+    help="Hand the scenarios to `harness worker --broker URL` processes through this Redis "
+    "(redis://host:6379/1) instead of running them here.",
+)
+@click.option(
     "--report-dir",
     type=click.Path(path_type=Path),
     default=None,
@@ -197,6 +197,7 @@ def run_command(
     terse: bool,
     seed: int,
     redis_url: str | None,
+    broker_url: str | None,
     report_dir: Path | None,
     agent_settings: tuple[str, ...],
     graph_host: str,
@@ -255,9 +256,9 @@ def run_command(
         channel_options["graph_url"] = f"http://{graph_host}:{graph_port}"
         channel_options["serve_graph"] = True
     options = RunOptions(
-        expect_timeout=_seconds(expect_timeout, "--expect-timeout"),
-        quiet=_seconds(quiet_window, "--quiet"),
-        real_work_limit=_seconds(real_work_limit, "--real-work-limit"),
+        expect_timeout=positive_seconds(expect_timeout, "--expect-timeout"),
+        quiet=positive_seconds(quiet_window, "--quiet"),
+        real_work_limit=positive_seconds(real_work_limit, "--real-work-limit"),
         channel=channel,
         target=target,
         target_url=target_url,
@@ -277,12 +278,12 @@ def run_command(
     )
     console = make_console()
     if terse:
-        run = asyncio.run(runner.run(scenarios))
+        run = asyncio.run(_play(runner, scenarios, broker_url, None))
     else:
         with SuiteProgress(
             len(scenarios), console=console, enabled=False if verbose else None
         ) as progress:
-            run = asyncio.run(runner.run(scenarios, on_result=progress.advance))
+            run = asyncio.run(_play(runner, scenarios, broker_url, progress.advance))
     print_summary(run, console, table=not terse, verbose=verbose)
     cache.update(run.scenarios)
     left = len(scenarios) - len(run.scenarios)
@@ -294,6 +295,37 @@ def run_command(
     if run.outages:
         raise StoreError(_outage_line(run, left))
     ctx.exit(0 if run.ok else 1)
+
+
+async def _play(
+    runner: Runner,
+    scenarios: list[Scenario],
+    broker_url: str | None,
+    on_result: Callable[[ScenarioResult], None] | None,
+) -> RunResult:
+    """Run the scenarios here, or hand them to the workers of ``broker_url``."""
+    if broker_url is None:
+        return await runner.run(scenarios, on_result=on_result)
+    from harness.suites.distributed import run_distributed
+    from harness.suites.queue import safe_broker_url
+
+    def queued(count: int) -> None:
+        noun = "scenario" if count == 1 else "scenarios"
+        click.echo(
+            f"queued {count} {noun} for the workers on {safe_broker_url(broker_url)} "
+            f"(harness worker --broker URL)"
+        )
+
+    def idle(seconds: float) -> None:
+        click.echo(
+            f"no worker has taken a scenario in {seconds:g}s: is one running? "
+            f"harness worker --broker {safe_broker_url(broker_url)}",
+            err=True,
+        )
+
+    return await run_distributed(
+        runner, scenarios, broker_url, on_result=on_result, on_queued=queued, on_idle=idle
+    )
 
 
 def _outage_line(run: RunResult, left: int) -> str:

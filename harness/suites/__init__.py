@@ -16,9 +16,12 @@ from harness.lazy import lazy_names
 if TYPE_CHECKING:
     from harness.suites.builtin_invariants import *
     from harness.suites.dates import *
+    from harness.suites.distributed import *
     from harness.suites.expectations import *
+    from harness.suites.explorer import *
     from harness.suites.fit import *
     from harness.suites.invariants import *
+    from harness.suites.jobs import *
     from harness.suites.keywords import *
     from harness.suites.messages import LABEL_PATTERN as LABEL_PATTERN
     from harness.suites.messages import SEND_SCHEMA as SEND_SCHEMA
@@ -28,24 +31,45 @@ if TYPE_CHECKING:
     from harness.suites.messages import check_send as check_send
     from harness.suites.messages import references as references
     from harness.suites.preflight import *
+    from harness.suites.queue import *
     from harness.suites.realtime import *
     from harness.suites.registry import *
     from harness.suites.reproduce import *
     from harness.suites.runner import *
     from harness.suites.scenario import *
+    from harness.suites.schedules import *
     from harness.suites.selection import *
     from harness.suites.sending import *
     from harness.suites.steps import *
     from harness.suites.store_watch import *
     from harness.suites.target import *
     from harness.suites.transcript import *
+    from harness.suites.worker import *
     from harness.suites.yamlpos import *
 
 #: The module that owns each public name.
 _OWNERS: dict[str, str] = {
+    "JOB_FUNCTION": "harness.suites.jobs",
+    "ScenarioJob": "harness.suites.jobs",
+    "decode_options": "harness.suites.jobs",
+    "encode_options": "harness.suites.jobs",
+    "job_key": "harness.suites.jobs",
+    "result_from_json": "harness.suites.jobs",
+    "ATTEMPTS": "harness.suites.queue",
+    "DEFAULT_HEARTBEAT": "harness.suites.queue",
+    "QUEUE_NAME": "harness.suites.queue",
+    "check_broker_url": "harness.suites.queue",
+    "open_queue": "harness.suites.queue",
+    "safe_broker_url": "harness.suites.queue",
+    "JOB_TIMEOUT": "harness.suites.distributed",
+    "RESULT_TTL": "harness.suites.distributed",
+    "run_distributed": "harness.suites.distributed",
+    "run_worker": "harness.suites.worker",
+    "worker_name": "harness.suites.worker",
     "ACTIONS": "harness.suites.steps",
     "BaseStep": "harness.suites.steps",
     "BoundInvariant": "harness.suites.invariants",
+    "CHANNEL_FAULTS": "harness.suites.schedules",
     "ChannelFit": "harness.suites.fit",
     "DEFAULT_FORMAT": "harness.suites.dates",
     "DEFAULT_GAP": "harness.suites.steps",
@@ -58,10 +82,18 @@ _OWNERS: dict[str, str] = {
     "EVENTUAL": "harness.suites.expectations",
     "ExpectStep": "harness.suites.steps",
     "Expectation": "harness.suites.steps",
+    "Exploration": "harness.suites.explorer",
+    "ExploreStats": "harness.suites.explorer",
+    "FAULT_KINDS": "harness.suites.schedules",
+    "FaultsStep": "harness.suites.steps",
+    "Finding": "harness.suites.explorer",
+    "GAPS": "harness.suites.explorer",
+    "IN_PROCESS_ONLY": "harness.suites.schedules",
     "Invariant": "harness.suites.registry",
     "InvariantFunction": "harness.suites.registry",
     "InvariantRef": "harness.suites.scenario",
     "InvariantSpec": "harness.suites.invariants",
+    "JUMPS": "harness.suites.explorer",
     "KeywordExpression": "harness.suites.keywords",
     "LABEL_PATTERN": "harness.suites.messages",
     "LONGEST_SCENARIO": "harness.suites.scenario",
@@ -87,12 +119,15 @@ _OWNERS: dict[str, str] = {
     "SayStep": "harness.suites.steps",
     "Scenario": "harness.suites.scenario",
     "ScenarioPart": "harness.suites.steps",
+    "Schedule": "harness.suites.schedules",
     "SendStep": "harness.suites.steps",
     "SpecLike": "harness.suites.invariants",
     "Step": "harness.suites.steps",
     "TapStep": "harness.suites.steps",
     "ToolExpectation": "harness.suites.steps",
     "Transcript": "harness.suites.transcript",
+    "TurnFaults": "harness.suites.schedules",
+    "TurnSteps": "harness.suites.schedules",
     "User": "harness.suites.scenario",
     "UserStep": "harness.suites.steps",
     "WaitStep": "harness.suites.steps",
@@ -102,8 +137,11 @@ _OWNERS: dict[str, str] = {
     "bind": "harness.suites.invariants",
     "bind_invariants": "harness.suites.preflight",
     "brief": "harness.suites.registry",
+    "change_faults": "harness.suites.sending",
     "check": "harness.suites.invariants",
     "check_agent_settings": "harness.suites.preflight",
+    "check_dated_regex": "harness.suites.dates",
+    "check_dated_values": "harness.suites.dates",
     "check_dates": "harness.suites.dates",
     "check_expectation": "harness.suites.expectations",
     "check_faults": "harness.suites.preflight",
@@ -111,11 +149,15 @@ _OWNERS: dict[str, str] = {
     "check_step_messages": "harness.suites.sending",
     "constraint_honored": "harness.suites.builtin_invariants",
     "describe": "harness.suites.yamlpos",
+    "describe_factory": "harness.suites.target",
     "distinct_user": "harness.suites.realtime",
+    "draw_schedule": "harness.suites.explorer",
     "dump_yaml": "harness.suites.yamlpos",
     "eventual_part": "harness.suites.expectations",
     "every_inbound_answered": "harness.suites.builtin_invariants",
     "expect_in_time": "harness.suites.realtime",
+    "explore": "harness.suites.explorer",
+    "fault_spec": "harness.suites.steps",
     "field_name": "harness.suites.yamlpos",
     "has_dates": "harness.suites.dates",
     "importable": "harness.suites.target",
@@ -123,6 +165,7 @@ _OWNERS: dict[str, str] = {
     "load_scenario": "harness.suites.scenario",
     "load_scenarios": "harness.suites.scenario",
     "load_target": "harness.suites.target",
+    "messages_sent": "harness.suites.schedules",
     "needs_quiet": "harness.suites.expectations",
     "never_reasks": "harness.suites.builtin_invariants",
     "no_freeform_outside_window": "harness.suites.builtin_invariants",
@@ -150,6 +193,7 @@ _OWNERS: dict[str, str] = {
     "sends_valid": "harness.suites.builtin_invariants",
     "settings_from": "harness.suites.target",
     "shortest_reproduction": "harness.suites.reproduce",
+    "split_turns": "harness.suites.schedules",
     "started_on": "harness.suites.expectations",
     "step_action": "harness.suites.steps",
     "step_message": "harness.suites.sending",

@@ -297,21 +297,6 @@ def constraint_honored(
 # -- one reply per burst -----------------------------------------------------------
 
 
-def _reply_groups(t: Transcript, indexes: list[int], chunk_min: int) -> list[list[int]]:
-    """Replies grouped so that one long text split into chunks counts once."""
-    groups: list[list[int]] = []
-    chunking = False
-    for i in indexes:
-        send = t.events[i]
-        assert isinstance(send, OutboundSend)
-        if chunking and send.type == "text":
-            groups[-1].append(i)
-        else:
-            groups.append([i])
-        chunking = send.type == "text" and len(send.text or "") >= chunk_min
-    return groups
-
-
 def _bursts(conversation: Conversation, gap: timedelta) -> list[list[int]]:
     """Turn indexes grouped into bursts: a user's turns typed as one burst.
 
@@ -347,6 +332,7 @@ def one_reply_per_burst(
     max_replies: PositiveInt = 1,
     gap: DurationParam = timedelta(seconds=1.5),
     chunk_min: PositiveInt = 2000,
+    within: DurationParam = timedelta(hours=1),
 ) -> Iterator[Violation]:
     """A burst of several user messages gets at most ``max_replies`` agent messages.
 
@@ -356,8 +342,9 @@ def one_reply_per_burst(
     and this still sees it (``gap: 0`` uses the turns alone). Only text,
     interactive and template messages count; a text of ``chunk_min``
     characters or more followed by another text is one long reply split to
-    fit Meta's 4096-character limit, so the chunks count once. Reported at
-    the turn of the first reply over the limit.
+    fit Meta's 4096-character limit, so the chunks count once. A message
+    sent over ``within`` after the burst (a follow-up a day later) is not a
+    reply to it. Reported at the turn of the first reply over the limit.
     """
     rule = "one_reply_per_burst"
     t = Transcript(conversation)
@@ -366,12 +353,16 @@ def one_reply_per_burst(
         messages = [i for i in indexes if _first_copy(t.events[i])]
         if len(messages) < 2:
             continue
+        last = t.events[messages[-1]].at
         replies = [
             i
             for i in indexes
-            if isinstance(e := t.events[i], OutboundSend) and e.is_message and e.type in REPLY_TYPES
+            if isinstance(e := t.events[i], OutboundSend)
+            and e.is_message
+            and e.type in REPLY_TYPES
+            and e.at - last <= within
         ]
-        groups = _reply_groups(t, replies, chunk_min)
+        groups = t.reply_groups(replies, chunk_min)
         if len(groups) > max_replies:
             excess = groups[max_replies][0]
             message = (

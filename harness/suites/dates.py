@@ -29,9 +29,15 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Final
 
+from pydantic import JsonValue
+
+from harness.suites.yamlpos import LocatedError
+
 __all__ = [
     "DEFAULT_FORMAT",
     "DateExpression",
+    "check_dated_regex",
+    "check_dated_values",
     "check_dates",
     "has_dates",
     "parse_date_expression",
@@ -223,3 +229,36 @@ def resolve_dates(text: str, start: date, *, escape: Callable[[str], str] | None
             written = piece.render(start)
             out.append(escape(written) if escape is not None else written)
     return "".join(out)
+
+
+# Any day will do to check that a pattern naming dates compiles once they are written in.
+_SOME_DAY: Final = date(2026, 1, 1)
+
+
+def check_dated_regex(pattern: str) -> str:
+    """``pattern`` itself, once its dates read and it compiles with them written in."""
+    check_dates(pattern)
+    try:
+        re.compile(resolve_dates(pattern, _SOME_DAY, escape=re.escape))
+    except re.error as exc:
+        raise ValueError(f"not a valid regular expression: {exc}") from None
+    return pattern
+
+
+def check_dated_values(value: JsonValue) -> JsonValue:
+    """Check the date expressions in a tool call's expected arguments, wherever they are."""
+    if isinstance(value, str):
+        return check_dates(value)
+    items: list[tuple[str | int, JsonValue]] = []
+    if isinstance(value, dict):
+        items = list(value.items())
+    elif isinstance(value, list):
+        items = list(enumerate(value))
+    for key, item in items:
+        try:
+            check_dated_values(item)
+        except LocatedError as exc:
+            raise LocatedError(str(exc), (key, *exc.loc)) from None
+        except ValueError as exc:
+            raise LocatedError(str(exc), (key,)) from None
+    return value

@@ -19,6 +19,7 @@ from harness.channel import SettingsCheck
 from harness.exceptions import ConfigError, ScenarioError
 from harness.suites.invariants import BoundInvariant, bind
 from harness.suites.scenario import Scenario
+from harness.suites.steps import FaultsStep
 from harness.suites.target import settings_from
 from harness.suites.yamlpos import YamlPath, field_name, read_text, read_yaml, scenario_error
 
@@ -38,15 +39,23 @@ def bind_invariants(scenario: Scenario) -> list[BoundInvariant]:
 
 
 def check_faults(scenarios: Sequence[Scenario], check: Callable[[Any], None]) -> None:
-    """Have the channel ``check`` each scenario's ``faults:``; the first refused is an error."""
+    """Have the channel ``check`` each scenario's ``faults:``, at the top and in ``faults`` steps.
+
+    The first one refused is an error naming its line.
+    """
     for scenario in scenarios:
-        if scenario.faults is None:
-            continue
-        try:
-            check(scenario.faults)
-        except ValueError as exc:
-            loc = getattr(exc, "loc", ())
-            raise _located(scenario, ("faults", *loc), str(exc)) from None
+        specs: list[tuple[YamlPath, object]] = [(("faults",), scenario.faults)]
+        for index, step in enumerate(scenario.steps):
+            if isinstance(step, FaultsStep):
+                specs.append((("steps", index, "faults"), step.faults))
+        for at, spec in specs:
+            if spec is None:
+                continue
+            try:
+                check(spec)
+            except ValueError as exc:
+                loc = getattr(exc, "loc", ())
+                raise _located(scenario, (*at, *loc), str(exc)) from None
 
 
 def check_agent_settings(scenarios: Sequence[Scenario], check: SettingsCheck) -> None:

@@ -54,9 +54,10 @@ from harness.suites.preflight import bind_invariants, check_agent_settings, chec
 from harness.suites.realtime import distinct_user, expect_in_time, with_late
 from harness.suites.reproduce import shortest_reproduction
 from harness.suites.scenario import Scenario
-from harness.suites.sending import check_step_messages, send_step
+from harness.suites.sending import change_faults, check_step_messages, send_step
 from harness.suites.steps import (
     ExpectStep,
+    FaultsStep,
     LabelledStep,
     RedeliverStep,
     SayStep,
@@ -66,7 +67,7 @@ from harness.suites.steps import (
     WaitStep,
 )
 from harness.suites.store_watch import watch_outages
-from harness.suites.target import DEFAULT_TARGET, load_target, settings_from
+from harness.suites.target import DEFAULT_TARGET, describe_factory, load_target, settings_from
 from harness.trace import Conversation
 
 __all__ = ["RunOptions", "Runner"]
@@ -142,7 +143,7 @@ class Runner:
             )
         self.target = options.target_url or options.target or DEFAULT_TARGET
         if factory is not None and options.target_url is None:
-            self.target = options.target or _describe(factory)
+            self.target = options.target or describe_factory(factory)
 
     async def run(
         self,
@@ -210,7 +211,7 @@ class Runner:
         if self.options.target_url is not None:
             # An agent at a URL lives on real time: its scenarios wait for it rather than
             # compute, so they share this loop and the run's one fake Graph API server.
-            async with self._run_context() as shared:
+            async with self.run_context() as shared:
                 await self._run_remote(
                     scenarios, bound, run_id, results, report, shared, workers, next_index
                 )
@@ -265,7 +266,7 @@ class Runner:
         if agent_check is not None:
             check_agent_settings(scenarios, agent_check)
 
-    def _run_context(self) -> AbstractAsyncContextManager[Any]:
+    def run_context(self) -> AbstractAsyncContextManager[Any]:
         """What the channel shares between the scenarios of this run (nothing by default)."""
         if self.plugin.run_context is None:
             return nullcontext()
@@ -508,6 +509,8 @@ class Runner:
                 await session.tap(acting.name, step.tap)
             elif isinstance(step, RedeliverStep):
                 await session.redeliver(acting.name, step.which)
+            elif isinstance(step, FaultsStep):
+                await change_faults(session, step.faults)
             elif isinstance(step, WaitStep):
                 await session.wait(step.duration.total_seconds())
                 if real:
@@ -582,13 +585,6 @@ def _finished(
         return
     results[index] = done.result()
     report(done.result())
-
-
-def _describe(factory: AgentFactory) -> str:
-    """A factory handed in, named as a target would be (``module:qualname``)."""
-    module = getattr(factory, "__module__", None)
-    name = getattr(factory, "__qualname__", type(factory).__name__)
-    return f"{module}:{name}" if module else str(name)
 
 
 def _faults_of(scenario: Scenario) -> dict[str, Any]:

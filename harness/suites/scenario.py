@@ -21,6 +21,7 @@ strings; see :mod:`harness.suites.yamlpos`)::
         caption: the menu
       - wait: 25h                  # `advance` is a synonym
       - redeliver: last            # or the user's Nth message (1-based), or true
+      - faults: {reorder: 1}       # the channel's faults from here on (null: none)
       - expect:
           reply_contains: "9:00"   # a string or a list; all must appear
           reply_matches: "Fri(day)?"
@@ -96,6 +97,7 @@ from harness.suites.steps import (
     TapStep,
     ToolExpectation,
     UserStep,
+    fault_spec,
     step_action,
 )
 from harness.suites.yamlpos import (
@@ -302,14 +304,6 @@ _AgentSetting: TypeAlias = Annotated[
 ]
 
 
-def _faults(value: object) -> object:
-    if value is None or isinstance(value, str | dict):
-        return value
-    raise ValueError(
-        f"expected a preset name, a mapping of fault settings or null, got {describe(value)}"
-    )
-
-
 class Scenario(ScenarioPart):
     """One scenario: who talks, through which faults, what happens and what must hold."""
 
@@ -321,7 +315,7 @@ class Scenario(ScenarioPart):
         default_factory=dict, description="Settings for the agent under test."
     )
     users: tuple[User, ...] = Field(default=(DEFAULT_USER,), min_length=1)
-    faults: Annotated[str | dict[str, JsonValue] | None, BeforeValidator(_faults)] = Field(
+    faults: Annotated[str | dict[str, JsonValue] | None, BeforeValidator(fault_spec)] = Field(
         default=None, description="A fault preset name, a mapping of fault settings, or null."
     )
     steps: tuple[Step, ...] = Field(min_length=1)

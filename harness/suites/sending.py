@@ -23,7 +23,7 @@ from harness.suites.scenario import Scenario
 from harness.suites.steps import BaseStep, SayStep, SendStep
 from harness.suites.yamlpos import scenario_error
 
-__all__ = ["check_step_messages", "send_step", "step_message"]
+__all__ = ["change_faults", "check_step_messages", "send_step", "step_message"]
 
 
 def step_message(step: BaseStep) -> dict[str, Any] | None:
@@ -85,3 +85,18 @@ def _field(step: BaseStep) -> str:
 
 def _located(scenario: Scenario, step: BaseStep, exc: Exception) -> ScenarioError:
     return scenario_error(str(exc), path=scenario.path, line=step.line, field=_field(step))
+
+
+async def change_faults(session: ChannelSession, spec: object) -> None:
+    """Play a ``faults:`` step: the channel's faults from now on.
+
+    A channel session that can change its faults has ``set_faults(spec)``; on
+    one without it the step fails, as a step the channel can't play does.
+    """
+    change = getattr(session, "set_faults", None)
+    if not callable(change):
+        raise StepError(f"the {session.name} channel can't change its faults mid-scenario")
+    try:
+        await change(spec)
+    except HarnessError as exc:  # checked before the run; a channel that refuses it now
+        raise StepError(str(exc)) from None

@@ -15,6 +15,8 @@ Each step is a mapping with one action key and that action's modifiers (see
 - ``wait: 25h`` or ``advance: 25h``: virtual time passes;
 - ``redeliver: last`` (or ``true``, or the user's Nth message): Meta delivers
   it again with identical bytes;
+- ``faults: {reorder: 1}`` (or a preset, or null): the channel's faults from
+  here on, until the next such step;
 - ``expect: {...}`` with ``within``: what the agent did since the last user
   step.
 
@@ -28,8 +30,7 @@ two of them fails with one clear message rather than one per model.
 
 from __future__ import annotations
 
-import re
-from datetime import date, timedelta
+from datetime import timedelta
 from typing import Annotated, Any, ClassVar, Final, Literal, TypeAlias
 
 from pydantic import (
@@ -51,7 +52,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from harness.durations import format_duration, parse_duration
 from harness.exceptions import ConfigError
-from harness.suites.dates import check_dates, resolve_dates
+from harness.suites.dates import check_dated_regex, check_dated_values, check_dates
 from harness.suites.messages import MEDIA_TYPES, SEND_SCHEMA, Label, Reference, check_send
 from harness.suites.yamlpos import LocatedError, describe
 
@@ -66,6 +67,7 @@ __all__ = [
     "Duration",
     "ExpectStep",
     "Expectation",
+    "FaultsStep",
     "LabelledStep",
     "RedeliverStep",
     "SayStep",
@@ -76,11 +78,12 @@ __all__ = [
     "ToolExpectation",
     "UserStep",
     "WaitStep",
+    "fault_spec",
     "step_action",
 ]
 
 #: The keys that make a mapping a step, in the order error messages list them.
-ACTIONS: Final = ("say", "tap", "send", "wait", "advance", "redeliver", "expect")
+ACTIONS: Final = ("say", "tap", "send", "wait", "advance", "redeliver", "faults", "expect")
 #: Message statuses an ``expect: {status: ...}`` may ask for.
 STATUSES: Final = ("sent", "delivered", "read", "failed")
 #: Time between the messages of a burst unless ``gap`` says otherwise.
@@ -161,38 +164,6 @@ _DatedTexts: TypeAlias = Annotated[
     ),
     Field(min_length=1),
 ]
-# Any day will do to check that a pattern naming dates compiles once they are written in.
-_SOME_DAY: Final = date(2026, 1, 1)
-
-
-def _regex(pattern: str) -> str:
-    check_dates(pattern)
-    try:
-        re.compile(resolve_dates(pattern, _SOME_DAY, escape=re.escape))
-    except re.error as exc:
-        raise ValueError(f"not a valid regular expression: {exc}") from None
-    return pattern
-
-
-def _dated_values(value: JsonValue) -> JsonValue:
-    """Check the date expressions in a tool call's expected arguments, wherever they are."""
-    if isinstance(value, str):
-        return check_dates(value)
-    items: list[tuple[str | int, JsonValue]] = []
-    if isinstance(value, dict):
-        items = list(value.items())
-    elif isinstance(value, list):
-        items = list(enumerate(value))
-    for key, item in items:
-        try:
-            _dated_values(item)
-        except LocatedError as exc:
-            raise LocatedError(str(exc), (key, *exc.loc)) from None
-        except ValueError as exc:
-            raise LocatedError(str(exc), (key,)) from None
-    return value
-
-
 # -- steps -------------------------------------------------------------------------
 
 
@@ -411,11 +382,36 @@ class RedeliverStep(UserStep):
         return self._with_user({"redeliver": self.redeliver})
 
 
+def fault_spec(value: object) -> object:
+    """A ``faults:`` value as written: a preset name, a mapping of settings, or null."""
+    if value is None or isinstance(value, str | dict):
+        return value
+    raise ValueError(
+        f"expected a preset name, a mapping of fault settings or null, got {describe(value)}"
+    )
+
+
+class FaultsStep(BaseStep):
+    """From here on the channel's faults are these (null: none), until the next such step.
+
+    The value is what the scenario's own ``faults:`` takes; the channel checks it.
+    """
+
+    action: ClassVar[str] = "faults"
+    faults: Annotated[str | dict[str, JsonValue] | None, BeforeValidator(fault_spec)] = Field(
+        description="A fault preset name, a mapping of fault settings, or null for none."
+    )
+
+    def to_data(self) -> dict[str, JsonValue]:
+        """This step as the file writes it."""
+        return {"faults": self.faults}
+
+
 class ToolExpectation(ScenarioPart):
     """A tool call to look for; ``args`` must be a subset of the call's arguments."""
 
     name: _Text
-    args: Annotated[dict[str, JsonValue], AfterValidator(_dated_values)] | None = None
+    args: Annotated[dict[str, JsonValue], AfterValidator(check_dated_values)] | None = None
 
     def to_data(self) -> JsonValue:
         """The name alone when there are no arguments, else ``{name, args}``."""
@@ -448,7 +444,7 @@ class Expectation(ScenarioPart):
     reply_contains: _DatedTexts | None = Field(
         default=None, description="Text (or texts) that must all appear in the replies."
     )
-    reply_matches: Annotated[str, AfterValidator(_regex)] | None = Field(
+    reply_matches: Annotated[str, AfterValidator(check_dated_regex)] | None = Field(
         default=None, description="A Python regular expression the replies must match."
     )
     reply_not_contains: _DatedTexts | None = Field(
@@ -529,6 +525,7 @@ STEP_TYPES: Final[dict[str, type[BaseStep]]] = {
     "wait": WaitStep,
     "advance": WaitStep,
     "redeliver": RedeliverStep,
+    "faults": FaultsStep,
     "expect": ExpectStep,
 }
 _STEP_KEYS: Final = frozenset(
@@ -578,6 +575,7 @@ Step: TypeAlias = Annotated[
     | Annotated[SendStep, Tag("SendStep")]
     | Annotated[WaitStep, Tag("WaitStep")]
     | Annotated[RedeliverStep, Tag("RedeliverStep")]
+    | Annotated[FaultsStep, Tag("FaultsStep")]
     | Annotated[ExpectStep, Tag("ExpectStep")],
     Discriminator(_step_tag),
     BeforeValidator(_check_step),

@@ -25,7 +25,7 @@ from typing import Any
 from harness.channel import AgentFactory
 from harness.exceptions import ConfigError
 
-__all__ = ["DEFAULT_TARGET", "importable", "load_target", "settings_from"]
+__all__ = ["DEFAULT_TARGET", "describe_factory", "importable", "load_target", "settings_from"]
 
 #: The agent the harness runs when no target is given: the bundled booking agent.
 DEFAULT_TARGET = "agents.booking:agent_factory"
@@ -87,3 +87,10 @@ def settings_from(agent: Mapping[str, Any]) -> dict[str, str]:
         else:
             settings[key] = str(value)
     return settings
+
+
+def describe_factory(factory: AgentFactory) -> str:
+    """A factory handed in, named as a target would be (``module:qualname``)."""
+    module = getattr(factory, "__module__", None)
+    name = getattr(factory, "__qualname__", type(factory).__name__)
+    return f"{module}:{name}" if module else str(name)

@@ -179,6 +179,21 @@ class Transcript:
         """The log indexes of a turn's events, in log order."""
         return list(self._turn_events[turn])
 
+    def reply_groups(self, indexes: list[int], chunk_min: int) -> list[list[int]]:
+        """Sends grouped so that one long text split into chunks (each of the first
+        ``chunk_min`` characters or more) counts once."""
+        groups: list[list[int]] = []
+        chunking = False
+        for i in indexes:
+            send = self.events[i]
+            assert isinstance(send, OutboundSend)
+            if chunking and send.type == "text":
+                groups[-1].append(i)
+            else:
+                groups.append([i])
+            chunking = send.type == "text" and len(send.text or "") >= chunk_min
+        return groups
+
     def user(self, index: int) -> str | None:
         """Whose conversation event ``index`` is part of: its user, else its turn's user."""
         event = self.events[index]

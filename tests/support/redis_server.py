@@ -31,10 +31,14 @@ def redis_binary() -> str | None:
 class RedisServer:
     """A redis-server on ``port`` of 127.0.0.1, started, killed and paused on demand."""
 
-    def __init__(self, binary: str, port: int, directory: Path) -> None:
+    def __init__(
+        self, binary: str, port: int, directory: Path, *, unix_socket: Path | None = None
+    ) -> None:
+        """``unix_socket``: also listen there (for clients in a network namespace of their own)."""
         self.binary = binary
         self.port = port
         self.directory = directory
+        self.unix_socket = unix_socket
         self.process: asyncio.subprocess.Process | None = None
 
     @property
@@ -42,12 +46,19 @@ class RedisServer:
         """The server's ``redis://`` URL (database 0)."""
         return f"redis://127.0.0.1:{self.port}/0"
 
+    @property
+    def socket_url(self) -> str:
+        """The server's ``unix://`` URL (database 0), when it listens on a socket too."""
+        assert self.unix_socket is not None, "the server listens on no socket"
+        return f"unix://{self.unix_socket}?db=0"
+
     async def start(self) -> None:
         """Start the server and wait until it answers PING (10 s at most)."""
         self.process = await asyncio.create_subprocess_exec(
             *(self.binary, "--port", str(self.port), "--bind", "127.0.0.1"),
             *("--save", "", "--appendonly", "no", "--dir", str(self.directory)),
             *("--logfile", str(self.directory / "redis.log")),
+            *(("--unixsocket", str(self.unix_socket)) if self.unix_socket is not None else ()),
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,
         )

@@ -22,6 +22,7 @@ from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.ids import bsuid_for
 from channels.whatsapp.plugin import whatsapp_plugin
 from harness.channel import AgentEnvironment, ChannelSetup, UserSpec
+from harness.clock import virtual_base
 from harness.exceptions import ConfigError
 from harness.store import MemoryStore
 from harness.suites.expectations import reply_text
@@ -260,7 +261,9 @@ async def test_the_agent_is_built_with_the_simulators_settings(keeper: Keeper) -
         env = keeper.env
         assert env is not None
         assert env.channel == "whatsapp"
-        assert env.clock is channel.sim.clock
+        # The simulator's clock, seen through the offset a clock_skew fault may move later.
+        assert virtual_base(env.clock) is channel.sim.clock
+        assert env.clock.now() == channel.sim.clock.now()
         assert env.http_client is not None
         assert env.settings == {
             **agent_settings(channel.config, channel.config.public_url),
@@ -406,3 +409,27 @@ async def test_the_clock_starts_where_the_setup_says() -> None:
     start = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
     channel = WhatsAppChannel(ChannelSetup(users=[ANA], agent_factory=agent_factory, start=start))
     assert channel.now() == start
+
+
+async def test_a_clock_skew_moves_the_agents_clock_from_each_faults_step_on(keeper: Keeper) -> None:
+    setup = ChannelSetup(users=[ANA], agent_factory=keeper, faults={"clock_skew": 60})
+    session = WhatsAppChannel(setup)
+    await session.start()
+    try:
+        assert keeper.env is not None
+        agent_clock = keeper.env.clock
+        assert agent_clock.now() - session.now() == timedelta(seconds=60)
+        await session.set_faults({"clock_skew": -300})
+        assert agent_clock.now() - session.now() == timedelta(minutes=-5)
+        await session.set_faults(None)
+        assert agent_clock.now() == session.now()
+    finally:
+        await session.close()
+
+
+def test_an_agent_at_a_url_keeps_its_own_clock_so_it_cant_be_skewed() -> None:
+    setup = ChannelSetup(
+        users=[ANA], target_url="http://127.0.0.1:9/webhook", faults={"clock_skew": 5}
+    )
+    with pytest.raises(ConfigError, match="an agent at a URL keeps its own clock"):
+        WhatsAppChannel(setup)

@@ -212,7 +212,7 @@ def test_an_unknown_name_lists_the_known_ones() -> None:
 def test_usage_shows_parameters_and_defaults() -> None:
     assert resolve("never_reasks").usage == "never_reasks(pattern, fact=None)"
     assert resolve("one_reply_per_burst").usage == (
-        "one_reply_per_burst(max_replies=1, gap='1.5s', chunk_min=2000)"
+        "one_reply_per_burst(max_replies=1, gap='1.5s', chunk_min=2000, within='1h')"
     )
     assert resolve("no_repeated_side_effects").usage == "no_repeated_side_effects()"
 

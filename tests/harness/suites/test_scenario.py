@@ -387,12 +387,12 @@ STEPS = "steps:\n  - say: hi\n"
             "steps:\n  - say hi\n",
             "s.yaml:2: steps[0]: expected a step such as {say: hi}, got a "
             "string ('say hi'); a step is a mapping with one of: say, tap, send, wait, advance, "
-            "redeliver, expect",
+            "redeliver, faults, expect",
         ),
         (
             "steps:\n  - {gap: 1s}\n",
             "s.yaml:2: steps[0]: a step needs an action (one of: say, "
-            "tap, send, wait, advance, redeliver, expect)",
+            "tap, send, wait, advance, redeliver, faults, expect)",
         ),
         (
             "steps:\n  - {wait: 1h, advance: 1h}\n",

@@ -59,7 +59,7 @@ def test_a_bad_step_is_one_error_not_one_per_model() -> None:
         STEP.validate_python({"sya": "hi"})
     assert [e["msg"] for e in caught.value.errors()] == [
         "Value error, unknown step 'sya' (expected one of: say, tap, send, wait, advance, "
-        "redeliver, expect)"
+        "redeliver, faults, expect)"
     ]
 
 

@@ -1,0 +1,264 @@
+"""A suite run handed out to ``harness worker`` processes: the coordinator's side.
+
+``harness run --distributed URL`` checks the scenarios as a local run does
+(bad input stops it before any job is queued), puts one job per scenario
+on the queue in the broker's Redis (:mod:`harness.suites.queue`), and
+collects the workers' results as they come, for the same progress,
+reports and exit code as a local run. Each scenario runs on a worker
+exactly as :class:`~harness.suites.runner.Runner` runs it locally, with the
+same store namespace (``run id:index``) and seed.
+
+Exactly one result per scenario: a job is keyed by the run id and the
+scenario's index, so queuing it twice queues it once, and when a job runs
+twice (its worker was presumed dead, then answered after all) the first
+result that arrives is the scenario's. A worker that dies mid-scenario
+stops beating its heart; another worker's sweep hands the scenario out
+again, up to :data:`~harness.suites.queue.ATTEMPTS` times, after which the
+scenario is an ``error`` naming what happened.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Final
+
+from harness.exceptions import ConfigError
+from harness.results import RunResult, ScenarioResult
+from harness.store import check_store
+from harness.suites.jobs import JOB_FUNCTION, ScenarioJob, job_key, result_from_json
+from harness.suites.preflight import bind_invariants
+from harness.suites.queue import ATTEMPTS, DEFAULT_HEARTBEAT, open_queue
+from harness.suites.runner import Runner
+from harness.suites.scenario import Scenario
+
+if TYPE_CHECKING:
+    from saq.job import Job
+    from saq.queue.redis import RedisQueue
+
+__all__ = ["JOB_TIMEOUT", "RESULT_TTL", "run_distributed"]
+
+#: Seconds the broker keeps a finished job and its result (a coordinator that lost its
+#: connection can still read them back within a day).
+RESULT_TTL: Final = 24 * 3600
+
+#: Seconds a scenario may run on a worker before the queue hands it out again.
+JOB_TIMEOUT: Final = 600
+
+# How often every unfinished job is read back, in case a notification was missed.
+_POLL: Final = 1.0
+# Seconds an aborted job that has attempts left may wait to be handed out again (the
+# sweep that aborted it waits up to 5 s for the job to answer, then queues it).
+_RETRY_WAIT: Final = 30.0
+# Seconds without a job taken after which the run says that no worker may be running.
+_IDLE: Final = 10.0
+# Jobs queued at once (each is one round trip to the broker).
+_BATCH: Final = 50
+
+
+async def run_distributed(
+    runner: Runner,
+    scenarios: Sequence[Scenario],
+    broker_url: str,
+    *,
+    on_result: Callable[[ScenarioResult], None] | None = None,
+    on_queued: Callable[[int], None] | None = None,
+    on_idle: Callable[[float], None] | None = None,
+) -> RunResult:
+    """Run ``scenarios`` on the workers that serve ``broker_url``; results in the scenarios' order.
+
+    ``on_idle`` hears, once, that no worker has taken a job for that many seconds
+    after they were queued (none may be running). ``on_queued`` hears how many
+    jobs were queued, once they are; ``on_result``
+    hears each scenario's result as it arrives.
+    """
+    options = runner.options
+    if options.target_url is not None:
+        raise ConfigError(
+            "--distributed runs an agent that each worker builds (--target or the project's "
+            "target): an agent at --target-url sends to one Graph API, and each worker would "
+            "serve its own; run a staging agent without --distributed"
+        )
+    await check_store(options.store_url)  # a dead store stops the run at once, as locally
+    for scenario in scenarios:
+        bind_invariants(scenario)
+    runner.check(scenarios)
+    started_at = datetime.now(UTC)
+    started = time.perf_counter()
+    run_id = f"run{options.seed}-{started_at.strftime('%Y%m%d%H%M%S%f')}"
+    jobs = [ScenarioJob.of(run_id, i, s, options) for i, s in enumerate(scenarios)]
+    queue = await open_queue(broker_url, "--distributed")
+    try:
+        collector = _Collector(runner, scenarios, run_id, queue, on_result)
+        async with collector.listening():
+            for first in range(0, len(jobs), _BATCH):
+                await asyncio.gather(
+                    *(_enqueue(queue, job) for job in jobs[first : first + _BATCH])
+                )
+            if on_queued is not None:
+                on_queued(len(jobs))
+            await collector.collect(on_idle)
+    finally:
+        await queue.disconnect()
+    return RunResult(
+        scenarios=tuple(r for r in collector.results if r is not None),
+        started_at=started_at,
+        duration_s=round(time.perf_counter() - started, 3),
+        target=runner.target,
+        channel=options.channel,
+        seed=options.seed,
+    )
+
+
+async def _enqueue(queue: RedisQueue, job: ScenarioJob) -> None:
+    from saq.job import Job
+
+    await queue.enqueue(
+        Job(
+            function=JOB_FUNCTION,
+            key=job.key,
+            kwargs=job.to_kwargs(),
+            # A heartbeat notices a dead worker; this bounds a scenario stuck on a live one.
+            timeout=JOB_TIMEOUT,
+            heartbeat=int(DEFAULT_HEARTBEAT),
+            retries=ATTEMPTS,
+            ttl=RESULT_TTL,
+        )
+    )
+
+
+class _Collector:
+    """Waits for each scenario's job to finish and keeps its first result."""
+
+    def __init__(
+        self,
+        runner: Runner,
+        scenarios: Sequence[Scenario],
+        run_id: str,
+        queue: RedisQueue,
+        on_result: Callable[[ScenarioResult], None] | None,
+    ) -> None:
+        self.runner = runner
+        self.scenarios = scenarios
+        self.run_id = run_id
+        self.queue = queue
+        self.on_result = on_result
+        self.results: list[ScenarioResult | None] = [None] * len(scenarios)
+        self.pending = set(range(len(scenarios)))
+        self.heard: asyncio.Queue[str] = asyncio.Queue()
+        self.stopping = False
+        self.aborted_since: dict[int, float] = {}
+
+    @contextlib.asynccontextmanager
+    async def listening(self) -> AsyncIterator[None]:
+        """Hear the jobs' status changes while the block runs (a missed one is polled)."""
+        from saq.job import Status
+
+        done = (Status.COMPLETE, Status.FAILED, Status.ABORTED)
+
+        def heard(key: str, status: Status) -> bool:
+            if status in done:
+                self.heard.put_nowait(key)
+            return False
+
+        keys = [job_key(self.run_id, i) for i in range(len(self.scenarios))]
+        listener = asyncio.create_task(self.queue.listen(keys, heard, timeout=None))
+        try:
+            yield
+        finally:
+            listener.cancel()
+            # Bounded: redis-py can swallow a cancellation that lands mid-command.
+            await asyncio.wait([listener], timeout=2)
+            if listener.done() and not listener.cancelled():
+                listener.exception()  # read, so that asyncio does not report it unread
+
+    async def collect(self, on_idle: Callable[[float], None] | None = None) -> None:
+        """Until every scenario has its result (or, stopped early, every running one)."""
+        from saq.job import Status
+
+        queued = time.monotonic()
+        taken = False
+        while self.pending:
+            try:
+                keys = [await asyncio.wait_for(self.heard.get(), _POLL)]
+                while not self.heard.empty():
+                    keys.append(self.heard.get_nowait())
+            except TimeoutError:
+                keys = [job_key(self.run_id, i) for i in sorted(self.pending)]
+            jobs = await self.queue.jobs(keys)
+            taken = taken or any(j is not None and j.status != Status.QUEUED for j in jobs)
+            if not taken and on_idle is not None and time.monotonic() - queued > _IDLE:
+                on_idle(_IDLE)
+                on_idle = None
+            for job in jobs:
+                if job is not None:
+                    await self._finished(job)
+
+    async def _finished(self, job: Job) -> None:
+        from saq.job import Status
+
+        index = int(job.key.rpartition(":")[2])
+        if index not in self.pending:
+            return  # a second run of the same scenario: the first result stands
+        if job.status == Status.COMPLETE:
+            result = result_from_json(job.result)
+        elif job.status == Status.FAILED:
+            result = self._error(index, f"its worker failed: {_last_line(job.error)}")
+        elif job.status == Status.ABORTED:
+            if self.stopping:  # taken off the queue by -x or an outage: not run
+                self.pending.discard(index)
+                return
+            if job.retryable and not self._given_up(index):
+                # The queue's sweep aborts a job it takes for lost, then hands it out again
+                # (it may take a job just handed out for one): wait for the next attempt.
+                return
+            result = self._error(index, f"its job was aborted: {_last_line(job.error)}")
+        else:
+            return
+        self.pending.discard(index)
+        self.results[index] = result
+        if self.on_result is not None:
+            self.on_result(result)
+        if self._stops_after(result) and not self.stopping:
+            await self._stop()
+
+    def _given_up(self, index: int) -> bool:
+        """Whether an aborted job has waited long enough for its next attempt to be final."""
+        now = time.monotonic()
+        since = self.aborted_since.setdefault(index, now)
+        return now - since > _RETRY_WAIT
+
+    def _stops_after(self, result: ScenarioResult) -> bool:
+        failed = self.runner.options.fail_fast and result.status in ("failed", "error")
+        return failed or result.outage
+
+    async def _stop(self) -> None:
+        """Take every scenario not yet started off the queue; those running finish."""
+        from saq.job import Status
+
+        self.stopping = True
+        keys = [job_key(self.run_id, i) for i in sorted(self.pending)]
+        for job in await self.queue.jobs(keys):
+            if job is not None and job.status == Status.QUEUED:
+                await self.queue.abort(job, "the run stopped before this scenario started")
+                self.pending.discard(int(job.key.rpartition(":")[2]))
+
+    def _error(self, index: int, message: str) -> ScenarioResult:
+        scenario = self.scenarios[index]
+        seed = scenario.seed if scenario.seed is not None else self.runner.options.seed
+        return ScenarioResult(
+            name=scenario.name,
+            path=str(scenario.path or ""),
+            channel=self.runner.options.channel,
+            seed=seed,
+            status="error",
+            error=message,
+        )
+
+
+def _last_line(text: str | None) -> str:
+    lines = [line for line in (text or "").splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "no reason given"

@@ -1,0 +1,240 @@
+"""A suite handed to workers through Redis gives what a local run gives, one result per scenario.
+
+The worker runs here as a task of the test's own loop; the tests with worker
+processes, one of them killed mid-scenario, are in test_distributed_processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.exceptions import ConfigError, StoreUnavailable
+from harness.results import RunResult, ScenarioResult
+from harness.suites.distributed import run_distributed
+from harness.suites.jobs import ScenarioJob, job_key
+from harness.suites.queue import open_queue
+from harness.suites.runner import Runner, RunOptions
+from harness.suites.scenario import load_scenarios
+from harness.suites.worker import run_worker
+from tests.bots.loopback import free_port
+from tests.support.redis_server import RedisServer
+
+SUITE = Path(__file__).resolve().parents[3] / "scenarios" / "booking"
+# One planted bug, so that the verdicts compared are not all "passed".
+OPTIONS = RunOptions(
+    target="agents.booking:agent_factory",
+    agent_settings={"BOOKING_REGRESSIONS": "no_dedupe"},
+)
+
+pytestmark = [pytest.mark.redis]
+
+
+def verdicts(run: RunResult) -> list[tuple[Any, ...]]:
+    """What a run found of each scenario, in order, without its ids or timings."""
+    return [
+        (
+            r.name,
+            r.path,
+            r.status,
+            r.error,
+            [(v.rule, v.kind, v.turn, v.step, v.line) for v in r.violations],
+            r.reproduce,
+            len(r.conversation.events) if r.conversation is not None else None,
+        )
+        for r in run.scenarios
+    ]
+
+
+@pytest.fixture
+async def worker(redis_server: RedisServer) -> AsyncIterator[list[str]]:
+    """A worker serving the private Redis in this loop; yields the lines it says."""
+    said: list[str] = []
+    task = asyncio.create_task(run_worker(redis_server.url, heartbeat=2, say=said.append))
+    try:
+        yield said
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_distributed_run_finds_what_a_local_run_finds(
+    redis_server: RedisServer, worker: list[str]
+) -> None:
+    scenarios = load_scenarios([SUITE])
+    local = await Runner(OPTIONS).run(scenarios)
+    heard: list[ScenarioResult] = []
+    run = await asyncio.wait_for(
+        run_distributed(Runner(OPTIONS), scenarios, redis_server.url, on_result=heard.append),
+        60,
+    )
+    assert verdicts(run) == verdicts(local)
+    assert {r.status for r in run.scenarios} == {"passed", "failed"}
+    assert (run.target, run.channel, run.seed) == (local.target, local.channel, local.seed)
+    # Progress heard each scenario once, as it came.
+    assert sorted(r.name for r in heard) == sorted(s.name for s in scenarios)
+    assert sum(line.startswith("started ") for line in worker) == len(scenarios)
+
+
+async def test_a_scenario_whose_job_runs_twice_keeps_its_first_result(
+    redis_server: RedisServer,
+) -> None:
+    # A worker of the test's own: it takes both jobs, answers the first, answers it again
+    # (as a job retried while its first worker was only slow would), then the second.
+    from saq.job import Status
+
+    scenarios = load_scenarios([SUITE / "happy_confirm_button.yaml", SUITE / "cancel_booking.yaml"])
+    local = Runner(OPTIONS)
+    heard: list[ScenarioResult] = []
+    first_heard = asyncio.Event()
+
+    def hear(result: ScenarioResult) -> None:
+        heard.append(result)
+        first_heard.set()
+
+    run = asyncio.create_task(
+        run_distributed(Runner(OPTIONS), scenarios, redis_server.url, on_result=hear)
+    )
+    queue = await open_queue(redis_server.url)
+    try:
+        first, second = await queue.dequeue(timeout=10), await queue.dequeue(timeout=10)
+        assert first is not None
+        assert second is not None
+        answers = {}
+        for job in (first, second):
+            played = ScenarioJob.from_kwargs(job.kwargs or {})
+            # On a loop of its own, as a worker plays it: a virtual clock moves when its
+            # loop is idle, and this one is busy with the coordinator.
+            answers[job.key] = await asyncio.to_thread(
+                asyncio.run, local.run_scenario(played.scenario(), namespace=job.key)
+            )
+        await first.finish(Status.COMPLETE, result=answers[first.key].model_dump(mode="json"))
+        await asyncio.wait_for(first_heard.wait(), 10)
+        late = answers[first.key].model_copy(update={"status": "error", "error": "late"})
+        await first.finish(Status.COMPLETE, result=late.model_dump(mode="json"))
+        await asyncio.sleep(0.3)
+        await second.finish(Status.COMPLETE, result=answers[second.key].model_dump(mode="json"))
+        result = await asyncio.wait_for(run, 30)
+    finally:
+        await queue.disconnect()
+    assert [r.name for r in result.scenarios] == [s.name for s in scenarios]
+    assert [r.status for r in result.scenarios] == ["passed", "passed"]
+    assert [r.name for r in heard] == [r.name for r in result.scenarios]
+
+
+async def test_an_agent_at_a_url_is_refused_before_anything_is_queued(
+    redis_server: RedisServer,
+) -> None:
+    runner = Runner(RunOptions(target_url="http://127.0.0.1:9/webhook"))
+    with pytest.raises(ConfigError, match="--target-url"):
+        await run_distributed(runner, load_scenarios([SUITE]), redis_server.url)
+    queue = await open_queue(redis_server.url)
+    try:
+        assert await queue.count("queued") == 0
+    finally:
+        await queue.disconnect()
+
+
+async def test_a_broker_that_does_not_answer_is_one_line() -> None:
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    with pytest.raises(StoreUnavailable, match=rf"--distributed: the broker at {url} did not"):
+        await run_distributed(Runner(OPTIONS), load_scenarios([SUITE]), url)
+
+
+async def test_a_broker_url_that_is_not_redis_is_refused() -> None:
+    with pytest.raises(ConfigError, match="the broker is a Redis URL"):
+        await run_distributed(Runner(OPTIONS), load_scenarios([SUITE]), "amqp://guest@host/")
+
+
+def test_job_keys_are_the_run_and_the_scenarios_index() -> None:
+    assert job_key("run0-20260101", 12) == "run0-20260101:12"
+
+
+async def test_fail_fast_takes_the_scenarios_not_yet_started_off_the_queue(
+    redis_server: RedisServer, worker: list[str]
+) -> None:
+    # The slow agent takes about a second a scenario: the failure of the first is heard
+    # long before the worker could have taken all the others.
+    failing = SUITE / "redelivered_confirm_books_once.yaml"
+    others = [
+        "cancel_booking",
+        "change_proposed_time",
+        "confirm_by_typing_yes",
+        "happy_confirm_button",
+    ]
+    scenarios = load_scenarios([failing, *(SUITE / f"{name}.yaml" for name in others)])
+    assert len(scenarios) == 5
+    options = RunOptions(
+        target="tests.harness.suites.slow_agent:slow_agent",
+        agent_settings={"BOOKING_REGRESSIONS": "no_dedupe"},
+        fail_fast=True,
+    )
+    run = await asyncio.wait_for(run_distributed(Runner(options), scenarios, redis_server.url), 60)
+    assert run.scenarios[0].status == "failed"
+    assert 1 <= len(run.scenarios) < len(scenarios)
+    queue = await open_queue(redis_server.url)
+    try:
+        assert await queue.count("queued") == 0
+    finally:
+        await queue.disconnect()
+
+
+async def test_a_job_aborted_by_the_sweep_with_attempts_left_waits_for_its_next_attempt(
+    redis_server: RedisServer,
+) -> None:
+    # The queue's sweep may take a job just handed out for a lost one: it aborts it, then
+    # hands it out again. The abort is not the scenario's result; the next attempt's is.
+    from saq.job import Status
+
+    scenarios = load_scenarios([SUITE / "cancel_booking.yaml"])
+    run = asyncio.create_task(run_distributed(Runner(OPTIONS), scenarios, redis_server.url))
+    queue = await open_queue(redis_server.url)
+    try:
+        job = await queue.dequeue(timeout=10)
+        assert job is not None
+        job.attempts = 1
+        await job.finish(Status.ABORTED, error="swept")
+        await asyncio.sleep(1.5)  # the coordinator has heard of it, and read it back
+        assert not run.done()
+        await queue.retry(job, "swept")
+        again = await queue.dequeue(timeout=10)
+        assert again is not None
+        played = ScenarioJob.from_kwargs(again.kwargs or {})
+        result = await asyncio.to_thread(
+            asyncio.run, Runner(OPTIONS).run_scenario(played.scenario(), namespace=again.key)
+        )
+        await again.finish(Status.COMPLETE, result=result.model_dump(mode="json"))
+        done = await asyncio.wait_for(run, 30)
+    finally:
+        await queue.disconnect()
+    assert [r.status for r in done.scenarios] == ["passed"]
+
+
+@pytest.mark.slow
+async def test_a_run_that_no_worker_serves_says_so_once(redis_server: RedisServer) -> None:
+    said: list[float] = []
+    told = asyncio.Event()
+
+    def idle(seconds: float) -> None:
+        said.append(seconds)
+        told.set()
+
+    run = asyncio.create_task(
+        run_distributed(
+            Runner(OPTIONS),
+            load_scenarios([SUITE / "cancel_booking.yaml"]),
+            redis_server.url,
+            on_idle=idle,
+        )
+    )
+    try:
+        await asyncio.wait_for(told.wait(), 30)
+        await asyncio.sleep(2)  # and only once
+    finally:
+        run.cancel()
+        await asyncio.gather(run, return_exceptions=True)
+    assert said == [10.0]

@@ -1,0 +1,169 @@
+"""Two ``harness worker`` processes, one killed mid-scenario: every scenario is reported once.
+
+Each worker runs in a network namespace of its own where the machine lets
+this test make one (root and ``unshare``): it has no network at all, and
+reaches the broker through the Redis server's Unix socket, as a worker on
+another machine reaches it through the network. Elsewhere the workers run
+on loopback. The coordinator is ``harness run --distributed``; its report is
+compared with a local ``harness run`` of the same suite.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.bots.loopback import free_port
+from tests.support.redis_server import RedisServer
+
+ROOT = Path(__file__).resolve().parents[3]
+SLOW_TARGET = "tests.harness.suites.slow_agent:slow_agent"
+REGRESSION = ("--agent-setting", "BOOKING_REGRESSIONS=no_dedupe")
+# How a worker's line about a scenario that ended starts.
+_ENDINGS = ("passed ", "failed ", "error ", "skipped ")
+
+pytestmark = [pytest.mark.redis, pytest.mark.slow]
+
+
+def _own_network_namespace() -> list[str]:
+    """The command prefix that starts a program in a new network namespace, if one can be made."""
+    unshare = shutil.which("unshare")
+    if unshare is None or os.geteuid() != 0:
+        return []
+    probe = subprocess.run([unshare, "--net", "true"], capture_output=True, check=False)
+    return [unshare, "--net", "--"] if probe.returncode == 0 else []
+
+
+@pytest.fixture
+async def broker(redis_program: str, tmp_path: Path) -> AsyncIterator[RedisServer]:
+    """A Redis of the test's own, on a loopback port and a Unix socket."""
+    # A socket's path is limited to about 100 bytes: a short folder, not tmp_path.
+    with tempfile.TemporaryDirectory(prefix="hw") as folder:
+        server = RedisServer(
+            redis_program, free_port(), tmp_path, unix_socket=Path(folder) / "redis.sock"
+        )
+        await server.start()
+        try:
+            yield server
+        finally:
+            await server.kill()
+
+
+class _Worker:
+    """A ``harness worker`` process and the lines it printed."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.lines: list[str] = []
+        self.started = asyncio.Event()
+        self.ready = asyncio.Event()
+        self.reader = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        assert self.process.stdout is not None
+        async for raw in self.process.stdout:
+            line = raw.decode(errors="replace").rstrip()
+            self.lines.append(line)
+            if line.startswith("worker "):
+                self.ready.set()
+            if line.startswith("started "):
+                self.started.set()
+
+    async def stop(self) -> None:
+        if self.process.returncode is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(self.process.wait(), 10)
+            except TimeoutError:
+                self.process.kill()
+                await self.process.wait()
+        await asyncio.wait_for(self.reader, 5)
+
+
+async def _worker(prefix: list[str], url: str) -> _Worker:
+    process = await asyncio.create_subprocess_exec(
+        *prefix,
+        *(sys.executable, "-m", "harness", "worker", "--broker", url, "--heartbeat", "2s"),
+        cwd=ROOT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    return _Worker(process)
+
+
+async def _harness(*args: str) -> tuple[int, str]:
+    process = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "harness", *args),
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await asyncio.wait_for(process.communicate(), 180)
+    assert process.returncode is not None
+    return process.returncode, out.decode(errors="replace")
+
+
+def _verdicts(report: Path) -> list[tuple[Any, ...]]:
+    data = json.loads(report.read_text())
+    return [
+        (
+            s["name"],
+            s["path"],
+            s["status"],
+            [(v["rule"], v["turn"], v["line"]) for v in s["violations"]],
+        )
+        for s in data["scenarios"]
+    ]
+
+
+async def test_a_worker_killed_mid_scenario_has_its_scenario_run_again_elsewhere(
+    broker: RedisServer, tmp_path: Path
+) -> None:
+    prefix = _own_network_namespace()
+    # In a namespace of its own a worker has no network: it reaches Redis by its socket.
+    url = broker.socket_url if prefix else broker.url
+    doomed, survivor = await _worker(prefix, url), await _worker(prefix, url)
+    try:
+        await asyncio.wait_for(asyncio.gather(doomed.ready.wait(), survivor.ready.wait()), 30)
+        coordinator = asyncio.create_task(
+            _harness(
+                *("run", "--distributed", broker.url, "--target", SLOW_TARGET, *REGRESSION),
+                *("-q", "--report-dir", str(tmp_path / "distributed")),
+            )
+        )
+        await asyncio.wait_for(doomed.started.wait(), 60)
+        doomed.process.send_signal(signal.SIGKILL)  # mid-scenario: each takes about a second
+        await doomed.process.wait()
+        code, out = await coordinator
+    finally:
+        await doomed.stop()
+        await survivor.stop()
+    killed = next(line.split()[1] for line in doomed.lines if line.startswith("started "))
+    # It was killed mid-scenario: it never said the scenario ended.
+    ended = {line.split()[1] for line in doomed.lines if line.startswith(_ENDINGS)}
+    assert killed not in ended, doomed.lines
+    # The scenario the dead worker held was handed to the survivor.
+    assert f"started {killed} (attempt 2)" in survivor.lines, survivor.lines
+    local_code, local_out = await _harness(
+        "run", *REGRESSION, "-q", "--report-dir", str(tmp_path / "local")
+    )
+    assert (code, local_code) == (1, 1), out + local_out
+    distributed = _verdicts(tmp_path / "distributed" / "report.json")
+    local = _verdicts(tmp_path / "local" / "report.json")
+    assert distributed == local
+    names = [v[0] for v in distributed]
+    assert len(names) == len(set(names)) == 14
+    assert (tmp_path / "distributed" / "junit.xml").exists()
+    assert (tmp_path / "distributed" / "report.html").exists()
