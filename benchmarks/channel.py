@@ -18,16 +18,31 @@ trace), and bare ASGI round trips right after. The figures are the median
 over the samples and their spread (min–max), as milliseconds, turns per
 second and the ratio to one bare round trip.
 
-Run: ``python benchmarks/channel.py`` (``--quick`` for a short run).
+Every echo-bot figure is per round: a block of turns and a block of bare
+round trips timed back to back in one event loop (which goes first alternates
+from round to round), so a slow moment on a shared machine falls on both; the
+table gives the median over the rounds and the spread (min–max) of the time
+per turn, the turns per second and the ratio to one bare round trip.
+
+``--memory N`` adds the simulator's memory per conversation: N echo-bot
+conversations (a user of their own each, one message and its reply with its
+statuses), measured with ``tracemalloc`` over that phase alone: what is still
+held after it (per conversation) and the phase's own peak, not the process's
+lifetime maximum.
+
+Run: ``python benchmarks/channel.py`` (``--quick`` for a short run;
+``--rounds``, ``--samples`` and ``--memory 10000`` for the issue's figures).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import statistics
 import sys
 import time
+import tracemalloc
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -96,36 +111,57 @@ async def timed(count: int, step: Callable[[], Awaitable[Any]]) -> float:
     return (time.perf_counter() - started) / count
 
 
-async def in_process(turns: int) -> tuple[float, float]:
-    """Seconds per simulated turn and per bare ASGI round trip, in-process."""
+Round = tuple[float, float]  # seconds per turn, seconds per bare round trip
+
+
+async def interleaved(
+    turn: Callable[[], Awaitable[Any]],
+    round_trip: Callable[[], Awaitable[Any]],
+    rounds: int,
+    per_round: int,
+) -> list[Round]:
+    """Per round: seconds per ``turn`` and per ``round_trip``, timed back to back."""
+    measured: list[Round] = []
+    for index in range(rounds):
+        if index % 2:
+            trip = await timed(per_round, round_trip)
+            per_turn = await timed(per_round, turn)
+        else:
+            per_turn = await timed(per_round, turn)
+            trip = await timed(per_round, round_trip)
+        measured.append((per_turn, trip))
+    return measured
+
+
+async def in_process(rounds: int, turns: int) -> list[Round]:
+    """Per round: seconds per simulated turn and per bare ASGI round trip, in-process."""
     config = SimulatorConfig(rate_limits=False)  # one user, hundreds of replies
     sim = WhatsAppSimulator(config, clock=VirtualClock())
     client = sim.graph_client()
     sim.connect(echo_bot(config, client, config.public_url))
     sim.add_user(WA_ID)
+    bare = httpx.AsyncClient(transport=httpx.ASGITransport(app=bare_app()), base_url="http://x")
 
     async def turn() -> None:
         await sim.say(WA_ID, "hello")
         await sim.settle()
 
-    per_turn = await timed(turns, turn)
-    statuses = len(sim.conversation().statuses())
-    assert statuses == 3 * (turns + min(20, turns)), statuses
-    await sim.aclose()
-    await client.aclose()
-
-    bare = httpx.AsyncClient(transport=httpx.ASGITransport(app=bare_app()), base_url="http://x")
-
     async def round_trip() -> None:
         await bare.post("/", json={"hello": "world"})
 
-    per_trip = await timed(turns * 5, round_trip)
-    await bare.aclose()
-    return per_turn, per_trip
+    try:
+        measured = await interleaved(turn, round_trip, rounds, turns)
+        statuses = len(sim.conversation().statuses())
+        assert statuses == 3 * rounds * (turns + min(20, turns)), statuses
+    finally:
+        await sim.aclose()
+        await client.aclose()
+        await bare.aclose()
+    return measured
 
 
-async def loopback(turns: int) -> tuple[float, float]:
-    """Seconds per simulated turn and per bare round trip, over loopback HTTP."""
+async def loopback(rounds: int, turns: int) -> list[Round]:
+    """Per round: seconds per simulated turn and per bare round trip, over loopback HTTP."""
     config = SimulatorConfig(rate_limits=False)  # one user, hundreds of replies
     clock = VirtualClock()
     async with httpx.AsyncClient() as client:
@@ -134,6 +170,8 @@ async def loopback(turns: int) -> tuple[float, float]:
         await graph.start()
         bot = BackgroundServer(echo_bot(config, client, graph.url))
         await bot.start()
+        bare = BackgroundServer(bare_app())
+        await bare.start()
         sim.connect(f"{bot.url}/webhook")
         sim.add_user(WA_ID)
 
@@ -141,18 +179,48 @@ async def loopback(turns: int) -> tuple[float, float]:
             await sim.say(WA_ID, "hello")
             await sim.settle(real_quiet=0.0)
 
-        per_turn = await timed(turns, turn)
+        async def round_trip() -> None:
+            await client.post(f"{bare.url}/", json={"hello": "world"})
+
+        try:
+            return await interleaved(turn, round_trip, rounds, turns)
+        finally:
+            await sim.aclose()
+            await bare.stop()
+            await bot.stop()
+            await graph.stop()
+
+
+async def memory_per_conversation(conversations: int) -> tuple[float, float]:
+    """KiB held per echo-bot conversation after ``conversations`` of them, and the phase's peak.
+
+    Each conversation is a user of its own: one message, the bot's reply and
+    its statuses. ``tracemalloc`` measures from just before the phase.
+    """
+    config = SimulatorConfig(rate_limits=False)
+    sim = WhatsAppSimulator(config, clock=VirtualClock())
+    client = sim.graph_client()
+    sim.connect(echo_bot(config, client, config.public_url))
+    warm = sim.add_user("15550000000")
+    await sim.say(warm, "hello")  # the handshake and first-use caches, outside the phase
+    await sim.settle()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before, _ = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        for index in range(conversations):
+            user = sim.add_user(f"1555{index + 1:07d}")
+            await sim.say(user, "hello")
+            await sim.settle()
+        gc.collect()
+        after, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
         await sim.aclose()
-        await bot.stop()
-        await graph.stop()
-
-        async with BackgroundServer(bare_app()) as bare:
-
-            async def round_trip() -> None:
-                await client.post(f"{bare.url}/", json={"hello": "world"})
-
-            per_trip = await timed(turns * 5, round_trip)
-    return per_turn, per_trip
+        await client.aclose()
+    assert len(sim.outbox) == conversations + 1
+    return (after - before) / conversations / 1024, (peak - before) / 1024 / 1024
 
 
 # What the user says, in turn: questions, and a table now and then (proposed, never confirmed).
@@ -244,34 +312,43 @@ def reference_table(samples: int, steady_from: int, steady_turns: int) -> None:
 
 
 def main() -> None:
-    """Measure and print the table."""
+    """Measure and print the tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer turns")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="fewer turns and rounds")
+    parser.add_argument("--rounds", type=int, default=None, help="echo-bot rounds (default 9)")
     parser.add_argument("--samples", type=int, default=None, help="fresh reference agents")
+    parser.add_argument(
+        "--memory", type=int, default=0, metavar="N", help="also measure N conversations' memory"
+    )
     args = parser.parse_args()
-    turns = 50 if args.quick else 300
+    turns = 50 if args.quick else 200
+    rounds = args.rounds or (3 if args.quick else 9)
 
-    rows: list[tuple[str, float, float]] = []
+    print(f"echo bot: {rounds} rounds of {turns} turns and {turns} bare round trips, interleaved")
+    print("median (min–max) over the rounds")
+    header = ("path", "turn ms", "turns/s", "bare ms", "x bare round trip")
+    print("{:<28} {:<22} {:<18} {:<22} {}".format(*header))
     for name, bench in (
-        ("in-process (ASGITransport)", in_process),
+        ("in-process (ASGI)", in_process),
         ("loopback HTTP (uvicorn)", loopback),
     ):
-        samples = [asyncio.run(bench(turns)) for _ in range(args.repeats)]
-        per_turn = statistics.median(s[0] for s in samples)
-        per_trip = statistics.median(s[1] for s in samples)
-        rows.append((name, per_turn, per_trip))
-
-    print(f"{turns} turns per sample, median of {args.repeats} samples")
-    header = ("path", "turn (ms)", "turns/s", "bare (ms)", "x bare", "x 5 bare")
-    print("{:<28} {:>10} {:>9} {:>10} {:>8} {:>9}".format(*header))
-    for name, per_turn, per_trip in rows:
+        measured = asyncio.run(bench(rounds, turns))
+        per_turn = [m[0] for m in measured]
+        bare = [m[1] for m in measured]
+        rate = [1 / t for t in per_turn]
+        ratio = [t / b for t, b in measured]
         print(
-            f"{name:<28} {per_turn * 1e3:>10.3f} {1 / per_turn:>9.0f} {per_trip * 1e3:>10.3f}"
-            f" {per_turn / per_trip:>8.1f} {per_turn / (5 * per_trip):>9.2f}"
+            f"{name:<28} {_spread(per_turn, 1e3, 3):<22} {_spread(rate, digits=0):<18}"
+            f" {_spread(bare, 1e3, 3):<22} {_spread(ratio, digits=2)}"
         )
     agents = args.samples or (3 if args.quick else 7)
     reference_table(agents, steady_from=100, steady_turns=20 if args.quick else 50)
+    if args.memory:
+        held, peak = asyncio.run(memory_per_conversation(args.memory))
+        print(
+            f"\nsimulator memory, echo bot, {args.memory} conversations:"
+            f" {held:.1f} KiB held per conversation; the phase's peak {peak:.1f} MiB"
+        )
 
 
 if __name__ == "__main__":

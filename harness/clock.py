@@ -383,7 +383,8 @@ class VirtualClock:
     def _move(self, to: datetime, reason: str) -> None:
         if to <= self._now:
             return
-        jump = ClockJump(at=to, previous=self._now, reason=reason)
+        # Two aware datetimes and a string: the model's validation would only copy them.
+        jump = ClockJump.model_construct(at=to, previous=self._now, reason=reason)
         self._now = to
         self.jumps.append(jump)
         for listener in tuple(self._listeners):

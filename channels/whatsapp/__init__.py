@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from channels.whatsapp.faults import *
     from channels.whatsapp.graph import *
     from channels.whatsapp.ids import *
+    from channels.whatsapp.inprocess import *
     from channels.whatsapp.latency import *
     from channels.whatsapp.limits import *
     from channels.whatsapp.load_cli import *
@@ -210,6 +211,7 @@ _OWNERS: dict[str, str] = {
     "Image": "channels.whatsapp.messages",
     "ImageMessage": "channels.whatsapp.messages",
     "ImageSend": "channels.whatsapp.sends",
+    "InProcessClient": "channels.whatsapp.inprocess",
     "InboundMessage": "channels.whatsapp.messages",
     "Interactive": "channels.whatsapp.messages",
     "InteractiveMessage": "channels.whatsapp.messages",
@@ -346,10 +348,12 @@ _OWNERS: dict[str, str] = {
     "build_value": "channels.whatsapp.envelope",
     "build_webhook": "channels.whatsapp.envelope",
     "button_reply": "channels.whatsapp.messages",
+    "call_asgi": "channels.whatsapp.inprocess",
     "call_shape": "channels.whatsapp.latency",
     "check_message_shape": "channels.whatsapp.composing",
     "check_scenario_faults": "channels.whatsapp.faults",
     "contact": "channels.whatsapp.envelope",
+    "contact_item": "channels.whatsapp.envelope",
     "contact_card": "channels.whatsapp.messages",
     "contacts_message": "channels.whatsapp.messages",
     "control_app": "channels.whatsapp.control",
@@ -401,6 +405,7 @@ _OWNERS: dict[str, str] = {
     "parse_status": "channels.whatsapp.statuses",
     "parse_webhook": "channels.whatsapp.envelope",
     "pricing": "channels.whatsapp.statuses",
+    "pricing_item": "channels.whatsapp.statuses",
     "proxy_command": "channels.whatsapp.proxy_cli",
     "proxy_main": "channels.whatsapp.proxy_cli",
     "reaction": "channels.whatsapp.messages",
@@ -418,6 +423,7 @@ _OWNERS: dict[str, str] = {
     "spec_for": "channels.whatsapp.errors",
     "split_fragments": "channels.whatsapp.faults",
     "status": "channels.whatsapp.statuses",
+    "status_item": "channels.whatsapp.statuses",
     "sticker": "channels.whatsapp.messages",
     "success_body": "channels.whatsapp.graph",
     "template_button": "channels.whatsapp.messages",
@@ -426,6 +432,7 @@ _OWNERS: dict[str, str] = {
     "validate": "channels.whatsapp.payloads",
     "verify": "channels.whatsapp.signing",
     "video": "channels.whatsapp.messages",
+    "webhook_body": "channels.whatsapp.envelope",
     "whatsapp_plugin": "channels.whatsapp.plugin",
     "Retention": "channels.whatsapp.retention",
     "RetentionPolicy": "channels.whatsapp.retention_policy",

@@ -26,6 +26,7 @@ from urllib.parse import urlencode
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.envelope import batch_webhooks
 from channels.whatsapp.faults import FaultDice
+from channels.whatsapp.inprocess import call_asgi
 from channels.whatsapp.signing import SIGNATURE_HEADER, SignedBody
 from channels.whatsapp.url_target import META_USER_AGENT, PostResult, elapsed_ms
 from harness.clock import Clock
@@ -119,33 +120,8 @@ class AsgiTarget:
             "client": ("127.0.0.1", 123),
             "root_path": "",
         }
-        sent = False
-        done = asyncio.Event()
-        status = 500
-        chunks: list[bytes] = []
-
-        async def receive() -> dict[str, Any]:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            await done.wait()  # the app listens for the client going away: only once answered
-            return {"type": "http.disconnect"}
-
-        async def send(message: dict[str, Any]) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = int(message["status"])
-            elif message["type"] == "http.response.body":
-                chunks.append(message.get("body", b""))
-                if not message.get("more_body", False):
-                    done.set()
-
-        try:
-            await self._app(scope, receive, send)
-        finally:
-            done.set()
-        return status, b"".join(chunks)
+        status, _, answer = await call_asgi(self._app, scope, body)
+        return status, answer
 
 
 async def handshake(
@@ -469,7 +445,8 @@ class Deliverer:
             if status == 200 and attempt == 1 and self.dice.roll("answer-lost", lost):
                 # The agent took it, but its 200 never reached Meta: a proxy's 500 did.
                 status, tags = 500, (*tags, "answer_lost")
-            record = DeliveryAttempt(
+            # Built from values of the declared types: the model's validation would only copy.
+            record = DeliveryAttempt.model_construct(
                 at=self.clock.now(),
                 user=updates[0].user if updates else None,
                 delivery=delivery,
@@ -477,7 +454,7 @@ class Deliverer:
                 items=tuple(items),
                 status_code=status,
                 error=result.error,
-                latency_ms=result.latency_ms,
+                latency_ms=float(result.latency_ms),
                 faults=tags,
             )
             self._emit(record)

@@ -10,7 +10,8 @@ Shape, in Meta's key order::
                                        "messages": [...] | "statuses": [...]},
                              "field": "messages"}]}]}
 
-``build_webhook`` makes the one-update body Meta sends by default;
+``build_webhook`` makes the one-update body Meta sends by default (and
+``webhook_body`` the same from items that are JSON-ready dicts already);
 ``batch_webhooks`` folds several into one POST (up to 1000 updates) for the
 batching fault; ``parse_webhook`` reads any of them back, and ``iter_updates``
 yields each message, status or error with the metadata and contact it came
@@ -50,8 +51,10 @@ __all__ = [
     "build_value",
     "build_webhook",
     "contact",
+    "contact_item",
     "iter_updates",
     "parse_webhook",
+    "webhook_body",
 ]
 
 MAX_UPDATES_PER_WEBHOOK = 1000
@@ -155,6 +158,18 @@ def contact(
     return Contact(profile=profile, wa_id=wa_id, user_id=user_id)
 
 
+def contact_item(wa_id: str | None, user_id: str | None) -> dict[str, Any]:
+    """The contact :func:`contact` builds without a profile (a status's), as a dict."""
+    if wa_id is None and user_id is None:
+        raise ValueError("a contact needs wa_id, user_id (BSUID) or both")
+    item: dict[str, Any] = {}
+    if wa_id is not None:
+        item["wa_id"] = wa_id
+    if user_id is not None:
+        item["user_id"] = user_id
+    return item
+
+
 def build_value(
     *,
     phone_number_id: str,
@@ -199,8 +214,40 @@ def build_webhook(
         contacts=contacts,
         errors=errors,
     )
+    return _envelope(waba_id, value.to_dict())
+
+
+def webhook_body(
+    *,
+    waba_id: str,
+    phone_number_id: str,
+    display_phone_number: str,
+    statuses: Sequence[dict[str, Any]],
+    contacts: Sequence[dict[str, Any]] = (),
+) -> dict[str, Any]:
+    """The body :func:`build_webhook` makes for ``statuses`` already dumped as dicts.
+
+    The items are taken as they are (built by ``statuses.status_item`` and
+    :func:`contact_item`): nothing is validated or copied.
+    """
+    if not statuses:
+        raise ValueError("a webhook value needs at least one message, status or error")
+    value: dict[str, Any] = {
+        "messaging_product": "whatsapp",
+        "metadata": {
+            "display_phone_number": display_phone_number,
+            "phone_number_id": phone_number_id,
+        },
+    }
+    if contacts:
+        value["contacts"] = list(contacts)
+    value["statuses"] = list(statuses)
+    return _envelope(waba_id, value)
+
+
+def _envelope(waba_id: str, value: dict[str, Any]) -> dict[str, Any]:
     # The envelope's own fields are fixed: written out directly, as the models would dump them.
-    change = {"value": value.to_dict(), "field": "messages"}
+    change = {"value": value, "field": "messages"}
     return {"object": "whatsapp_business_account", "entry": [{"id": waba_id, "changes": [change]}]}
 
 

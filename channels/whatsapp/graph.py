@@ -36,6 +36,7 @@ it outgrows the limit, before it is read whole (see
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 import re
@@ -195,7 +196,7 @@ class _GraphAPI:
         clock: Clock,
         validator: SendValidator,
         rng: random.Random,
-        openapi: dict[str, Any],
+        openapi: Callable[[], dict[str, Any]],
         on_refuse: RefusalHandler | None = None,
     ) -> None:
         self.on_refuse = on_refuse
@@ -206,7 +207,8 @@ class _GraphAPI:
         self.clock = clock
         self.validator = validator
         self.rng = rng
-        self.openapi = openapi
+        self._build_openapi = openapi
+        self._openapi: dict[str, Any] | None = None
 
     # -- rendering --------------------------------------------------------------
 
@@ -425,6 +427,13 @@ class _GraphAPI:
         """``GET /openapi.json``."""
         return self.method_not_allowed(request, "GET, HEAD") or JSONResponse(self.openapi)
 
+    @property
+    def openapi(self) -> dict[str, Any]:
+        """The OpenAPI document, built when first asked for: most simulators never serve it."""
+        if self._openapi is None:
+            self._openapi = self._build_openapi()
+        return self._openapi
+
 
 def _unknown_path(path: str) -> InvalidParameter:
     details = f"Unknown path components: no endpoint serves {path}."
@@ -505,7 +514,8 @@ def create_graph_app(
             templates=templates, media_exists=media.exists, limits=limits, payments=payments
         ),
         rng=random.Random(0) if rng is None else rng,
-        openapi=build_openapi(
+        openapi=functools.partial(
+            build_openapi,
             extra_paths=openapi_paths,
             extra_schemas=openapi_schemas,
             limits=limits,

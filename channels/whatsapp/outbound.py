@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.delivery import Deliverer, PendingUpdate
-from channels.whatsapp.envelope import build_webhook, contact
+from channels.whatsapp.envelope import contact_item, webhook_body
 from channels.whatsapp.errors import (
     GraphAPIError,
     ParameterInvalid,
@@ -41,7 +41,12 @@ from channels.whatsapp.ids import new_conversation_id, new_wamid
 from channels.whatsapp.limits import PairRateLimiter, ThroughputLimiter
 from channels.whatsapp.payloads import format_timestamp
 from channels.whatsapp.simuser import SentMessage, SimUser
-from channels.whatsapp.statuses import Conversation, ConversationOrigin, pricing, status
+from channels.whatsapp.statuses import (
+    Conversation,
+    ConversationOrigin,
+    pricing_item,
+    status_item,
+)
 from channels.whatsapp.validation import ValidatedSend, normalize_wa_id
 from channels.whatsapp.window import SessionWindows
 from harness.clock import Clock
@@ -99,11 +104,12 @@ class OutboundRules:
             return
         self._status_seen.add(key)
         self.record(
-            StatusUpdate(
+            # Built from values of the declared types: the model's validation would only copy.
+            StatusUpdate.model_construct(
                 at=self.clock.now(),
                 user=update.user,
-                wamid=item["id"],
-                status=item["status"],
+                wamid=str(item["id"]),
+                status=str(item["status"]),
                 errors=tuple(
                     ErrorInfo(
                         code=int(e["code"]),
@@ -258,26 +264,30 @@ class OutboundRules:
             return None, who_key  # a BSUID the business was never given
         return who.wa_id, who.user_id
 
-    def _status_payload(self, item: Any, who_key: str) -> dict[str, Any]:
+    def _status_payload(self, item: dict[str, Any], who_key: str) -> dict[str, Any]:
         wa_id, user_id = self._recipient(who_key)
-        contacts = [contact(wa_id, None, user_id=user_id)]
-        return build_webhook(
+        return webhook_body(
             waba_id=self.config.waba_id,
             phone_number_id=self.config.phone_number_id,
             display_phone_number=self.config.display_phone_number,
             statuses=[item],
-            contacts=contacts,
+            contacts=[contact_item(wa_id, user_id)],
         )
 
     def _enqueue_status(
-        self, wamid: str, who_key: str, item: Any, due: datetime, faults: tuple[str, ...] = ()
+        self,
+        wamid: str,
+        who_key: str,
+        item: dict[str, Any],
+        due: datetime,
+        faults: tuple[str, ...] = (),
     ) -> None:
         if self._deliverer is None:  # no agent is connected: the status has nowhere to go
             return
         self._deliverer.enqueue(
             PendingUpdate(
                 kind="status",
-                item_id=f"{wamid}:{item.status}",
+                item_id=f"{wamid}:{item['status']}",
                 user=who_key,
                 payload=self._status_payload(item, who_key),
                 due=due,
@@ -292,13 +302,13 @@ class OutboundRules:
         delay = self.config.statuses.sent or 0.0
         due = self.clock.now() + timedelta(seconds=delay)
         wa_id, user_id = self._recipient(who_key)
-        item = status(
+        item = status_item(
             wamid,
             "failed",
             due,
             wa_id,
             recipient_user_id=user_id,
-            errors=[error.to_error_object()],
+            errors=[error.to_error_object().to_dict()],
             biz_opaque_callback_data=send.biz_opaque_callback_data,
         )
         self._enqueue_status(wamid, who_key, item, due)
@@ -340,13 +350,13 @@ class OutboundRules:
                 delay += faults.status_late_delay
                 extra = (*extra, "late_status")
             due = self.clock.now() + timedelta(seconds=delay)
-            item = status(
+            item = status_item(
                 wamid,
                 name,  # type: ignore[arg-type]  # one of the literal status values
                 due,
                 who.wa_id,
                 recipient_user_id=who.user_id,
-                pricing=pricing(category) if name in priced else None,
+                pricing=pricing_item(category) if name in priced else None,
                 conversation=None if opened is None else _conversation_of(opened, category, name),
                 biz_opaque_callback_data=send.biz_opaque_callback_data,
             )
@@ -373,14 +383,14 @@ def _has_conversations(send: ValidatedSend) -> bool:
     return found is not None and int(found.group(1)) <= _LAST_WITH_CONVERSATION
 
 
-def _conversation_of(opened: tuple[str, datetime], category: str, name: str) -> Conversation:
+def _conversation_of(opened: tuple[str, datetime], category: str, name: str) -> dict[str, Any]:
     """A status's ``conversation``: ``expiration_timestamp`` rides on ``sent`` only."""
     conversation_id, expires = opened
     return Conversation(
         id=conversation_id,
         expiration_timestamp=format_timestamp(expires) if name == "sent" else None,
         origin=ConversationOrigin(type=category),
-    )
+    ).to_dict()
 
 
 def _json_safe(body: Mapping[str, Any]) -> dict[str, Any]:

@@ -61,15 +61,18 @@ def serialize(payload: Mapping[str, Any]) -> bytes:
     Keys keep their order; ``/`` is not escaped; NaN and infinities are refused
     because they are not JSON.
     """
-    text = json.dumps(payload, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
-    return text.encode("ascii")
+    return _ENCODER.encode(payload).encode("ascii")
+
+
+# One encoder for every body: ``json.dumps`` with options builds a new one per call.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 
 
 def _digest(body: bytes, app_secret: str | bytes) -> str:
     key = app_secret.encode("utf-8") if isinstance(app_secret, str) else app_secret
     if not key:
         raise ValueError("the app secret is empty; a webhook can't be signed or checked with it")
-    return hmac.new(key, body, hashlib.sha256).hexdigest()
+    return hmac.digest(key, body, hashlib.sha256).hex()
 
 
 def sign(body: bytes, app_secret: str | bytes) -> str:

@@ -38,6 +38,7 @@ from channels.whatsapp.errors import ErrorObject
 from channels.whatsapp.faults import FaultDice, FaultProfile, split_fragments
 from channels.whatsapp.graph import create_graph_app
 from channels.whatsapp.ids import bsuid_for, id_source, new_bsuid, new_wamid
+from channels.whatsapp.inprocess import InProcessClient
 from channels.whatsapp.limits import PairRateLimiter, ThroughputLimiter
 from channels.whatsapp.media import MediaStore
 from channels.whatsapp.messages import (
@@ -219,9 +220,13 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
         return httpx.ASGITransport(app=self.graph_app)
 
     def graph_client(self, **kwargs: Any) -> httpx.AsyncClient:
-        """An ``httpx.AsyncClient`` for an in-process agent, aimed at the fake Graph API."""
+        """An ``httpx.AsyncClient`` for an in-process agent, aimed at the fake Graph API.
+
+        Its requests reach the fake Graph API's app directly
+        (:class:`~channels.whatsapp.inprocess.InProcessClient`).
+        """
         kwargs.setdefault("base_url", self.config.public_url)
-        return httpx.AsyncClient(transport=self.graph_transport(), **kwargs)
+        return InProcessClient(self.graph_app, **kwargs)
 
     async def aclose(self) -> None:
         """Cancel what is still scheduled and close the connection to the agent."""

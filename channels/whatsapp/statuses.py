@@ -5,6 +5,11 @@ One ``Status`` model covers every value (``sent``, ``delivered``, ``read``,
 ``pricing`` rides on ``sent`` and on one of ``delivered``/``read``; a
 ``failed`` status carries ``errors``. Which statuses get pricing is the
 simulator's decision, so the builder only adds what it is given.
+
+``status_item`` and ``pricing_item`` build the same objects as JSON-ready
+dicts, as the models would dump them: the simulator sends several statuses
+for every message, and a model it builds only to dump at once costs more
+than the rest of the status's way to the agent.
 """
 
 from __future__ import annotations
@@ -31,7 +36,9 @@ __all__ = [
     "StatusValue",
     "parse_status",
     "pricing",
+    "pricing_item",
     "status",
+    "status_item",
 ]
 
 StatusValue: TypeAlias = Literal["sent", "delivered", "read", "failed", "played"]
@@ -107,9 +114,27 @@ def pricing(
     ``type`` defaults to ``free_customer_service`` for the ``service`` category
     (replies inside the customer-service window) and ``regular`` otherwise.
     """
+    return Pricing(
+        **pricing_item(category, type=type, billable=billable, pricing_model=pricing_model)
+    )
+
+
+def pricing_item(
+    category: str = "service",
+    *,
+    type: str | None = None,
+    billable: bool = True,
+    pricing_model: str = "PMP",
+) -> dict[str, Any]:
+    """The ``pricing`` object of :func:`pricing`, as the JSON-ready dict it dumps to."""
     if type is None:
         type = "free_customer_service" if category == "service" else "regular"
-    return Pricing(billable=billable, pricing_model=pricing_model, type=type, category=category)
+    return {
+        "billable": billable,
+        "pricing_model": pricing_model,
+        "type": type,
+        "category": category,
+    }
 
 
 def status(
@@ -130,12 +155,7 @@ def status(
     it may have them; ``recipient_id`` may be ``None`` for a user known by BSUID
     alone.
     """
-    if recipient_id is None and recipient_user_id is None:
-        raise ValueError("a status needs recipient_id (wa_id), recipient_user_id (BSUID) or both")
-    if status == "failed" and not errors:
-        raise ValueError("a failed status needs at least one error")
-    if status != "failed" and errors:
-        raise ValueError(f"only a failed status carries errors, not {status!r}")
+    _check_status(status, recipient_id, recipient_user_id, errors)
     return Status(
         id=wamid,
         status=status,
@@ -147,3 +167,49 @@ def status(
         pricing=pricing,
         errors=None if errors is None else list(errors),
     )
+
+
+def status_item(
+    wamid: str,
+    status: StatusValue,
+    timestamp: TimestampLike,
+    recipient_id: str | None,
+    *,
+    recipient_user_id: str | None = None,
+    pricing: Mapping[str, Any] | None = None,
+    conversation: Mapping[str, Any] | None = None,
+    errors: Sequence[Mapping[str, Any]] | None = None,
+    biz_opaque_callback_data: str | None = None,
+) -> dict[str, Any]:
+    """The status :func:`status` builds, as the JSON-ready dict its model dumps to.
+
+    ``pricing``, ``conversation`` and ``errors`` are given as dicts already
+    (:func:`pricing_item`; a model's ``to_dict()``); absent fields are left out.
+    """
+    _check_status(status, recipient_id, recipient_user_id, errors)
+    item: dict[str, Any] = {"id": wamid, "status": status}
+    item["timestamp"] = format_timestamp(timestamp)
+    if recipient_id is not None:
+        item["recipient_id"] = recipient_id
+    if recipient_user_id is not None:
+        item["recipient_user_id"] = recipient_user_id
+    if biz_opaque_callback_data is not None:
+        item["biz_opaque_callback_data"] = biz_opaque_callback_data
+    if conversation is not None:
+        item["conversation"] = dict(conversation)
+    if pricing is not None:
+        item["pricing"] = dict(pricing)
+    if errors is not None:
+        item["errors"] = [dict(e) for e in errors]
+    return item
+
+
+def _check_status(
+    status: str, recipient_id: str | None, recipient_user_id: str | None, errors: object
+) -> None:
+    if recipient_id is None and recipient_user_id is None:
+        raise ValueError("a status needs recipient_id (wa_id), recipient_user_id (BSUID) or both")
+    if status == "failed" and not errors:
+        raise ValueError("a failed status needs at least one error")
+    if status != "failed" and errors:
+        raise ValueError(f"only a failed status carries errors, not {status!r}")
