@@ -66,6 +66,7 @@ _OWNERS: dict[str, str] = {
     "encode_options": "harness.suites.jobs",
     "job_key": "harness.suites.jobs",
     "result_from_json": "harness.suites.jobs",
+    "result_key": "harness.suites.jobs",
     "ATTEMPTS": "harness.suites.queue",
     "DEFAULT_HEARTBEAT": "harness.suites.queue",
     "QUEUE_NAME": "harness.suites.queue",
