@@ -131,6 +131,9 @@ class Retention:
         self._replies_dropped: dict[str, int] = {}
         self._outbox_times: deque[datetime] = deque()
         self._since_sweep = 0
+        # The counts a sweep left: one that could not bring a count under its cap (an active
+        # conversation keeps its turn) is not forced again until the count has grown once more.
+        self._swept_sizes: tuple[int, ...] = (0, 0, 0, 0)
 
     @property
     def events_next(self) -> int:
@@ -166,16 +169,16 @@ class Retention:
         if self._since_sweep >= _SWEEP_EVERY or self._over_count():
             self.sweep()
 
+    def _sizes(self) -> tuple[int, ...]:
+        sim = self.sim
+        return (len(sim.events), len(sim.outbox), len(sim._inbound), len(sim._sent))
+
     def _over_count(self) -> bool:
-        policy, sim = self.policy, self.sim
+        policy = self.policy
+        caps = (policy.events, policy.outbox, policy.messages, policy.messages)
         return any(
-            cap is not None and size > cap + _slack(cap)
-            for cap, size in (
-                (policy.events, len(sim.events)),
-                (policy.outbox, len(sim.outbox)),
-                (policy.messages, len(sim._inbound)),
-                (policy.messages, len(sim._sent)),
-            )
+            cap is not None and size > max(cap, swept) + _slack(cap)
+            for cap, size, swept in zip(caps, self._sizes(), self._swept_sizes, strict=True)
         )
 
     # -- forgetting ----------------------------------------------------------------
@@ -190,6 +193,7 @@ class Retention:
         self._drop_outbox(self._outbox_cut(now))
         self._forget_messages(now)
         self._forget_the_rest(now)
+        self._swept_sizes = self._sizes()
 
     def _events_cut(self, now: datetime) -> int:
         """How many events from the front of the log to drop now."""
@@ -289,6 +293,7 @@ class Retention:
         Given ``messages``, forget every message too (their ids then answer
         as unknown). Active conversations are not spared: this is asked for.
         """
+        self._swept_sizes = (0, 0, 0, 0)  # counts fall: a forced sweep may be due again soon
         events_cut = len(self.sim.events)
         if events_before is not None:
             events_cut = min(max(events_before - self.events_first, 0), events_cut)
