@@ -256,7 +256,8 @@ class _Collector:
         from saq.job import Status
 
         self.stopping = True
-        keys = [job_key(self.run_id, i) for i in sorted(self.pending)]
+        # Every job of the run: one whose result is kept may be queued again by the sweep.
+        keys = [job_key(self.run_id, i) for i in range(len(self.scenarios))]
         for job in await self.queue.jobs(keys):
             if job is not None and job.status == Status.QUEUED:
                 await self.queue.abort(job, "the run stopped before this scenario started")
