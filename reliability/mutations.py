@@ -57,8 +57,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "signature over SHA-1",
         "channels/whatsapp/signing.py",
-        "hmac.new(key, body, hashlib.sha256)",
-        "hmac.new(key, body, hashlib.sha1)",
+        "hmac.digest(key, body, hashlib.sha256)",
+        "hmac.digest(key, body, hashlib.sha1)",
         _SIGNING,
         quick=True,
     ),
