@@ -95,9 +95,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "any answer under 500 counts as delivered",
         "channels/whatsapp/delivery.py",
-        "            if result.status_code == 200:\n                return",
-        "            if result.status_code is not None and result.status_code < 500:\n"
-        "                return",
+        "            if status == 200:\n                return",
+        "            if status is not None and status < 500:\n                return",
         _DELIVERY,
     ),
     Mutation(
@@ -326,8 +325,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="only the subset CI runs")
     parser.add_argument("--list", action="store_true", help="list the mutations and stop")
+    parser.add_argument(
+        "--only", metavar="TEXT", help="only the mutations whose name or file contains TEXT"
+    )
     args = parser.parse_args(argv)
-    chosen = tuple(m for m in MUTATIONS if m.quick or not args.quick)
+    chosen = tuple(
+        m
+        for m in MUTATIONS
+        if (m.quick or not args.quick)
+        and (args.only is None or args.only in m.name or args.only in m.path)
+    )
+    if not chosen:
+        parser.error(f"--only {args.only!r}: no mutation's name or file contains it")
     if args.list:
         for mutation in chosen:
             print(f"{mutation.path}: {mutation.name}")
