@@ -40,7 +40,7 @@ import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 from channels.whatsapp._shared_scripts import APPEND, BEFORE_SEND, CLEAR, READ, REMEMBER
 from channels.whatsapp._shared_window import SharedSessionWindows
@@ -215,7 +215,7 @@ class SharedMeta:
                 await task
         if self._pubsub is not None:
             with contextlib.suppress(Exception):  # the connection may be gone already
-                await self._pubsub.aclose()  # type: ignore[no-untyped-call]  # unannotated upstream
+                await cast(Any, self._pubsub).aclose()  # annotated only in newer redis-py
         await self.base.close()
 
     async def store_call(self, key: str, command: Any, *, changes: bool = False) -> Any:
