@@ -33,7 +33,9 @@ __all__ = ["PairRateLimiter", "ThroughputLimiter", "TokenBucketLimiter"]
 _MICROS = 1_000_000
 _ONE_MICRO = timedelta(microseconds=1)
 # Buckets that have refilled completely carry no information; past this many
-# keys the full ones are dropped so a long run with many users stays small.
+# keys the full ones are dropped so a long run with many users stays small. When
+# most buckets are still in use, the next sweep waits until their count doubles:
+# a sweep on every send, each over every key, would make sends cost O(users).
 _PRUNE_AT = 10_000
 
 
@@ -64,6 +66,7 @@ class TokenBucketLimiter(ABC):
         self.burst = burst
         self.enabled = enabled
         self._buckets: dict[str, _Bucket] = {}
+        self._prune_at = _PRUNE_AT
 
     def _refilled(self, key: str) -> _Bucket:
         now = self.clock.now()
@@ -95,8 +98,9 @@ class TokenBucketLimiter(ABC):
             raise self._error(key, float((1 - bucket.tokens) * self.interval))
         bucket.tokens -= 1
         self._buckets[key] = bucket
-        if len(self._buckets) > _PRUNE_AT:
+        if len(self._buckets) > self._prune_at:
             self._prune()
+            self._prune_at = max(_PRUNE_AT, 2 * len(self._buckets))
 
     def refusal(self, key: str, wait: float) -> Exception:
         """The error a send for ``key`` gets when over the limit, ``wait`` seconds to go."""
