@@ -69,6 +69,14 @@ class Gate:
         if self._closing is not None:
             self._closing.set()
 
+    async def wait_closed(self) -> None:
+        """Return once :meth:`close` was called."""
+        if self.closed:
+            return
+        if self._closing is None:
+            self._closing = asyncio.Event()
+        await self._closing.wait()
+
     async def pause(self, seconds: float) -> None:
         """Sleep ``seconds`` (a user thinking), but no later than the run's end or its close."""
         loop = asyncio.get_running_loop()
@@ -235,7 +243,8 @@ async def run_load(
             try:
                 await asyncio.gather(*(_play(u, gate, poster, plan, rules) for u in users.values()))
                 if inbox.statuses is not None:
-                    await inbox.statuses.finish(_statuses_until(plan, config, gate))
+                    until = _statuses_until(plan, config, gate)
+                    await inbox.statuses.finish(until, stop=gate.wait_closed)
             finally:
                 if inbox.statuses is not None:
                     await inbox.statuses.finish(None)

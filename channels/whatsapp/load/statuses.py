@@ -25,6 +25,7 @@ import contextlib
 import heapq
 import itertools
 import time
+from collections.abc import Awaitable, Callable
 from typing import Final, TypeAlias
 
 from channels.whatsapp.config import SimulatorConfig
@@ -179,15 +180,25 @@ class StatusSender:
                 self._idle.set()
             self.stats.status_posted(loop.time(), item[4], failure)
 
-    async def finish(self, until: float | None) -> None:
+    async def finish(
+        self, until: float | None, stop: Callable[[], Awaitable[object]] | None = None
+    ) -> None:
         """Send what falls due until ``until`` (event-loop time; ``None``: nothing), then stop.
 
-        The statuses not sent by then are counted as unsent.
+        ``stop`` (the run being stopped early) cuts the wait short. The
+        statuses not sent by then are counted as unsent.
         """
-        if until is not None:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout_at(until):
-                    await self._idle.wait()
+        if until is not None and self.pending:
+            waits: list[asyncio.Future[object]] = [asyncio.ensure_future(self._idle.wait())]
+            if stop is not None:
+                waits.append(asyncio.ensure_future(stop()))
+            left = max(until - asyncio.get_running_loop().time(), 0.0)
+            try:
+                await asyncio.wait(waits, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for wait in waits:
+                    wait.cancel()
+                await asyncio.gather(*waits, return_exceptions=True)
         self._closed = True
         for task in self._tasks:
             task.cancel()

@@ -8,7 +8,9 @@ for each message and signed with the app secret.
 
 from __future__ import annotations
 
+import asyncio
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from channels.whatsapp.config import SimulatorConfig, StatusTiming
 from channels.whatsapp.load import (
+    Gate,
     LoadPlan,
     LoadResult,
     Template,
@@ -296,3 +299,34 @@ async def test_without_statuses_the_bot_gets_only_the_users_messages(port: int) 
     assert len(door.posts) == door.messages() == result.stats.sent
     assert not result.stats.statuses
     assert result.summary()["statuses_answered"] == {}
+
+
+async def test_stopping_the_run_while_statuses_are_due_drops_them_as_unsent(port: int) -> None:
+    # Read receipts a minute after each send: stopped a moment after the users are done, the
+    # run ends at once and counts what it did not send, rather than wait for the minute.
+    config = SimulatorConfig(statuses=StatusTiming(sent=0.01, delivered=0.02, read=60.0))
+    gate = Gate(1_000_000.0, 2, float("inf"))
+    door = Doorway(unreliable.create_app(_settings(port)))
+    plan = LoadPlan(
+        target_url="http://127.0.0.1:1/webhook",
+        templates=(CHAT,),
+        users=2,
+        rate=1_000_000.0,
+        max_messages=2,
+        reply_timeout=1.0,
+        think=0.0,
+    )
+    async with serve_in_process(door) as url:
+        loop = asyncio.get_running_loop()
+        loop.call_later(1.0, gate.close)
+        started = loop.time()
+        result = await run_load(
+            replace(plan, target_url=f"{url}/webhook"), config, graph_port=port, gate=gate
+        )
+        took = loop.time() - started
+    stats = result.stats
+    assert took < 10
+    assert result.stopped_early
+    assert stats.replied == 2
+    assert dict(stats.statuses) == {"sent": 2, "delivered": 2}
+    assert stats.statuses_unsent == 2  # the two read receipts
