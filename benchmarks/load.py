@@ -13,14 +13,22 @@ the median over interleaved rounds with its min-max:
     run's own fake Graph API (``benchmarks/load_graph.py``: Meta's
     validation and the load run's send handler);
 (d) messages/s one ``harness load`` process sustains with 1,000 users
-    (no think time, no rate limit). A message costs 2 HTTP requests (the
-    webhook, the agent's send), so the target is at least 50% of
-    ceiling / 2, the ceiling of each round being the mean of (a) measured
-    just before and just after its load run;
+    (no think time, no rate limit: ``--throughput-mps`` far above what
+    one process sends, so that Meta's 80 a second does not cap it) and
+    ``--no-statuses``. A message costs 2 HTTP requests (the webhook, the
+    agent's send), so the target is at least 50% of ceiling / 2, the
+    ceiling of each round being the mean of (a) measured just before and
+    just after its load run;
+(d') the same with status webhooks (the default: sent, delivered and read
+    1, 2 and 5 s after each send), over a longer run so that most statuses
+    fall due inside it. A message then costs 5 HTTP requests, so the target
+    is 50% of ceiling / 5; the statuses the agent answered per second of the
+    whole run are printed beside it;
 (e) the peak resident memory of the ``harness load`` process with 1,000
     and with 10,000 users in conversation at once (the 10,000 write one
     message each, at a rate the agent keeps up with, and stay in the
-    conversation while the others write). Target: at most 300 MB at 10,000.
+    conversation while the others write), statuses on. Target: at most
+    300 MB at 10,000.
 
 Missed targets are reported, not failed; the exit code is non-zero only when
 something went wrong (a run that lost replies, a process failing).
@@ -57,6 +65,10 @@ ACCESS_TOKEN = "harness-access-token"
 PHONE_NUMBER_ID = "100200300400500"
 CONCURRENCY = 50
 REQUESTS_PER_MESSAGE = 2
+# With statuses: the webhook, the agent's send, and its sent, delivered and read statuses.
+REQUESTS_WITH_STATUSES = 5
+# Far above what one process sends: the benchmark measures the harness, not Meta's limit.
+NO_THROUGHPUT_LIMIT = "--throughput-mps=1000000"
 RSS_TARGET_MB = 300
 SCENARIO = """\
 name: small talk
@@ -196,7 +208,12 @@ async def harness_load(
         raise Failure(f"harness load exited {process.returncode}: {error[-800:]}") from None
     out.unlink()  # noqa: ASYNC240  # the next run writes it again
     results: dict[str, Any] = report["results"]
-    if strict and (results["lost_replies"] or results["errors"] or results["duplicated_replies"]):
+    # With no think time a few users take many turns in a row (those whose connection comes
+    # free first), past Meta's pair rate of 45 at once: that is the benchmark's users being
+    # chattier than people, not the harness failing. Every other error is.
+    pair_rate = results["refused_sends"].get("131056", 0)
+    failed = results["lost_replies"] or results["duplicated_replies"]
+    if strict and (failed or results["errors"] != pair_rate):
         raise Failure(f"harness load lost, duplicated or failed: {results}")
     return results, peak
 
@@ -211,9 +228,11 @@ async def main(rounds: int, seconds: float) -> int:
     graph_url = f"http://127.0.0.1:{graph_port}"
     status_body, status_headers = _status_webhook()
     send_body, send_headers = _graph_send()
-    figures: dict[str, list[float]] = {k: [] for k in ("ceiling", "httpx", "graph", "load")}
+    kinds = ("ceiling", "httpx", "graph", "load", "statuses", "status_rate")
+    figures: dict[str, list[float]] = {k: [] for k in kinds}
     latencies: list[float] = []
     baselines: list[float] = []
+    status_baselines: list[float] = []
     rss_1k: list[int] = []
     rss_10k: list[int] = []
     with tempfile.TemporaryDirectory() as folder:
@@ -239,7 +258,7 @@ async def main(rounds: int, seconds: float) -> int:
                     await bare_httpx(webhook, status_body, status_headers, seconds)
                 )
                 figures["graph"].append(await bare_aiohttp(sends, send_body, send_headers, seconds))
-                results, peak = await harness_load(
+                results, _ = await harness_load(
                     agent,
                     graph_port,
                     scenario,
@@ -247,9 +266,11 @@ async def main(rounds: int, seconds: float) -> int:
                     "--users=1000",
                     "--rate=1000000",
                     "--think=0s",
-                    f"--duration={seconds * 2:g}s",
+                    f"--duration={seconds * 5:g}s",
                     "--reply-timeout=10s",
                     "--max-messages=10000000",
+                    NO_THROUGHPUT_LIMIT,
+                    "--no-statuses",
                 )
                 figures["load"].append(results["messages_per_s"])
                 # The ceiling again right after: the round's baseline is the mean of the two
@@ -258,12 +279,34 @@ async def main(rounds: int, seconds: float) -> int:
                 after = await bare_aiohttp(webhook, status_body, status_headers, seconds)
                 baselines.append((figures["ceiling"][-1] + after) / 2)
                 latencies.append(results["latency_s"]["p95"])
+                with_statuses, peak = await harness_load(
+                    agent,
+                    graph_port,
+                    scenario,
+                    out,
+                    "--users=1000",
+                    "--rate=1000000",
+                    "--think=0s",
+                    f"--duration={seconds * 5:g}s",
+                    "--reply-timeout=10s",
+                    "--max-messages=10000000",
+                    NO_THROUGHPUT_LIMIT,
+                )
+                figures["statuses"].append(with_statuses["messages_per_s"])
+                answered = sum(with_statuses["statuses_answered"].values())
+                figures["status_rate"].append(answered / with_statuses["elapsed_s"])
+                again = await bare_aiohttp(webhook, status_body, status_headers, seconds)
+                status_baselines.append((after + again) / 2)
                 rss_1k.append(peak)
                 print(
                     f"round {round_}: ceiling {figures['ceiling'][-1]:,.0f}/s, httpx "
                     f"{figures['httpx'][-1]:,.0f}/s, graph {figures['graph'][-1]:,.0f}/s, "
                     f"load {results['messages_per_s']:,.0f} msg/s (p95 "
-                    f"{results['latency_s']['p95'] * 1000:.0f} ms), RSS {peak / 1024:.0f} MB",
+                    f"{results['latency_s']['p95'] * 1000:.0f} ms), with statuses "
+                    f"{with_statuses['messages_per_s']:,.0f} msg/s ({answered} statuses, "
+                    f"{with_statuses['statuses_unsent']} unsent), RSS {peak / 1024:.0f} MB; "
+                    f"131056 refusals {results['refused_sends'].get('131056', 0)} and "
+                    f"{with_statuses['refused_sends'].get('131056', 0)}",
                     flush=True,
                 )
             for _ in range(max(1, rounds - 1)):
@@ -279,13 +322,15 @@ async def main(rounds: int, seconds: float) -> int:
                     "--max-messages=10000",
                     "--reply-timeout=30s",
                     "--webhook-timeout=30s",
+                    NO_THROUGHPUT_LIMIT,
                     strict=False,  # memory is the figure; a slow agent losing replies is not
                 )
                 rss_10k.append(peak)
                 print(
                     f"10,000 users: peak RSS {peak / 1024:.0f} MB ({results['messages_sent']} "
                     f"sent, {results['replies']} replies, {results['lost_replies']} lost, "
-                    f"{results['errors']} errors)",
+                    f"{results['errors']} errors, "
+                    f"{sum(results['statuses_answered'].values())} statuses answered)",
                     flush=True,
                 )
     print()
@@ -307,6 +352,18 @@ async def main(rounds: int, seconds: float) -> int:
         f"{share:.0%} (min {min(shares):.0%}, max {max(shares):.0%}) of "
         f"ceiling/{REQUESTS_PER_MESSAGE} (target >= 50%): {'met' if share >= 0.5 else 'MISSED'}; "
         f"reply p95 median {statistics.median(latencies) * 1000:.0f} ms"
+    )
+    shares = [
+        load / (ceiling / REQUESTS_WITH_STATUSES)
+        for load, ceiling in zip(figures["statuses"], status_baselines, strict=True)
+    ]
+    share = statistics.median(shares)
+    print(
+        f"(d') with statuses: {_figure(figures['statuses'])} msg/s; per round, "
+        f"{share:.0%} (min {min(shares):.0%}, max {max(shares):.0%}) of "
+        f"ceiling/{REQUESTS_WITH_STATUSES} (target >= 50%): "
+        f"{'met' if share >= 0.5 else 'MISSED'}; statuses answered "
+        f"{_figure(figures['status_rate'])}/s over each whole run"
     )
     mb_1k = [kb / 1024 for kb in rss_1k]
     mb_10k = [kb / 1024 for kb in rss_10k]

@@ -3,8 +3,10 @@
 The users' words come from scenario files (their ``say`` and ``tap`` steps;
 by default the project's scenarios). The agent's Graph API must point at the
 fake one this command serves (``--graph-host``/``--graph-port``), as for
-``harness run --target-url``. Exit codes: 0 no reply lost or duplicated and
-no error, 1 otherwise, 2 bad input. The run's machinery is imported when the
+``harness run --target-url``; it applies Meta's rules (the 24-hour window,
+the throughput and pair rate limits) and sends status webhooks, unless told
+not to. Exit codes: 0 no reply lost or duplicated and no error (a send Meta's
+rules refused is one), 1 otherwise, 2 bad input. The run's machinery is imported when the
 command runs, so ``harness --help`` stays quick.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -106,6 +109,20 @@ def _seconds(text: str, option: str) -> float:
     help="The first user's WhatsApp number; the others follow it (one each).",
 )
 @click.option(
+    "--throughput-mps",
+    default=80,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Messages per second the business number may send before 130429 (Meta: 80, "
+    "1000 once upgraded).",
+)
+@click.option(
+    "--statuses/--no-statuses",
+    default=True,
+    show_default=True,
+    help="Send the agent sent, delivered and read status webhooks for each accepted send.",
+)
+@click.option(
     "--graph-host", default="127.0.0.1", show_default=True, help="Where the fake Graph API listens."
 )
 @click.option("--graph-port", default=8000, show_default=True, type=int, help="Its port.")
@@ -129,6 +146,8 @@ def load_command(
     connections: int,
     webhook_timeout: str,
     first_wa_id: int,
+    throughput_mps: int,
+    statuses: bool,
     graph_host: str,
     graph_port: int,
     json_out: Path | None,
@@ -158,10 +177,15 @@ def load_command(
         connections=connections,
         webhook_timeout=_seconds(webhook_timeout, "--webhook-timeout"),
         first_wa_id=first_wa_id,
+        statuses=statuses,
     )
     given = {name: value for name, value in identity.items() if value is not None}
     config = SimulatorConfig.model_validate(
-        {**given, "public_url": f"http://{graph_host}:{graph_port}"}
+        {
+            **given,
+            "public_url": f"http://{graph_host}:{graph_port}",
+            "throughput_mps": throughput_mps,
+        }
     )
     result = asyncio.run(_run(plan, config, graph_host, graph_port))
     _print_summary(result)
@@ -221,8 +245,17 @@ def _line(stats: LoadStats) -> str:
     shown = f"{p95 * 1000:.0f} ms" if p95 is not None else "-"
     return (
         f"{stats.sent} sent, {stats.replied} replies, {stats.lost} lost, "
-        f"{stats.duplicated} dup, {stats.errors} errors, recent p95 {shown}"
+        f"{_refused(stats.refused)}, {stats.duplicated} dup, {stats.errors} errors, "
+        f"recent p95 {shown}"
     )
+
+
+def _refused(by_code: Mapping[int, int], *, first: bool = False) -> str:
+    """``3 refused (130429: 2, 131056: 1)``, or ``refused 3 (...)`` with ``first``."""
+    total = sum(by_code.values())
+    codes = ", ".join(f"{code}: {n}" for code, n in sorted(by_code.items()))
+    count = f"refused {total}" if first else f"{total} refused"
+    return f"{count} ({codes})" if total else count
 
 
 def _print_summary(result: LoadResult) -> None:
@@ -237,8 +270,16 @@ def _print_summary(result: LoadResult) -> None:
         f"({figures['messages_per_s']}/s), {figures['replies']} replies; "
         f"latency p50 {ms(latency['p50'])}, p95 {ms(latency['p95'])}, p99 {ms(latency['p99'])}"
     )
+    turns = {int(code): n for code, n in figures["refused_turns"].items()}
     click.echo(
         f"lost {figures['lost_replies']}, duplicated {figures['duplicated_replies']}, "
-        f"late {figures['late_replies']}, errors {figures['errors']}"
-        + (" (stopped early)" if result.stopped_early else "")
+        f"late {figures['late_replies']}, {_refused(turns, first=True)}, "
+        f"errors {figures['errors']}" + (" (stopped early)" if result.stopped_early else "")
     )
+    if result.plan.statuses:
+        answered = sum(figures["statuses_answered"].values())
+        failed = sum(figures["status_webhook_errors"].values())
+        click.echo(
+            f"status webhooks: {answered} answered, {failed} failed, "
+            f"{figures['statuses_unsent']} unsent at the end"
+        )

@@ -6,7 +6,9 @@ aiohttp (:mod:`~channels.whatsapp.load.webhooks`); the agent's sends reach a
 fake Graph API (:mod:`~channels.whatsapp.load.inbox`) that counts each one
 against its user's turn (:mod:`~channels.whatsapp.load.users`). The tally
 (:mod:`~channels.whatsapp.load.stats`) becomes JSON and HTML reports
-(:mod:`~channels.whatsapp.load.report`). The command itself is
+(:mod:`~channels.whatsapp.load.report`). The Graph API applies Meta's rules
+(:mod:`~channels.whatsapp.load.rules`) and each accepted send gets its status
+webhooks (:mod:`~channels.whatsapp.load.statuses`). The command itself is
 :mod:`channels.whatsapp.load_cli`, which imports this package only when it runs.
 """
 
@@ -29,8 +31,10 @@ from channels.whatsapp.load.report import (
     write_load_html,
     write_load_json,
 )
+from channels.whatsapp.load.rules import MetaRules
 from channels.whatsapp.load.runner import Gate, LoadResult, check_target, run_load
 from channels.whatsapp.load.stats import LATENCY_BINS, LoadStats, Second, percentile
+from channels.whatsapp.load.statuses import StatusSender
 from channels.whatsapp.load.users import Choice, LoadUser
 from channels.whatsapp.load.webhooks import WebhookPoster, sent_trace
 
@@ -47,7 +51,9 @@ __all__ = [
     "LoadResult",
     "LoadStats",
     "LoadUser",
+    "MetaRules",
     "Second",
+    "StatusSender",
     "Template",
     "TurnSpec",
     "WebhookPoster",

@@ -88,6 +88,8 @@ class LoadPlan:
     that come later than that count against the next turn); ``reply_timeout``
     is how long a turn waits before its reply counts as lost. The users'
     WhatsApp ids are ``first_wa_id`` and the numbers after it (one each).
+    ``statuses`` says whether each accepted send gets its sent, delivered and
+    read status webhooks.
     """
 
     target_url: str
@@ -101,6 +103,7 @@ class LoadPlan:
     connections: int = 100
     webhook_timeout: float = 10.0
     first_wa_id: int = 15550000000
+    statuses: bool = True
 
     def __post_init__(self) -> None:
         if not self.target_url.startswith(("http://", "https://")):

@@ -63,6 +63,7 @@ def load_report_data(result: LoadResult) -> dict[str, Any]:
                 "sent": second.sent,
                 "replied": second.replied,
                 "lost": second.lost,
+                "refused": second.refused,
                 "errors": second.errors,
                 "latency_bins": list(second.bins),
             }
@@ -83,6 +84,11 @@ def load_report_data(result: LoadResult) -> dict[str, Any]:
             "think_s": plan.think,
             "connections": plan.connections,
             "templates": [template.name for template in plan.templates],
+            "statuses": plan.statuses,
+            "rate_limits": result.config.rate_limits,
+            "throughput_mps": result.config.throughput_mps,
+            "window_s": result.config.window_seconds,
+            "window_error": result.config.window_error,
         },
         "results": result.summary(),
         "latency_bins_s": [*LATENCY_BINS, None],
@@ -108,6 +114,7 @@ def _columns(timeline: list[dict[str, Any]]) -> tuple[int, list[dict[str, Any]]]
                 "start": first,
                 "sent": sum(s["sent"] for s in group),
                 "lost": sum(s["lost"] for s in group),
+                "refused": sum(s["refused"] for s in group),
                 "errors": sum(s["errors"] for s in group),
                 "bins": [sum(s["latency_bins"][i] for s in group) for i in bins],
             }
@@ -141,8 +148,8 @@ def _chart(timeline: list[dict[str, Any]]) -> dict[str, Any]:
                 "y": round(60 - height, 1),
                 "height": height,
                 "title": f"{column['start']}s: {column['sent']} sent, {column['lost']} lost, "
-                f"{column['errors']} errors",
-                "bad": bool(column["lost"] or column["errors"]),
+                f"{column['refused']} refused, {column['errors']} errors",
+                "bad": bool(column["lost"] or column["refused"] or column["errors"]),
             }
         )
     return {

@@ -4,8 +4,13 @@
 task per user, and lets them play their templates until the run's time is
 up or its message cap is reached (:class:`Gate` hands out every message, at
 the plan's rate). It then waits for the turns still open (each at most the
-reply timeout) and returns the tally. Nothing is kept per message but its
-latency, so memory grows with the users, not with the run's length.
+reply timeout) and for the statuses already scheduled to go out, and returns
+the tally. Nothing is kept per message but its latency, so memory grows with
+the users, not with the run's length.
+
+The Graph API applies Meta's rules on the real clock
+(:class:`~channels.whatsapp.load.rules.MetaRules`): each user message opens
+its user's window when it is sent.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
@@ -23,7 +28,9 @@ from channels.whatsapp.graph import create_graph_app
 from channels.whatsapp.ids import id_source
 from channels.whatsapp.load.inbox import Inbox
 from channels.whatsapp.load.plan import LoadPlan
+from channels.whatsapp.load.rules import MetaRules
 from channels.whatsapp.load.stats import LoadStats
+from channels.whatsapp.load.statuses import StatusSender
 from channels.whatsapp.load.users import LoadUser
 from channels.whatsapp.load.webhooks import WebhookPoster, sent_trace
 from channels.whatsapp.media import MediaStore
@@ -35,6 +42,8 @@ __all__ = ["Gate", "LoadResult", "check_target", "run_load"]
 
 # How often the progress callback is called, in seconds.
 _TICK = 0.5
+# The most status lanes (tasks POSTing statuses one at a time) a run has.
+_STATUS_LANES = 32
 
 
 class Gate:
@@ -59,6 +68,14 @@ class Gate:
         self.closed = True
         if self._closing is not None:
             self._closing.set()
+
+    async def wait_closed(self) -> None:
+        """Return once :meth:`close` was called."""
+        if self.closed:
+            return
+        if self._closing is None:
+            self._closing = asyncio.Event()
+        await self._closing.wait()
 
     async def pause(self, seconds: float) -> None:
         """Sleep ``seconds`` (a user thinking), but no later than the run's end or its close."""
@@ -96,6 +113,8 @@ class LoadResult:
     elapsed: float
     graph_url: str
     stopped_early: bool = False
+    #: The simulator settings the run's Graph API followed (limits, window, statuses).
+    config: SimulatorConfig = field(default_factory=SimulatorConfig)
 
     @property
     def failed(self) -> bool:
@@ -107,7 +126,9 @@ class LoadResult:
         return self.stats.summary(self.elapsed)
 
 
-async def _play(user: LoadUser, gate: Gate, poster: WebhookPoster, plan: LoadPlan) -> None:
+async def _play(
+    user: LoadUser, gate: Gate, poster: WebhookPoster, plan: LoadPlan, rules: MetaRules
+) -> None:
     loop = asyncio.get_running_loop()
     stats = user.stats
     while True:
@@ -128,6 +149,7 @@ async def _play(user: LoadUser, gate: Gate, poster: WebhookPoster, plan: LoadPla
                 at = loop.time()
                 user.posting(at)
                 stats.message_sent(at)
+                await rules.opened(user.wa_id)
                 failure = await poster.post(body, user)
                 if failure is None:
                     stats.webhook_answered(loop.time() - user.last_post)
@@ -179,7 +201,8 @@ async def run_load(
         plan.wa_id(n): LoadUser(n, plan.wa_id(n), plan.template(n), stats)
         for n in range(plan.users)
     }
-    inbox = Inbox(users, stats, loop.time, rng=id_source(purpose="load sends"))
+    rules = MetaRules(config)
+    inbox = Inbox(users, stats, loop.time, rng=id_source(purpose="load sends"), rules=rules)
     clock = SystemClock()
     public_url = f"http://{graph_host}:{graph_port}"
     app = create_graph_app(
@@ -206,6 +229,10 @@ async def run_load(
                 timeout=plan.webhook_timeout,
                 rng=id_source(purpose="load messages"),
             )
+            if plan.statuses:
+                lanes = min(plan.connections, _STATUS_LANES)
+                inbox.statuses = StatusSender(poster, config, stats, lanes=lanes)
+                inbox.statuses.start()
             start = loop.time()
             stats.start = start
             if gate is None:
@@ -214,8 +241,13 @@ async def run_load(
                 gate.end = start + plan.duration
             ticker = loop.create_task(_tick(stats, start, on_tick)) if on_tick else None
             try:
-                await asyncio.gather(*(_play(u, gate, poster, plan) for u in users.values()))
+                await asyncio.gather(*(_play(u, gate, poster, plan, rules) for u in users.values()))
+                if inbox.statuses is not None:
+                    until = _statuses_until(plan, config, gate)
+                    await inbox.statuses.finish(until, stop=gate.wait_closed)
             finally:
+                if inbox.statuses is not None:
+                    await inbox.statuses.finish(None)
                 if ticker is not None:
                     ticker.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
@@ -225,7 +257,22 @@ async def run_load(
             await server.stop()
     if on_tick is not None:
         on_tick(stats, elapsed)
-    return LoadResult(plan, stats, elapsed, server.url, stopped_early=gate.closed)
+    return LoadResult(plan, stats, elapsed, server.url, stopped_early=gate.closed, config=config)
+
+
+def _statuses_until(plan: LoadPlan, config: SimulatorConfig, gate: Gate) -> float | None:
+    """How long the end of a run waits for its last statuses: none after Ctrl-C.
+
+    Every send is in by now, so its statuses fall due within the longest
+    delay; the last of them may then take the webhook timeout.
+    """
+    if gate.closed:
+        return None
+    timing = config.statuses
+    longest = max(
+        (d for d in (timing.sent, timing.delivered, timing.read) if d is not None), default=0.0
+    )
+    return asyncio.get_running_loop().time() + longest + plan.webhook_timeout
 
 
 async def _tick(

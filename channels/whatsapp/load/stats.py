@@ -5,6 +5,10 @@ so the percentiles are exact, not estimated. The timeline counts, second by
 second of the run, what was sent, answered, lost or refused, and how the
 latencies fell into :data:`LATENCY_BINS`: the report draws it as a histogram
 of latency over time.
+
+A turn whose reply the Graph API refused under Meta's rules (a limit, the
+window) is not a lost reply: it is counted by the refusal's code, so a report
+says "refused (130429)" where the agent hit the throughput limit.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ class Second:
     sent: int = 0
     replied: int = 0
     lost: int = 0
+    refused: int = 0
     errors: int = 0
     bins: list[int] = field(default_factory=lambda: [0] * (len(LATENCY_BINS) + 1))
 
@@ -77,6 +82,14 @@ class LoadStats:
         self.webhook_errors: Counter[str] = Counter()
         #: Sends the fake Graph API refused, by Meta's error code.
         self.refused: Counter[int] = Counter()
+        #: Turns with no reply but a refused send (and none accepted later), by Meta's code.
+        self.refused_turns: Counter[int] = Counter()
+        #: Status webhooks the agent answered with a 2xx, by status (``sent``, ``read`` ...).
+        self.statuses: Counter[str] = Counter()
+        #: Status webhook POSTs that failed, by reason (as :attr:`webhook_errors`).
+        self.status_errors: Counter[str] = Counter()
+        #: Statuses still scheduled when the run ended, never sent.
+        self.statuses_unsent = 0
         self.timeline: dict[int, Second] = {}
         #: When the last message was sent or reply came (throughput is counted up to it).
         self.last_event = start
@@ -122,6 +135,19 @@ class LoadStats:
         self.lost += 1
         self._second(at).lost += 1
 
+    def turn_refused(self, at: float, code: int) -> None:
+        """A turn got no reply within the reply timeout, its reply refused with ``code``."""
+        self.refused_turns[code] += 1
+        self._second(at).refused += 1
+
+    def status_posted(self, at: float, status: str, failure: str | None) -> None:
+        """A status webhook was POSTed: answered 2xx (``failure`` is ``None``) or not."""
+        if failure is None:
+            self.statuses[status] += 1
+        else:
+            self.status_errors[failure] += 1
+            self._second(at).errors += 1
+
     def summary(self, elapsed: float) -> dict[str, Any]:
         """The figures of the run so far, as plain data (the JSON report's ``results``).
 
@@ -142,6 +168,10 @@ class LoadStats:
             "unexpected_sends": self.unexpected,
             "webhook_errors": dict(sorted(self.webhook_errors.items())),
             "refused_sends": {str(code): n for code, n in sorted(self.refused.items())},
+            "refused_turns": {str(code): n for code, n in sorted(self.refused_turns.items())},
+            "statuses_answered": dict(sorted(self.statuses.items())),
+            "status_webhook_errors": dict(sorted(self.status_errors.items())),
+            "statuses_unsent": self.statuses_unsent,
             "errors": self.errors,
             "messages_per_s": round(self.sent / active, 2),
             "replies_per_s": round(self.replied / active, 2),
@@ -151,8 +181,9 @@ class LoadStats:
 
     @property
     def errors(self) -> int:
-        """Failed webhook POSTs and refused sends."""
-        return sum(self.webhook_errors.values()) + sum(self.refused.values())
+        """Failed webhook POSTs (messages and statuses) and refused sends."""
+        webhooks = sum(self.webhook_errors.values()) + sum(self.status_errors.values())
+        return webhooks + sum(self.refused.values())
 
 
 def _percentiles(values: Sequence[float]) -> dict[str, float | None]:

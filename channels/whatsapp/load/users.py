@@ -11,7 +11,10 @@ turn, the one under way when it arrives:
   duplicate; with another body, an extra part of the answer (not an error);
 - a turn with no send within the reply timeout is lost; a send that comes
   after that, before the next turn, is a late reply;
-- a send to a user who has not written yet is unexpected.
+- a send to a user who has not written yet is unexpected;
+- a send the Graph API refused (Meta's limits, the window) answers nothing:
+  a turn that gets no other send within the reply timeout is counted as
+  refused, by the first refusal's code, not as lost.
 
 So a duplicate (or a late reply) that arrives after the user has started its
 next turn counts as that turn's reply: the user's think time is the window in
@@ -52,6 +55,7 @@ class LoadUser:
         "_answered",
         "_bodies",
         "_last_post",
+        "_refused",
         "_state",
         "choices",
         "number",
@@ -71,6 +75,7 @@ class LoadUser:
         self._last_post = 0.0
         self._bodies: set[bytes] = set()
         self._answered: asyncio.Event | None = None
+        self._refused: int | None = None
 
     def start_turn(self) -> None:
         """Begin a turn: the sends that arrive from now on count against it."""
@@ -78,6 +83,7 @@ class LoadUser:
         self._state = _WAITING
         self._bodies = set()
         self._answered = asyncio.Event()
+        self._refused = None
 
     def posting(self, at: float) -> None:
         """A message of the current turn is POSTed at ``at`` (asked for, then written)."""
@@ -107,8 +113,18 @@ class LoadUser:
             self.stats.extra += 1
         self._bodies.add(body)
 
+    def refused(self, code: int) -> None:
+        """The agent's send to this user was refused with Meta's ``code`` (it answers nothing)."""
+        if self._state == _NONE:
+            self.stats.unexpected += 1
+        elif self._state == _WAITING and self._refused is None:
+            self._refused = code
+
     async def answered(self, within: float) -> bool:
-        """Wait until the current turn has its reply; after ``within`` s, count it lost."""
+        """Wait until the current turn has its reply; after ``within`` s, count it lost.
+
+        A turn with a refused send and no reply is counted as refused instead.
+        """
         event = self._answered
         if event is None or self._state != _WAITING:
             return self._state == _ANSWERED
@@ -118,7 +134,11 @@ class LoadUser:
         except TimeoutError:
             if self._state == _WAITING:
                 self._state = _LOST
-                self.stats.turn_lost(asyncio.get_running_loop().time())
+                at = asyncio.get_running_loop().time()
+                if self._refused is None:
+                    self.stats.turn_lost(at)
+                else:
+                    self.stats.turn_refused(at, self._refused)
                 return False
         return True
 

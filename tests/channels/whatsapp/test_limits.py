@@ -157,3 +157,30 @@ def test_bad_settings_are_refused(
 ) -> None:
     with pytest.raises(ConfigError):
         make(clock)
+
+
+def test_many_users_still_in_their_buckets_are_swept_once_not_on_every_send(
+    clock: VirtualClock,
+) -> None:
+    # A load run with more users than the sweep threshold (10,000): each bucket is still in
+    # use (44 of 45 left), so a sweep drops none; sweeping again on every send would cost a
+    # pass over every user per send. The next sweep waits until the count has doubled.
+    sweeps = 0
+
+    class Counting(PairRateLimiter):
+        def _prune(self) -> None:
+            nonlocal sweeps
+            sweeps += 1
+            super()._prune()
+
+    limiter = Counting(clock)
+    for n in range(10_300):
+        limiter.check(f"user{n}")
+    assert sweeps == 1
+    clock.advance(6 * 45)  # every bucket so far has refilled: the next sweep drops them all
+    for n in range(10_300, 20_100):
+        limiter.check(f"user{n}")
+    assert sweeps == 2
+    assert len(limiter._buckets) < 10_000
+    limiter.check("user0")  # dropped, so full again: a burst of 45 ahead
+    assert limiter.peek("user0") == 44

@@ -77,6 +77,14 @@ def test_a_duration_that_is_not_one_is_refused(chat: Path) -> None:
     assert lines[-1].startswith("Error: Invalid value for --duration: bad duration 'soon'")
 
 
+def test_a_throughput_limit_under_one_a_second_is_refused(chat: Path) -> None:
+    code, lines = _load(
+        "--target-url", "http://x/webhook", "--scenario", str(chat), "--throughput-mps", "0"
+    )
+    assert code == 2
+    assert lines[-1] == "Error: Invalid value for '--throughput-mps': 0 is not in the range x>=1."
+
+
 def test_a_missing_scenario_file_is_refused(tmp_path: Path) -> None:
     missing = tmp_path / "nope.yaml"
     code, lines = _load("--target-url", "http://x/webhook", "--scenario", str(missing))
@@ -103,7 +111,7 @@ def test_a_target_nothing_answers_at_is_one_line(chat: Path) -> None:
 
 
 @pytest.mark.network
-async def test_a_run_against_a_bot_in_another_process_writes_both_reports(
+async def test_a_run_against_a_bot_in_another_process_with_the_rules_options_writes_reports(
     chat: Path, tmp_path: Path
 ) -> None:
     graph_port = free_port()
@@ -119,6 +127,7 @@ async def test_a_run_against_a_bot_in_another_process_writes_both_reports(
             *(sys.executable, "-m", "harness", "load", "--target-url", f"{bot}/webhook"),
             *("--graph-port", str(graph_port), "--scenario", str(chat), "--users", "2"),
             *("--rate", "20", "--duration", "1s", "--think", "0.1s"),
+            *("--no-statuses", "--throughput-mps", "500"),
             *("--json", str(tmp_path / "load.json"), "--html", str(tmp_path / "load.html")),
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -128,7 +137,9 @@ async def test_a_run_against_a_bot_in_another_process_writes_both_reports(
     report = json.loads((tmp_path / "load.json").read_text())
     assert report["passed"] is True
     assert report["results"]["replies"] == report["results"]["messages_sent"] > 0
-    assert "lost 0, duplicated 0" in out.decode()
+    assert (report["settings"]["statuses"], report["settings"]["throughput_mps"]) == (False, 500)
+    assert report["results"]["statuses_answered"] == {}
+    assert "lost 0, duplicated 0, late 0, refused 0, errors 0" in out.decode()
     assert (tmp_path / "load.html").read_text().startswith("<!doctype html>")
 
 

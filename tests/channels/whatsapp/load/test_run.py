@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from starlette.applications import Starlette
 
-from channels.whatsapp.config import SimulatorConfig
+from channels.whatsapp.config import SimulatorConfig, StatusTiming
 from channels.whatsapp.load import (
     REPORT_KIND,
     LoadPlan,
@@ -28,7 +28,8 @@ from tests.bots.loopback import free_port, serve_in_process
 
 pytestmark = pytest.mark.network
 
-CONFIG = SimulatorConfig()
+# Statuses soon after each send: every run below sends them too, and its tally must not change.
+CONFIG = SimulatorConfig(statuses=StatusTiming(sent=0.01, delivered=0.02, read=0.05))
 TEMPLATE = Template("small talk", (TurnSpec("say", ("hello",)), TurnSpec("say", ("and you?",))))
 
 

@@ -96,3 +96,33 @@ def test_a_list_offers_its_rows_and_a_text_offers_nothing() -> None:
     }
     assert offered_choices(listed, "w") == (Choice("list", "r1", "18:00", "w"),)
     assert offered_choices({"type": "text", "text": {"body": "hi"}}, "w") == ()
+
+
+async def test_a_turn_whose_only_send_was_refused_is_refused_by_its_code_not_lost() -> None:
+    stats = LoadStats(start=0.0)
+    user = _user(stats)
+    user.start_turn()
+    user.posting(asyncio.get_running_loop().time())
+    user.refused(130429)
+    user.refused(131056)  # the first refusal names the turn
+    assert not await user.answered(0.01)
+    assert (stats.lost, stats.replied) == (0, 0)
+    assert stats.refused_turns == {130429: 1}
+
+
+async def test_a_send_accepted_after_a_refusal_is_the_turns_reply() -> None:
+    stats = LoadStats(start=0.0)
+    user = _user(stats)
+    user.start_turn()
+    user.posting(1.0)
+    user.refused(130429)  # the agent backs off and sends again
+    user.received(b"a", 1.5)
+    assert await user.answered(0.01)
+    assert (stats.lost, stats.replied, sum(stats.refused_turns.values())) == (0, 1, 0)
+
+
+def test_a_refused_send_to_a_user_who_has_not_written_is_unexpected() -> None:
+    stats = LoadStats(start=0.0)
+    _user(stats).refused(131047)
+    assert stats.unexpected == 1
+    assert not stats.refused_turns
