@@ -57,6 +57,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from channels.whatsapp._event_loop import LOOPS, loop_factory, run_on  # noqa: E402
 from tests.bots.loopback import free_port, serve_in_process  # noqa: E402  # after the path tweak
 from tests.channels.whatsapp.echo_bot import BotConfig, EchoBot  # noqa: E402
 
@@ -136,7 +137,7 @@ class Served:
 
 
 @asynccontextmanager
-async def serving(*options: str) -> AsyncIterator[Served]:
+async def serving(*options: str, loop: str = "auto") -> AsyncIterator[Served]:
     """``harness serve`` in its own process, delivering to the echo bot served here."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
@@ -157,7 +158,15 @@ async def serving(*options: str) -> AsyncIterator[Served]:
         async with serve_in_process(bot.app()) as bot_url:
             process = await asyncio.create_subprocess_exec(
                 *(sys.executable, "-m", "harness", "serve", "--port", str(port)),
-                *("--webhook-url", f"{bot_url}/webhook", "--throughput-mps", "1000", *options),
+                *(
+                    "--webhook-url",
+                    f"{bot_url}/webhook",
+                    "--throughput-mps",
+                    "1000",
+                    "--loop",
+                    loop,
+                    *options,
+                ),
                 cwd=ROOT,
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
                 stdout=asyncio.subprocess.DEVNULL,
@@ -415,7 +424,7 @@ async def redis_figure(args: argparse.Namespace) -> None:
     namespace = f"bench-{os.getpid()}"
     sharing = ("--redis", args.redis, "--redis-namespace", namespace)
     try:
-        async with serving() as memory, serving(*sharing) as shared:
+        async with serving(loop=args.loop) as memory, serving(*sharing, loop=args.loop) as shared:
             pairs = await redis_turn(memory, shared, rounds=3 if args.quick else 7, turns=5)
     finally:
         await _drop_keys(args.redis, namespace)
@@ -476,7 +485,7 @@ async def memory_figure(args: argparse.Namespace) -> None:
     held: dict[str, tuple[int, int]] = {}
 
     async def memory(name: str, *options: str) -> None:
-        async with serving(*options) as served:
+        async with serving(*options, loop=args.loop) as served:
             per_turn, kept, total = await memory_per_turn(served, args.turns, AT_ONCE)
         grown[name].append(per_turn)
         held[name] = (kept, total)
@@ -498,7 +507,7 @@ async def main(args: argparse.Namespace) -> None:
     """Measure and print the figures (or the one asked for)."""
     figures = args.only or "abcd"
     if "a" in figures or "b" in figures:
-        async with serving() as served:
+        async with serving(loop=args.loop) as served:
             if "a" in figures:
                 await turn_figure(served, args)
             if "b" in figures:
@@ -518,11 +527,18 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="one repetition of each")
     parser.add_argument("--only", choices=list("abcd"), help="measure this figure alone")
     parser.add_argument(
+        "--loop",
+        choices=LOOPS,
+        default="auto",
+        help="the event loop of harness serve and of this process (the bot, the driver)",
+    )
+    parser.add_argument(
         "--redis",
         default=os.environ.get("HARNESS_TEST_REDIS_URL", "redis://127.0.0.1:6379/15"),
         help="the Redis for (d)",
     )
+    arguments = parser.parse_args()
     try:
-        asyncio.run(main(parser.parse_args()))
+        run_on(loop_factory(arguments.loop), main(arguments))
     except Failure as exc:
         sys.exit(f"error: {exc}")

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from channels.whatsapp._event_loop import loop_factory, loop_option, run_on
 from harness.exceptions import ConfigError
 
 if TYPE_CHECKING:
@@ -117,6 +118,7 @@ def _seconds(text: str, option: str) -> float:
 @click.option("--phone-number-id", help=f"The business number's id{_SERVES}.")
 @click.option("--waba-id", help=f"The business account's id{_SERVES}.")
 @click.option("--display-phone-number", help=f"The business number{_SERVES}.")
+@loop_option
 def load_command(
     target_url: str,
     users: int,
@@ -133,6 +135,7 @@ def load_command(
     graph_port: int,
     json_out: Path | None,
     html_out: Path | None,
+    loop: str,
     **identity: str | None,
 ) -> None:
     """Play many users at once against a live webhook; report reply latency and losses."""
@@ -141,6 +144,7 @@ def load_command(
     from harness.project import find_project
     from harness.suites.scenario import load_scenarios
 
+    factory = loop_factory(loop)
     paths = list(scenarios) or list(find_project().paths) or [_DEFAULT_SUITE]
     for path in paths:
         if not path.exists():
@@ -163,7 +167,7 @@ def load_command(
     config = SimulatorConfig.model_validate(
         {**given, "public_url": f"http://{graph_host}:{graph_port}"}
     )
-    result = asyncio.run(_run(plan, config, graph_host, graph_port))
+    result = run_on(factory, _run(plan, config, graph_host, graph_port))
     _print_summary(result)
     if json_out is not None:
         from channels.whatsapp.load import write_load_json
