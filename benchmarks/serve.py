@@ -12,8 +12,13 @@ rules, and the count would say nothing. Three figures, each with its target:
     bot: a signed status webhook POSTed straight to it. The rounds
     interleave the two, and each round gives a ratio. Target: at most 15x.
 (b) 20 users writing at once for a few seconds: turns per second, and how
-    many sends Meta's throughput limit refused (130429), read from the event
-    log. Target: at least 150 turns/s, and no 130429.
+    many of the bot's sends Meta's throughput limit refused (130429).
+    Target: at least 150 turns/s, and no 130429. Beside it, how long one
+    call took, and the CPU time each process spent per turn (read from the
+    kernel, so other work on the machine does not inflate it as it does
+    wall time): ``harness serve``, and this process (the echo bot, its
+    uvicorn, and the driver playing the users); first while the users
+    wrote, then with the statuses that came after.
 (c) how much the serve process's resident memory grows over 5,000 turns
     with its default retention, in KB per turn (the users write 20 at a
     time). Target: at most 10. The same with ``--keep-all`` is printed
@@ -32,7 +37,7 @@ targets are reported, not failed: the exit code is non-zero only when
 something went wrong (a call refused, the server or the bot failing).
 
 Run: ``python benchmarks/serve.py`` (``--quick`` for fewer repetitions, ``--only b`` for one
-figure).
+figure, ``--loop asyncio`` to run both processes on asyncio's loop instead of uvloop).
 """
 
 from __future__ import annotations
