@@ -215,7 +215,7 @@ class SharedMeta:
                 await task
         if self._pubsub is not None:
             with contextlib.suppress(Exception):  # the connection may be gone already
-                await self._pubsub.aclose()  # type: ignore[no-untyped-call]  # unannotated upstream
+                await self._pubsub.aclose()
         await self.base.close()
 
     async def store_call(self, key: str, command: Any, *, changes: bool = False) -> Any:
