@@ -49,8 +49,12 @@ class Activity:
         self.count = 0
 
     def note(self, event: Event) -> None:
-        """An event happened: wake whoever waits for any event, and, if it moves its
-        user's conversation, note when and wake whoever waits for that user."""
+        """An event happened: count it, and wake whoever waits.
+
+        A reader of the log wakes at any event; a call waiting for one user's
+        turn, and the time the user's conversation last moved, heed only the
+        events that move it (a status does not).
+        """
         now = time.monotonic()
         self.count += 1
         user = event.user if _moves(event) else None
