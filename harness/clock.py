@@ -150,6 +150,8 @@ class _Sleeper:
     deadline: datetime
     seq: int
     future: asyncio.Future[None] = field(compare=False)
+    #: Taken off the heap by its deadline: nothing is left to remove when its sleep ends.
+    woken: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,7 +339,8 @@ class VirtualClock:
             await sleeper.future
         finally:
             self._sleeping.discard(sleeper.future)
-            self._forget(sleeper)
+            if not sleeper.woken:  # cancelled: still in the heap, where nothing will pop it
+                self._forget(sleeper)
 
     @contextmanager
     def hold(self, what: str = "real work") -> Iterator[None]:
@@ -395,6 +398,7 @@ class VirtualClock:
         # that order, and the event loop runs its ready queue first in, first out.
         while self._sleepers and self._sleepers[0].deadline <= self._now:
             sleeper = heapq.heappop(self._sleepers)
+            sleeper.woken = True
             if not sleeper.future.done():
                 sleeper.future.set_result(None)
 

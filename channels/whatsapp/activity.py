@@ -15,9 +15,25 @@ import asyncio
 import contextlib
 import time
 
-from harness.trace import Event, OutboundSend
+from harness.trace import DeliveryAttempt, Event, OutboundSend, StatusUpdate
 
 __all__ = ["Activity"]
+
+
+def _moves(event: Event) -> bool:
+    """Tell whether ``event`` moves its user's conversation.
+
+    A status, and a POST that carries statuses alone (its items written
+    ``wamid:status``), are Meta's news about sends made before: they come
+    1, 2 and 5 seconds after each send, whatever the user does meanwhile,
+    so they neither hold nor wake a call waiting for the user's turn to end.
+    What the agent does on hearing one (a send) moves it as any send does.
+    """
+    if isinstance(event, StatusUpdate):
+        return False
+    if isinstance(event, DeliveryAttempt):
+        return not event.items or any(":" not in item for item in event.items)
+    return True
 
 
 class Activity:
@@ -33,10 +49,15 @@ class Activity:
         self.count = 0
 
     def note(self, event: Event) -> None:
-        """An event happened: note who it concerns and wake whoever waits."""
+        """An event happened: count it, and wake whoever waits.
+
+        A reader of the log wakes at any event; a call waiting for one user's
+        turn, and the time the user's conversation last moved, heed only the
+        events that move it (a status does not).
+        """
         now = time.monotonic()
         self.count += 1
-        user = event.user
+        user = event.user if _moves(event) else None
         if user is not None:
             self._moved[user] = now
             if isinstance(event, OutboundSend) and event.is_message:

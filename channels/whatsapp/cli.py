@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 import click
 
+from channels.whatsapp._event_loop import loop_factory, loop_name, loop_option, run_on
 from channels.whatsapp._retention_options import retention_options
 from channels.whatsapp.model_options import model_endpoint_options
 from harness.exceptions import ConfigError
@@ -174,6 +175,7 @@ def simulator_options(command: F) -> F:
     show_default=True,
     help="The key prefix in Redis: processes with the same one share one Meta.",
 )
+@loop_option
 @model_endpoint_options
 @simulator_options
 @retention_options
@@ -201,6 +203,7 @@ def serve_command(
     seed: int | None,
     run_id: str | None,
     retention: RetentionPolicy,
+    loop: str,
 ) -> None:
     """Run the fake Graph API and webhook sender, with a control API under /_harness/.
 
@@ -221,6 +224,7 @@ def serve_command(
             f"--host {host} can be reached from other machines, and the control API drives"
             " every user: give --control-token (or HARNESS_CONTROL_TOKEN)"
         )
+    factory = loop_factory(loop)
     try:
         faults = FaultProfile.parse(fault_profile)
     except ConfigError as exc:
@@ -248,8 +252,9 @@ def serve_command(
     model = _Model(recording, anthropic_upstream, openai_upstream, side_effect_tools)
     try:
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(
-                _serve(config, faults, host, port, webhook_url, run, token, model, retention)
+            run_on(
+                factory,
+                _serve(config, faults, host, port, webhook_url, run, token, model, retention),
             )
     except StoreError as exc:  # Redis does not answer: one line, not a traceback
         raise click.ClickException(str(exc)) from None
@@ -337,6 +342,7 @@ async def _serve(
     )
     if webhook_url:
         click.echo(f"delivering webhooks to {webhook_url}")
+    click.echo(f"event loop: {loop_name(asyncio.get_running_loop())}")
     if run.seed is not None:
         click.echo(f"ids seeded with --seed {run.seed} --run-id {run_id}")
     if shared is not None:

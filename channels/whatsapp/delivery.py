@@ -249,10 +249,11 @@ class Deliverer:
         return bool(self._tasks) or bool(self._batch)
 
     def busy_for(self, user: str) -> bool:
-        """True while a message of ``user`` waits for its first POST, or a POST about them is out.
+        """True while a message of ``user`` waits for its first POST, or a POST of one is out.
 
-        Retries due later and statuses scheduled for later don't count: like
-        the user's next message, they are what happens after the turn.
+        Retries due later don't count: like the user's next message, they are
+        what happens after the turn. Neither do statuses, due later or on the
+        wire: they are news about sends made before.
         """
         return self._unsent[user] > 0 or self._posting[user] > 0
 
@@ -425,7 +426,8 @@ class Deliverer:
                 if update.on_sending is not None:
                     update.on_sending(update, delivery)
             self.in_flight += 1
-            about = [u.user for u in updates]
+            # Whose turn the POST is part of: statuses are news about earlier sends.
+            about = [u.user for u in updates if u.kind == "message"]
             self._posting.update(about)
             task = asyncio.current_task()
             if task is not None:

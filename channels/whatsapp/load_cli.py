@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from channels.whatsapp._event_loop import loop_factory, loop_option, run_on
 from harness.exceptions import ConfigError
 
 if TYPE_CHECKING:
@@ -134,6 +135,7 @@ def _seconds(text: str, option: str) -> float:
 @click.option("--phone-number-id", help=f"The business number's id{_SERVES}.")
 @click.option("--waba-id", help=f"The business account's id{_SERVES}.")
 @click.option("--display-phone-number", help=f"The business number{_SERVES}.")
+@loop_option
 def load_command(
     target_url: str,
     users: int,
@@ -152,6 +154,7 @@ def load_command(
     graph_port: int,
     json_out: Path | None,
     html_out: Path | None,
+    loop: str,
     **identity: str | None,
 ) -> None:
     """Play many users at once against a live webhook; report reply latency and losses."""
@@ -160,6 +163,7 @@ def load_command(
     from harness.project import find_project
     from harness.suites.scenario import load_scenarios
 
+    factory = loop_factory(loop)
     paths = list(scenarios) or list(find_project().paths) or [_DEFAULT_SUITE]
     for path in paths:
         if not path.exists():
@@ -187,7 +191,7 @@ def load_command(
             "throughput_mps": throughput_mps,
         }
     )
-    result = asyncio.run(_run(plan, config, graph_host, graph_port))
+    result = run_on(factory, _run(plan, config, graph_host, graph_port))
     _print_summary(result)
     if json_out is not None:
         from channels.whatsapp.load import write_load_json

@@ -14,8 +14,8 @@ from typing import Protocol
 
 import httpx
 from starlette.applications import Starlette
-from starlette.routing import BaseRoute, Mount
-from starlette.types import ASGIApp
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from harness.endpoints.model import ModelEndpoint
 from harness.endpoints.otlp import OTLPReceiver
@@ -90,9 +90,29 @@ class Endpoints:
         """The routes of both."""
         return [*self.model.routes(), *self.otlp.routes()]
 
-    def around(self, app: ASGIApp) -> Starlette:
-        """A server answering these routes itself and every other path with ``app``."""
-        return Starlette(routes=[*self.routes(), Mount("", app=app)])
+    def around(self, app: ASGIApp) -> ASGIApp:
+        """A server answering these routes itself and every other request with ``app``.
+
+        The routes are fixed paths, so the path and the method pick the app,
+        as the router would: every request for ``app`` (each Graph API and
+        control call of a server) goes straight to it, through no second
+        router and middleware. Lifespan events go to these routes' app.
+        """
+        routes = self.routes()
+        own = Starlette(routes=routes)
+        fixed = [r for r in routes if isinstance(r, Route) and "{" not in r.path and r.methods]
+        if len(fixed) != len(routes):  # a route of another shape: a router decides
+            return Starlette(routes=[*routes, Mount("", app=app)])
+        taken = frozenset((r.path, method) for r in fixed for method in r.methods or ())
+
+        async def either(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == "http":
+                mine = (scope["path"], scope["method"]) in taken
+            else:
+                mine = scope["type"] == "lifespan"
+            await (own if mine else app)(scope, receive, send)
+
+        return either
 
     def observed(self) -> set[str]:
         """Which of the agent's own calls these endpoints have seen: ``llm``, ``tool``.

@@ -1,4 +1,6 @@
-"""Waiting for a conversation to move: one user's waiters wake for that user's events only."""
+"""Waiting for a conversation to move: one user's waiters wake for that user's events only.
+
+Statuses are news about sends made before: they move no conversation."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ import asyncio
 from datetime import UTC, datetime
 
 from channels.whatsapp.activity import Activity
-from harness.trace import OutboundSend
+from harness.trace import DeliveryAttempt, OutboundSend, StatusUpdate
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -35,3 +37,29 @@ async def test_a_waiter_gives_up_after_its_time() -> None:
     activity = Activity()
     await asyncio.wait_for(activity.next_change(0.01, user="ana"), 1)
     assert activity.moved("ana") == 0
+
+
+def _status(user: str) -> StatusUpdate:
+    return StatusUpdate(at=NOW, user=user, wamid="wamid.out", status="delivered", delivery="d2")
+
+
+def _delivery(user: str, *items: str) -> DeliveryAttempt:
+    return DeliveryAttempt(at=NOW, user=user, delivery="d1", items=items, status_code=200)
+
+
+async def test_statuses_of_earlier_sends_neither_move_nor_wake_a_users_conversation() -> None:
+    activity = Activity()
+    ana = asyncio.create_task(activity.next_change(5, user="ana"))
+    anyone = asyncio.create_task(activity.next_change(5))
+    await asyncio.sleep(0)
+    activity.note(_delivery("ana", "wamid.out:sent", "wamid.out:delivered"))
+    activity.note(_status("ana"))
+    await asyncio.wait_for(anyone, 1)  # a reader of the whole log still hears of them
+    await asyncio.sleep(0.05)
+    assert not ana.done(), "a status woke a call waiting for Ana's turn"
+    assert activity.moved("ana") == 0
+    # Her own message put to the agent, batched with a status: that moves it.
+    activity.note(_delivery("ana", "wamid.out:read", "wamid.in"))
+    await asyncio.wait_for(ana, 1)
+    assert activity.moved("ana") > 0
+    assert activity.count == 3

@@ -1,0 +1,73 @@
+"""A server behind the model endpoint and the OTLP receiver: who answers which request."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
+from starlette.types import Message
+
+from harness.endpoints import Endpoints
+from harness.record_mode import RecordMode
+from harness.recording import Recording
+from harness.trace import Event
+
+
+async def _server(request: Request) -> Response:
+    return PlainTextResponse(f"server: {request.method} {request.url.path}")
+
+
+SERVER = Starlette(routes=[Route("/{path:path}", _server, methods=["GET", "POST", "DELETE"])])
+
+
+def _endpoints() -> Endpoints:
+    events: list[Event] = []
+    recording = Recording(mode=RecordMode.REPLAY, llm_records=[])
+    return Endpoints.for_recording(recording, events.append)
+
+
+async def _ask(app: Any, method: str, path: str) -> httpx.Response:
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://serve") as client:
+        return await client.request(method, path, content=b"{}")
+
+
+async def test_the_endpoints_answer_their_posts_and_the_server_everything_else() -> None:
+    endpoints = _endpoints()
+    app = endpoints.around(SERVER)
+    try:
+        for path in ("/v1/messages", "/v1/chat/completions", "/v1/traces"):
+            answer = await _ask(app, "POST", path)
+            assert not answer.text.startswith("server:"), f"POST {path} reached the server"
+            # Another method on the same path is the server's, as the router would have it.
+            assert (await _ask(app, "GET", path)).text == f"server: GET {path}"
+        for method, path in [
+            ("POST", "/v25.0/100200300400500/messages"),
+            ("GET", "/_harness/clock"),
+            ("POST", "/v1/messages/"),
+            ("DELETE", "/v25.0/4469980719646669"),
+        ]:
+            assert (await _ask(app, method, path)).text == f"server: {method} {path}"
+    finally:
+        await endpoints.aclose()
+
+
+async def test_the_servers_lifespan_is_answered() -> None:
+    endpoints = _endpoints()
+    app = endpoints.around(SERVER)
+    sent: list[Message] = []
+    incoming = iter([{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}])
+
+    async def receive() -> Message:
+        return next(incoming)
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    await app({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, receive, send)
+    await endpoints.aclose()
+    assert [m["type"] for m in sent] == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
