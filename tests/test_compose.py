@@ -59,6 +59,7 @@ def test_the_topology_has_its_services_and_the_agent_two_replicas() -> None:
     services = _services()
     assert set(services) == {"redis", "meta", "agent", "worker", "suite"}
     assert services["agent"]["deploy"]["replicas"] == 2
+    assert services["worker"]["deploy"]["replicas"] == 2
     assert services["agent"]["command"][:2] == ["uvicorn", "agents.booking:app"]
     assert services["meta"]["command"][:2] == ["harness", "serve"]
     assert services["worker"]["command"][:2] == ["harness", "worker"]
@@ -81,7 +82,7 @@ def test_every_service_waits_for_what_it_uses_to_be_healthy() -> None:
     assert depends["worker"] == {"redis": {"condition": "service_healthy"}}
     assert depends["suite"]["redis"] == {"condition": "service_healthy"}
     assert depends["suite"]["worker"] == {"condition": "service_started"}
-    assert depends["meta"] == {}
+    assert depends["meta"] == {"redis": {"condition": "service_healthy"}}
 
 
 def test_the_agent_and_the_simulator_are_wired_to_each_other_and_to_redis() -> None:
@@ -105,11 +106,23 @@ def test_the_agent_and_the_simulator_are_wired_to_each_other_and_to_redis() -> N
     assert env["HARNESS_RECORD_MODE"] == "record"
     assert env["HARNESS_RECORDING_URL"].startswith("redis://redis:6379/")
     assert env["HARNESS_FIXTURE_ID"]
-    # The suite queues its scenarios where the worker takes them.
-    broker = _option(services["worker"]["command"], "--broker")
-    assert _option(services["suite"]["command"], "--distributed") == broker
+    # The suite queues its scenarios where the workers take them, and plays them against
+    # the replicas' webhook.
+    suite = services["suite"]["command"]
+    worker = services["worker"]["command"]
+    broker = _option(worker, "--broker")
+    assert _option(suite, "--distributed") == broker
     assert broker.startswith("redis://redis:6379/")
     assert broker != env["BOOKING_REDIS_URL"]  # the queue keeps off the agents' database
+    assert _option(suite, "--target-url") == f"http://agent:{PORTS['agent']}/webhook"
+    # The replicas report their calls to the suite's store, where the workers also write
+    # which users they play, and where the simulator the replicas send to looks them up.
+    store = _option(suite, "--redis")
+    assert env["HARNESS_STORE_URL"] == store == _option(meta, "--routes")
+    assert store not in (broker, env["BOOKING_REDIS_URL"])
+    # Each worker serves its Graph API on every interface, advertised under its own name.
+    assert _option(worker, "--graph-host") == "0.0.0.0"
+    assert "--graph-advertise" not in " ".join(worker)
 
 
 def test_docker_compose_validates_the_file() -> None:
@@ -163,6 +176,8 @@ class _Loopback:
     def command(self, name: str, service: dict[str, Any]) -> list[str]:
         own = PORTS.get(name)
         words = [self.word(str(w), own) for w in service["command"]]
+        # Each worker's Graph API on a free port of its own, as each container has its own.
+        words = [re.sub(r"^--graph-port=\d+$", "--graph-port=0", w) for w in words]
         if words[0] == "harness":
             return [sys.executable, "-m", "harness", *words[1:]]
         if words[0] == "uvicorn":  # replicas share their port, as behind a service name
