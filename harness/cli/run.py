@@ -295,11 +295,11 @@ def run_command(
         if value is not None
     }
     if graph_advertise is not None and not graph_advertise.startswith(("http://", "https://")):
-        raise click.BadParameter("expected an http:// URL", param_hint="--graph-advertise")
+        raise ConfigError(f"--graph-advertise {graph_advertise!r}: expected an http:// URL")
     if graph_advertise is not None and (target_url is None or redis_url is None):
-        raise click.BadParameter(
-            "it needs --target-url and --redis (the store other Graph APIs read)",
-            param_hint="--graph-advertise",
+        raise ConfigError(
+            "--graph-advertise needs --target-url and --redis (the store the other Graph APIs "
+            "read who plays which user from)"
         )
     if target_url is not None:
         channel_options["graph_url"] = f"http://{graph_host}:{graph_port}"

@@ -83,7 +83,7 @@ def worker_command(
     if beat < 1:
         raise click.BadParameter("it must be at least 1s", param_hint="--heartbeat")
     if graph_advertise is not None and not graph_advertise.startswith(("http://", "https://")):
-        raise click.BadParameter("expected an http:// URL", param_hint="--graph-advertise")
+        raise ConfigError(f"--graph-advertise {graph_advertise!r}: expected an http:// URL")
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(
             run_worker(
