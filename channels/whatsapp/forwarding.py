@@ -5,7 +5,8 @@ stand in for one Meta the same way: a run against an agent at a URL (a local
 ``harness run --target-url``, or each ``harness worker`` of a distributed
 run) plays its scenarios' users with a Graph API of its own, and writes in
 the run's store, for each user (wa_id and BSUID) and each message id its
-users sent, the address that Graph API is reached at (:class:`RouteBook`).
+users sent, the address that Graph API is reached at (:class:`RouteBook`); so are the
+media its users send, whose ``GET /{media-id}`` the agent makes next.
 An agent has one Graph API base URL; whichever of them it points at, be it
 ``harness serve`` or another run's, a send it does not play itself but that
 names a registered user (``to``, ``recipient``) or message (the
@@ -20,10 +21,13 @@ after; until then a send for them gets Meta's answer for a temporary failure
 (131016, HTTP 503) rather than a hang. A forwarded request carries
 :data:`FORWARDED_HEADER` and is never passed on again.
 
-Media: an upload names no recipient, so it is stored where it lands; a
-media message that names an uploaded id is forwarded to its recipient's
-Graph API, which knows only its own uploads. Agents that send media by id
-should point at the run's own Graph API (or send by ``link``).
+Media: what a user sends is registered by id, so the agent's ``GET
+/{media-id}`` reaches the Graph API that holds it (the download URL it gets
+back is that Graph API's own address). An upload by the agent names no
+recipient, so it is stored where it lands; a media message that names an
+uploaded id is forwarded to its recipient's Graph API, which knows only its
+own uploads. Agents that send uploaded media by id should point at the
+run's own Graph API (or send by ``link``).
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
+import re
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -68,6 +73,7 @@ _ANSWER: Final = 30.0
 _HOP: Final = frozenset({"host", "content-length", "connection", "transfer-encoding"})
 
 Message = MutableMapping[str, Any]
+_MEDIA_PATH: Final = re.compile(r"/v\d+\.\d+/(\d+)/?")
 # Trace ids of the errors answered here: new in every process, as Meta's are.
 _RNG = id_source()
 
@@ -105,6 +111,7 @@ class RouteBook:
         self.url = url.rstrip("/") if url else None
         self._users: set[str] = set()
         self._wamids: set[str] = set()
+        self._media: set[str] = set()
         self._renewer: asyncio.Task[None] | None = None
         self._pending: set[asyncio.Task[None]] = set()
 
@@ -120,21 +127,29 @@ class RouteBook:
 
     def claim_wamid(self, wamid: str) -> None:
         """A message one of this side's users sent: read receipts for it come here."""
-        if self.url is None:
-            return
-        self._wamids.add(wamid)
-        task = asyncio.get_running_loop().create_task(self._put("wamid", wamid))
-        self._pending.add(task)
-        task.add_done_callback(self._pending.discard)
+        self._claim("wamid", wamid, self._wamids)
 
-    async def owner(self, data: Mapping[str, Any]) -> str | None:
-        """The Graph API (another than this one) that plays what ``data`` names, if any."""
-        for kind, value in recipients(data):
+    def claim_media(self, media_id: str) -> None:
+        """Media one of this side's users sent: the agent's ``GET /{media-id}`` comes here."""
+        self._claim("media", media_id, self._media)
+
+    async def owner(self, named: Iterable[tuple[str, str]]) -> str | None:
+        """The Graph API (another than this one) that plays what a request names, if any."""
+        for kind, value in named:
             raw = await self.store.get(route_key(kind, value))
             if raw is not None:
                 url = raw.decode()
                 return None if url == self.url else url
         return None
+
+    def _claim(self, kind: str, value: str, kept: set[str]) -> None:
+        if self.url is None:
+            return
+        kept.add(value)
+        # Written in the background: the id is claimed before the webhook naming it goes out.
+        task = asyncio.get_running_loop().create_task(self._put(kind, value))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
 
     async def release(self) -> None:
         """This side stops: its users and messages belong to nobody any more."""
@@ -145,10 +160,9 @@ class RouteBook:
             self._renewer = None
         if self._pending:
             await asyncio.wait(self._pending, timeout=_CONNECT)
-        keys = [route_key("user", u) for u in self._users]
-        keys += [route_key("wamid", w) for w in self._wamids]
-        self._users.clear()
-        self._wamids.clear()
+        keys = [route_key(kind, value) for kind, values in self._kinds() for value in values]
+        for _, values in self._kinds():
+            values.clear()
         for key in keys:
             await self.store.delete(key)
 
@@ -159,16 +173,20 @@ class RouteBook:
     async def _renew(self) -> None:
         while True:
             await asyncio.sleep(_RENEW)
-            for kind, values in (("user", self._users), ("wamid", self._wamids)):
+            for kind, values in self._kinds():
                 for value in list(values):
                     await self._put(kind, value)
+
+    def _kinds(self) -> tuple[tuple[str, set[str]], ...]:
+        return (("user", self._users), ("wamid", self._wamids), ("media", self._media))
 
 
 class Forwarder:
     """ASGI: a send that belongs to another Graph API of the book goes there; see the module.
 
-    ``plays(data)`` tells whether the wrapped app plays the send itself (it
-    is then never looked up).
+    ``plays(named)`` tells whether the wrapped app plays what a request names
+    itself (``(kind, value)`` pairs, see :func:`named_by`): it is then never
+    looked up.
     """
 
     def __init__(
@@ -176,7 +194,7 @@ class Forwarder:
         app: ASGIApp,
         book: RouteBook,
         *,
-        plays: Callable[[Mapping[str, Any]], bool] = lambda data: False,
+        plays: Callable[[Sequence[tuple[str, str]]], bool] = lambda named: False,
     ) -> None:
         self.app = app
         self.book = book
@@ -184,11 +202,12 @@ class Forwarder:
         self._session: aiohttp.ClientSession | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if not _is_send(scope):
+        media = _media_id(scope)
+        if not _is_send(scope) and media is None:
             await self.app(scope, receive, send)
             return
         body = await read_body(receive)
-        owner = await self._owner(scope, body)
+        owner = await self._owner(scope, [("media", media)] if media else _named_in(body))
         if owner is None:
             await self.app(scope, replaying(body), send)
             return
@@ -200,17 +219,11 @@ class Forwarder:
             session, self._session = self._session, None
             await session.close()
 
-    async def _owner(self, scope: Scope, body: bytes) -> str | None:
+    async def _owner(self, scope: Scope, named: Sequence[tuple[str, str]]) -> str | None:
         headers = {k.decode("latin-1").lower() for k, _ in scope.get("headers", [])}
-        if FORWARDED_HEADER.lower() in headers:
+        if FORWARDED_HEADER.lower() in headers or not named or self.plays(named):
             return None
-        try:
-            data = json.loads(body)
-        except ValueError:
-            return None
-        if not isinstance(data, dict) or self.plays(data):
-            return None
-        return await self.book.owner(data)
+        return await self.book.owner(named)
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
@@ -272,6 +285,22 @@ async def _unavailable(send: Send, owner: str, exc: BaseException) -> None:
         }
     )
     await send({"type": "http.response.body", "body": payload})
+
+
+def _named_in(body: bytes) -> list[tuple[str, str]]:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return []
+    return recipients(data) if isinstance(data, dict) else []
+
+
+def _media_id(scope: Scope) -> str | None:
+    """The media id of ``GET`` or ``DELETE /{version}/{media-id}``, if that is the request."""
+    if scope["type"] != "http" or scope["method"] not in ("GET", "DELETE"):
+        return None
+    found = _MEDIA_PATH.fullmatch(scope["path"])
+    return found.group(1) if found else None
 
 
 def _is_send(scope: Scope) -> bool:

@@ -23,7 +23,7 @@ how the scenario is found).
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -104,7 +104,7 @@ class GraphRouter:
         self.config = config
         self.clock: Clock = SystemClock()
         #: The media every scenario of the run uploads to and downloads from.
-        self.media = MediaStore(self.clock, public_url=config.public_url, rng=id_source())
+        self.media = _OwnMedia(self.clock, public_url=config.public_url, rng=id_source())
         self._shared_app = create_graph_app(
             access_tokens={config.access_token},
             phone_numbers={config.phone_number_id: config.display_phone_number},
@@ -131,10 +131,9 @@ class GraphRouter:
         self._forwarder: Forwarder | None = None
         self._app: ASGIApp = self._dispatch
         if routes is not None:
-            self._forwarder = Forwarder(
-                self._dispatch, routes, plays=lambda data: self._owner_in(data) is not None
-            )
+            self._forwarder = Forwarder(self._dispatch, routes, plays=self._plays)
             self._app = self._forwarder
+            self.media.on_add = routes.claim_media
 
     @property
     def url(self) -> str:
@@ -283,14 +282,21 @@ class GraphRouter:
             data = json.loads(body)
         except ValueError:
             return None
-        return self._owner_in(data) if isinstance(data, dict) else None
+        return self._owner_in(recipients(data)) if isinstance(data, dict) else None
 
-    def _owner_in(self, data: Mapping[str, Any]) -> Owner | None:
-        for kind, value in recipients(data):
+    def _owner_in(self, named: Sequence[tuple[str, str]]) -> Owner | None:
+        for kind, value in named:
             found = (self._by_user if kind == "user" else self._by_wamid).get(value)
             if found is not None:
                 return found
         return None
+
+    def _plays(self, named: Sequence[tuple[str, str]]) -> bool:
+        """Whether this router answers for what a request names itself (else: the book)."""
+        media = [value for kind, value in named if kind == "media"]
+        if media:
+            return all(self.media.exists(m) for m in media)
+        return self._owner_in(named) is not None
 
     async def _answer_late(self, owner: Owner, body: bytes, send: Send) -> None:
         data: Any = json.loads(body)
@@ -327,6 +333,19 @@ class GraphRouter:
             }
         )
         await send({"type": "http.response.body", "body": payload})
+
+
+class _OwnMedia(MediaStore):
+    """The router's media store, telling the book of each file a user sends."""
+
+    on_add: Callable[[str], None] | None = None
+
+    def add(self, data: bytes, mime_type: str, **kwargs: Any) -> str:
+        """Store a user's file (see :meth:`MediaStore.add`); the book hears of its id."""
+        media_id = super().add(data, mime_type, **kwargs)
+        if self.on_add is not None:
+            self.on_add(media_id)
+        return media_id
 
 
 @asynccontextmanager

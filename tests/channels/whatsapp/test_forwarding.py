@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -136,6 +137,30 @@ async def test_a_read_receipt_follows_the_message_it_marks(
     assert await store.get(route_key("wamid", "wamid.FROMANA")) is None  # released
 
 
+async def test_a_users_media_is_fetched_from_the_graph_api_that_holds_it(
+    owner: tuple[str, list[dict[str, Any]]],
+) -> None:
+    url, seen = owner
+    store = MemoryStore()
+    book = RouteBook(store, url)
+    book.claim_media("1234567890123456")
+    await asyncio.sleep(0.05)  # the claim is written in the background
+    local: list[dict[str, Any]] = []
+    forwarder = Forwarder(_app(local, {"local": True}), RouteBook(store))
+    transport = httpx.ASGITransport(app=forwarder)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://graph.test") as client:
+            held = await client.get("/v25.0/1234567890123456", headers={"Authorization": "x"})
+            other = await client.get("/v25.0/6543210987654321")
+    finally:
+        await forwarder.aclose()
+        await book.release()
+    assert held.json() == {"messaging_product": "whatsapp", "messages": [{"id": "wamid.OWNER"}]}
+    assert [(r["method"], r["path"]) for r in seen] == [("GET", "/v25.0/1234567890123456")]
+    assert other.json() == {"local": True}
+    assert len(local) == 1
+
+
 async def test_a_send_for_nobody_is_answered_where_it_landed(
     owner: tuple[str, list[dict[str, Any]]],
 ) -> None:
@@ -149,7 +174,7 @@ async def test_a_send_for_nobody_is_answered_where_it_landed(
         # A request another Graph API passed on is answered here, never passed on again.
         passed = await _post(forwarder, {"to": "15550001111"}, **{FORWARDED_HEADER: "1"})
         # What the wrapped app plays itself is never looked up.
-        mine = Forwarder(_app(local, {"local": True}), RouteBook(store), plays=lambda d: True)
+        mine = Forwarder(_app(local, {"local": True}), RouteBook(store), plays=lambda named: True)
         played = await _post(mine, {"to": "15550001111"})
     finally:
         await forwarder.aclose()
@@ -232,3 +257,37 @@ async def test_an_agent_that_sends_to_the_wrong_graph_api_still_answers_each_sce
         assert not ours & set(values)
     finally:
         await client.aclose()
+
+
+@pytest.mark.network
+@pytest.mark.redis
+async def test_a_run_reaches_an_agent_whose_graph_api_is_harness_serve(redis_url: str) -> None:
+    """``harness run --graph-advertise`` with the agent on ``harness serve --routes``."""
+    defaults = SimulatorConfig()
+    serve_port, run_port = free_port(), free_port()
+    settings = {
+        "WHATSAPP_APP_SECRET": defaults.app_secret,
+        "WHATSAPP_VERIFY_TOKEN": defaults.verify_token,
+        "WHATSAPP_PHONE_NUMBER_ID": defaults.phone_number_id,
+        "WHATSAPP_ACCESS_TOKEN": defaults.access_token,
+        "WHATSAPP_GRAPH_URL": f"http://127.0.0.1:{serve_port}",
+    }
+    serve = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "harness", "serve", "--port", str(serve_port)),
+        *("--routes", redis_url),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    tag = uuid.uuid4().hex[:6]
+    scenario = parse_scenario(SCENARIO.format(name=f"served-{tag}", wa_id="5511900000003"))
+    try:
+        assert serve.stdout is not None
+        said = [await asyncio.wait_for(serve.stdout.readline(), 30) for _ in range(4)]
+        assert any(b"passing sends" in line for line in said), said
+        async with serve_in_process(inline.create_app(settings)) as agent:
+            run = await Runner(_options(agent, redis_url, run_port)).run([scenario])
+    finally:
+        serve.terminate()
+        await serve.wait()
+    [result] = run.scenarios
+    assert result.status == "passed", (result.error, result.violations)
