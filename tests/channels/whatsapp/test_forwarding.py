@@ -26,7 +26,6 @@ from starlette.routing import Route
 
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.forwarding import FORWARDED_HEADER, Forwarder, RouteBook, route_key
-from harness.results import RunResult
 from harness.store import MemoryStore
 from harness.suites.runner import Runner, RunOptions
 from harness.suites.scenario import parse_scenario
@@ -238,7 +237,7 @@ async def test_an_agent_that_sends_to_the_wrong_graph_api_still_answers_each_sce
     first = parse_scenario(SCENARIO.format(name=f"a-{tag}", wa_id="5511900000001"))
     second = parse_scenario(SCENARIO.format(name=f"b-{tag}", wa_id="5511900000002"))
     async with serve_in_process(inline.create_app(settings)) as agent:
-        runs: list[RunResult] = await asyncio.gather(
+        runs = await asyncio.gather(
             Runner(_options(agent, redis_url, port_a)).run([first]),
             Runner(_options(agent, redis_url, port_b)).run([second]),
         )
