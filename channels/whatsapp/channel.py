@@ -145,7 +145,7 @@ class WhatsAppChannel:
                 )
                 router = self._router
                 self.sim.on_inbound = lambda wamid: router.message_sent(remote.scope, wamid)
-                await router.claim(users)
+                await router.claim(remote.scope, users)
             elif self._serve_graph:
                 url = httpx.URL(self.config.public_url)
                 self._endpoints = Endpoints.for_recording(

@@ -36,7 +36,15 @@ import asyncio
 import contextlib
 import json
 import re
-from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import (
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    Mapping,
+    MutableMapping,
+    Sequence,
+)
 from typing import TYPE_CHECKING, Any, Final
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -66,6 +74,8 @@ ROUTE_TTL: Final = 60.0
 FORWARDED_HEADER: Final = "X-Harness-Forwarded"
 # How often a live run renews its users' entries.
 _RENEW: Final = ROUTE_TTL / 3
+# Seconds the entry of a file a user sent lives (not renewed: the agent fetches it soon).
+_MEDIA_TTL: Final = 3600.0
 # Seconds to reach the owner, and for its whole answer (a send is answered at once).
 _CONNECT: Final = 3.0
 _ANSWER: Final = 30.0
@@ -103,35 +113,50 @@ class RouteBook:
     """Which Graph API plays which user, kept in a store every Graph API of one Meta reads.
 
     ``url`` is where this side's Graph API is reached by the others (None: it
-    only reads the book, as ``harness serve`` does).
+    only reads the book, as ``harness serve`` does). Entries are claimed for
+    a *group* (a scenario): renewed while it plays, let go when it ends.
     """
 
     def __init__(self, store: Store, url: str | None = None) -> None:
         self.store = store
         self.url = url.rstrip("/") if url else None
-        self._users: set[str] = set()
-        self._wamids: set[str] = set()
-        self._media: set[str] = set()
+        self._groups: dict[str, set[tuple[str, str]]] = {}
+        self._ended: dict[str, set[tuple[str, str]]] = {}
         self._renewer: asyncio.Task[None] | None = None
         self._pending: set[asyncio.Task[None]] = set()
 
-    async def claim_users(self, users: Iterable[str]) -> None:
-        """The users this side plays from now on (renewed until :meth:`release`)."""
+    async def claim_users(self, group: str, users: Iterable[str]) -> None:
+        """The users ``group`` plays from now on (renewed until :meth:`let_go`)."""
         if self.url is None:
             return
-        fresh = [u for u in users if u]
-        self._users.update(fresh)
-        await asyncio.gather(*(self._put("user", u) for u in fresh))
+        fresh = [("user", u) for u in users if u]
+        self._groups.setdefault(group, set()).update(fresh)
+        await asyncio.gather(*(self._put(kind, value) for kind, value in fresh))
         if self._renewer is None:
             self._renewer = asyncio.get_running_loop().create_task(self._renew())
 
-    def claim_wamid(self, wamid: str) -> None:
-        """A message one of this side's users sent: read receipts for it come here."""
-        self._claim("wamid", wamid, self._wamids)
+    def claim_wamid(self, group: str, wamid: str) -> None:
+        """A message a user of ``group`` sent: read receipts for it come here."""
+        if self.url is None:
+            return
+        self._groups.setdefault(group, set()).add(("wamid", wamid))
+        self._later(self._put("wamid", wamid))
 
     def claim_media(self, media_id: str) -> None:
-        """Media one of this side's users sent: the agent's ``GET /{media-id}`` comes here."""
-        self._claim("media", media_id, self._media)
+        """Media a user sent: the agent's ``GET /{media-id}`` comes here, for an hour."""
+        if self.url is not None:
+            self._later(self._put("media", media_id, _MEDIA_TTL))
+
+    def let_go(self, group: str) -> None:
+        """``group`` has ended: its entries are no longer renewed, and soon expire."""
+        ended = self._groups.pop(group, None)
+        if ended is not None:
+            self._ended[group] = ended
+
+    def drop(self, group: str) -> None:
+        """Forget ``group`` altogether (its entries expire on their own)."""
+        self._groups.pop(group, None)
+        self._ended.pop(group, None)
 
     async def owner(self, named: Iterable[tuple[str, str]]) -> str | None:
         """The Graph API (another than this one) that plays what a request names, if any."""
@@ -142,17 +167,8 @@ class RouteBook:
                 return None if url == self.url else url
         return None
 
-    def _claim(self, kind: str, value: str, kept: set[str]) -> None:
-        if self.url is None:
-            return
-        kept.add(value)
-        # Written in the background: the id is claimed before the webhook naming it goes out.
-        task = asyncio.get_running_loop().create_task(self._put(kind, value))
-        self._pending.add(task)
-        task.add_done_callback(self._pending.discard)
-
     async def release(self) -> None:
-        """This side stops: its users and messages belong to nobody any more."""
+        """This side stops: what it still plays belongs to nobody any more."""
         if self._renewer is not None:
             self._renewer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -160,25 +176,28 @@ class RouteBook:
             self._renewer = None
         if self._pending:
             await asyncio.wait(self._pending, timeout=_CONNECT)
-        keys = [route_key(kind, value) for kind, values in self._kinds() for value in values]
-        for _, values in self._kinds():
-            values.clear()
-        for key in keys:
-            await self.store.delete(key)
+        held = {e for groups in (self._groups, self._ended) for g in groups.values() for e in g}
+        self._groups.clear()
+        self._ended.clear()
+        for kind, value in held:
+            await self.store.delete(route_key(kind, value))
 
-    async def _put(self, kind: str, value: str) -> None:
+    def _later(self, write: Coroutine[Any, Any, None]) -> None:
+        # Written in the background: the id is claimed before the webhook naming it goes out.
+        task = asyncio.get_running_loop().create_task(write)
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def _put(self, kind: str, value: str, ttl: float = ROUTE_TTL) -> None:
         assert self.url is not None
-        await self.store.set(route_key(kind, value), self.url, ttl=ROUTE_TTL)
+        await self.store.set(route_key(kind, value), self.url, ttl=ttl)
 
     async def _renew(self) -> None:
         while True:
             await asyncio.sleep(_RENEW)
-            for kind, values in self._kinds():
-                for value in list(values):
-                    await self._put(kind, value)
-
-    def _kinds(self) -> tuple[tuple[str, set[str]], ...]:
-        return (("user", self._users), ("wamid", self._wamids), ("media", self._media))
+            held = {entry for entries in list(self._groups.values()) for entry in entries}
+            for kind, value in held:
+                await self._put(kind, value)
 
 
 class Forwarder:

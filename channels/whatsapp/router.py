@@ -155,10 +155,24 @@ class GraphRouter:
             if self._forwarder is not None:
                 await self._forwarder.aclose()
 
-    async def claim(self, users: Sequence[str]) -> None:
-        """Write ``users`` in the book: sends for them that reach another Graph API come here."""
+    async def claim(self, namespace: str, users: Sequence[str]) -> None:
+        """Write scenario ``namespace``'s ``users`` in the book: their sends come here."""
         if self.routes is not None:
-            await self.routes.claim_users(users)
+            await self.routes.claim_users(namespace, users)
+
+    def forget(self, namespace: str) -> None:
+        """Drop an ended scenario altogether (a long-lived router keeps none it won't use).
+
+        What still comes for its users is answered as for a stranger's number.
+        """
+        owner = self._owners.pop(namespace, None)
+        if owner is None:
+            return
+        for index in (self._by_user, self._by_wamid):
+            for key in [k for k, o in index.items() if o is owner]:
+                del index[key]
+        if self.routes is not None:
+            self.routes.drop(namespace)
 
     def attach(
         self,
@@ -194,13 +208,15 @@ class GraphRouter:
         if owner is not None:
             self._by_wamid[wamid] = owner
             if self.routes is not None:
-                self.routes.claim_wamid(wamid)
+                self.routes.claim_wamid(namespace, wamid)
 
     def detach(self, namespace: str) -> None:
         """The scenario ended: what comes for it from now on is late."""
         owner = self._owners.get(namespace)
         if owner is not None:
             owner.active = False
+        if self.routes is not None:
+            self.routes.let_go(namespace)  # its entries expire soon after
 
     def late(self, namespace: str) -> list[Event]:
         """The sends that came for scenario ``namespace`` after it ended."""

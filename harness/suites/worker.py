@@ -215,14 +215,19 @@ async def _play_here(job: ScenarioJob, me: str, host: _GraphHost, attempt: int) 
         scenario = job.scenario()
     except HarnessError as exc:
         return _unplayable(job, me, exc)
+    namespace = f"{job.key}:{attempt}"
     async with host.serving(options) as (runner, shared):
         store = open_store(options.store_url)
         try:
             return await runner.run_scenario(
-                scenario, store=store, namespace=f"{job.key}:{attempt}", shared=shared
+                scenario, store=store, namespace=namespace, shared=shared
             )
         finally:
             await store.close()
+            if shared is not None:
+                # Late sends are answered for a quiet window, then the scenario is let go:
+                # a worker's Graph API lives on, and keeps no ended scenario for good.
+                asyncio.get_running_loop().call_later(options.quiet, shared.forget, namespace)
 
 
 def _unplayable(job: ScenarioJob, me: str, exc: HarnessError) -> ScenarioResult:

@@ -92,7 +92,7 @@ async def test_a_send_for_a_registered_user_is_passed_on_byte_for_byte(
 ) -> None:
     url, seen = owner
     store = MemoryStore()
-    await RouteBook(store, url).claim_users(["15550001111"])
+    await RouteBook(store, url).claim_users("s1", ["15550001111"])
     local: list[dict[str, Any]] = []
     forwarder = Forwarder(_app(local, {"local": True}), RouteBook(store))
     raw = b'{"messaging_product":"whatsapp","to":"+1 555 000 1111",' + b'"text":{"body":"hi"}}'
@@ -119,8 +119,8 @@ async def test_a_read_receipt_follows_the_message_it_marks(
     url, seen = owner
     store = MemoryStore()
     book = RouteBook(store, url)
-    await book.claim_users(["15550001111"])
-    book.claim_wamid("wamid.FROMANA")
+    await book.claim_users("s1", ["15550001111"])
+    book.claim_wamid("s1", "wamid.FROMANA")
     await asyncio.sleep(0.05)  # the claim is written in the background
     forwarder = Forwarder(_app([], {"local": True}), RouteBook(store))
     try:
@@ -134,6 +134,21 @@ async def test_a_read_receipt_follows_the_message_it_marks(
     assert got.status_code == 200
     assert len(seen) == 1
     assert await store.get(route_key("wamid", "wamid.FROMANA")) is None  # released
+
+
+async def test_a_scenario_that_ended_stops_being_renewed_and_is_removed_at_the_end() -> None:
+    store = MemoryStore()
+    book = RouteBook(store, "http://127.0.0.1:1")
+    await book.claim_users("ended", ["15550001111"])
+    await book.claim_users("dropped", ["15550002222"])
+    await book.claim_users("playing", ["15550003333"])
+    book.let_go("ended")
+    book.drop("dropped")
+    keys = [route_key("user", u) for u in ("15550001111", "15550002222", "15550003333")]
+    assert all([await store.get(k) for k in keys])
+    await book.release()
+    # What ended is removed with what still played; what was dropped expires on its own.
+    assert [await store.get(k) is not None for k in keys] == [False, True, False]
 
 
 async def test_a_users_media_is_fetched_from_the_graph_api_that_holds_it(
@@ -165,7 +180,7 @@ async def test_a_send_for_nobody_is_answered_where_it_landed(
 ) -> None:
     url, seen = owner
     store = MemoryStore()
-    await RouteBook(store, url).claim_users(["15550001111"])
+    await RouteBook(store, url).claim_users("s1", ["15550001111"])
     local: list[dict[str, Any]] = []
     forwarder = Forwarder(_app(local, {"local": True}), RouteBook(store))
     try:
@@ -185,7 +200,7 @@ async def test_a_send_for_nobody_is_answered_where_it_landed(
 async def test_a_dead_owner_gives_the_agent_a_temporary_failure_not_a_hang() -> None:
     store = MemoryStore()
     dead = f"http://127.0.0.1:{free_port()}"  # registered, but nothing listens there
-    await RouteBook(store, dead).claim_users(["15550001111"])
+    await RouteBook(store, dead).claim_users("s1", ["15550001111"])
     forwarder = Forwarder(_app([], {"local": True}), RouteBook(store))
     try:
         got = await _post(forwarder, {"to": "15550001111", "type": "text"})
