@@ -5,8 +5,9 @@ stand in for one Meta the same way: a run against an agent at a URL (a local
 ``harness run --target-url``, or each ``harness worker`` of a distributed
 run) plays its scenarios' users with a Graph API of its own, and writes in
 the run's store, for each user (wa_id and BSUID) and each message id its
-users sent, the address that Graph API is reached at (:class:`RouteBook`); so are the
-media its users send, whose ``GET /{media-id}`` the agent makes next.
+users sent, the address that Graph API is reached at (:class:`RouteBook`);
+so it does for the media its users send, whose ``GET /{media-id}`` the
+agent makes next.
 An agent has one Graph API base URL; whichever of them it points at, be it
 ``harness serve`` or another run's, a send it does not play itself but that
 names a registered user (``to``, ``recipient``) or message (the
@@ -204,7 +205,7 @@ class Forwarder:
     """ASGI: a send that belongs to another Graph API of the book goes there; see the module.
 
     ``plays(named)`` tells whether the wrapped app plays what a request names
-    itself (``(kind, value)`` pairs, see :func:`named_by`): it is then never
+    itself (``(kind, value)`` pairs, see :func:`recipients`): it is then never
     looked up.
     """
 
@@ -252,6 +253,8 @@ class Forwarder:
                 connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=2.0),
                 timeout=aiohttp.ClientTimeout(total=_ANSWER, connect=_CONNECT),
                 auto_decompress=False,
+                # The agent's own headers only: none of the client's defaults added.
+                skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),
             )
         return self._session
 
