@@ -59,6 +59,7 @@ def test_the_topology_has_its_services_and_the_agent_two_replicas() -> None:
     services = _services()
     assert set(services) == {"redis", "meta", "agent", "worker", "suite"}
     assert services["agent"]["deploy"]["replicas"] == 2
+    assert services["worker"]["deploy"]["replicas"] == 2
     assert services["agent"]["command"][:2] == ["uvicorn", "agents.booking:app"]
     assert services["meta"]["command"][:2] == ["harness", "serve"]
     assert services["worker"]["command"][:2] == ["harness", "worker"]
@@ -81,7 +82,7 @@ def test_every_service_waits_for_what_it_uses_to_be_healthy() -> None:
     assert depends["worker"] == {"redis": {"condition": "service_healthy"}}
     assert depends["suite"]["redis"] == {"condition": "service_healthy"}
     assert depends["suite"]["worker"] == {"condition": "service_started"}
-    assert depends["meta"] == {}
+    assert depends["meta"] == {"redis": {"condition": "service_healthy"}}
 
 
 def test_the_agent_and_the_simulator_are_wired_to_each_other_and_to_redis() -> None:
@@ -105,11 +106,23 @@ def test_the_agent_and_the_simulator_are_wired_to_each_other_and_to_redis() -> N
     assert env["HARNESS_RECORD_MODE"] == "record"
     assert env["HARNESS_RECORDING_URL"].startswith("redis://redis:6379/")
     assert env["HARNESS_FIXTURE_ID"]
-    # The suite queues its scenarios where the worker takes them.
-    broker = _option(services["worker"]["command"], "--broker")
-    assert _option(services["suite"]["command"], "--distributed") == broker
+    # The suite queues its scenarios where the workers take them, and plays them against
+    # the replicas' webhook.
+    suite = services["suite"]["command"]
+    worker = services["worker"]["command"]
+    broker = _option(worker, "--broker")
+    assert _option(suite, "--distributed") == broker
     assert broker.startswith("redis://redis:6379/")
     assert broker != env["BOOKING_REDIS_URL"]  # the queue keeps off the agents' database
+    assert _option(suite, "--target-url") == f"http://agent:{PORTS['agent']}/webhook"
+    # The replicas report their calls to the suite's store, where the workers also write
+    # which users they play, and where the simulator the replicas send to looks them up.
+    store = _option(suite, "--redis")
+    assert env["HARNESS_STORE_URL"] == store == _option(meta, "--routes")
+    assert store not in (broker, env["BOOKING_REDIS_URL"])
+    # Each worker serves its Graph API on every interface, advertised under its own name.
+    assert _option(worker, "--graph-host") == "0.0.0.0"
+    assert "--graph-advertise" not in " ".join(worker)
 
 
 def test_docker_compose_validates_the_file() -> None:
@@ -163,6 +176,8 @@ class _Loopback:
     def command(self, name: str, service: dict[str, Any]) -> list[str]:
         own = PORTS.get(name)
         words = [self.word(str(w), own) for w in service["command"]]
+        # Each worker's Graph API on a free port of its own, as each container has its own.
+        words = [re.sub(r"^--graph-port=\d+$", "--graph-port=0", w) for w in words]
         if words[0] == "harness":
             return [sys.executable, "-m", "harness", *words[1:]]
         if words[0] == "uvicorn":  # replicas share their port, as behind a service name
@@ -211,13 +226,61 @@ async def _healthy(command: list[str], name: str) -> None:
     raise AssertionError(f"{name} never passed its healthcheck")
 
 
+def _verdicts(report: Path) -> dict[str, tuple[str, list[str]]]:
+    """Each scenario's status and the rules it broke, by name (each name once)."""
+    scenarios = json.loads(report.read_text())["scenarios"]
+    verdicts = {
+        s["name"]: (s["status"], sorted({v["rule"] for v in s["violations"]})) for s in scenarios
+    }
+    assert len(verdicts) == len(scenarios)
+    return verdicts
+
+
+# Faults drawn at random per webhook: which message they hit follows the order the webhooks
+# go out in, and against an agent on real time its statuses interleave with the messages
+# differently than in-process, so the same seed may hit another message.
+_DRAWN = ("duplicate", "reorder", "fragment", "answer_lost")
+
+
+def _drawn_at_random() -> set[str]:
+    """The bundled scenarios whose faults are drawn at random (see :data:`_DRAWN`)."""
+    from channels.whatsapp.faults import FaultProfile
+    from harness.suites.scenario import load_scenarios
+
+    names = set()
+    for scenario in load_scenarios([ROOT / "scenarios"]):
+        if scenario.faults is not None:
+            profile = FaultProfile.parse(scenario.faults).model_dump()
+            if any(0 < profile[field] < 1 for field in _DRAWN):
+                names.add(scenario.name)
+    return names
+
+
+async def _in_process(tmp_path: Path, regression: str | None) -> dict[str, tuple[str, list[str]]]:
+    """The verdicts of the bundled suite run here, on the agent built in-process."""
+    setting = ["--agent-setting", f"BOOKING_REGRESSIONS={regression}"] if regression else []
+    process = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "harness", "run", *setting, "-q"),
+        *("--report-dir", str(tmp_path / "local")),
+        cwd=ROOT,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    await asyncio.wait_for(process.wait(), 180)
+    return _verdicts(tmp_path / "local" / "report.json")
+
+
 @pytest.mark.redis
 @pytest.mark.network
 @pytest.mark.slow
+@pytest.mark.parametrize("regression", [None, "no_dedupe"])
 async def test_the_topology_runs_as_processes_on_loopback(
-    broker: RedisServer, tmp_path: Path
+    broker: RedisServer, tmp_path: Path, regression: str | None
 ) -> None:
     services = _services()
+    if regression is not None:  # planted in the deployed replicas, as a bad release would be
+        agent = services["agent"]
+        agent["environment"] = {**agent["environment"], "BOOKING_REGRESSIONS": regression}
     loopback = _Loopback(
         {"redis": broker.port, "meta": free_port(), "agent": free_port()}, tmp_path / "reports"
     )
@@ -279,8 +342,21 @@ async def test_the_topology_runs_as_processes_on_loopback(
             except TimeoutError:
                 process.kill()
                 await process.wait()
-    assert suite_code == 0, suite_out
-    report = json.loads((tmp_path / "reports" / "report.json").read_text())
-    assert [s["status"] for s in report["scenarios"]] == ["passed"] * 15
+    assert suite_code == (0 if regression is None else 1), suite_out
+    # The suite played at the replicas through the workers judges as it does in-process.
+    verdicts = _verdicts(tmp_path / "reports" / "report.json")
+    assert len(verdicts) == 15
+    local = await _in_process(tmp_path, regression)
+    assert set(verdicts) == set(local)
+    random_faults = _drawn_at_random()
+    assert len(random_faults) <= 1  # the rest of the suite is compared verdict for verdict
+    for name in random_faults:
+        assert verdicts.pop(name)[0] in ("passed", "failed")
+        local.pop(name)
+    assert verdicts == local
+    if regression is None:
+        assert {status for status, _ in verdicts.values()} == {"passed"}
+    else:
+        assert "no_repeated_side_effects" in {r for _, rules in verdicts.values() for r in rules}
     assert replies, "the agent did not answer through the simulator"
     assert replies[0]["to"] == "15551234567"

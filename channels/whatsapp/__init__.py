@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from channels.whatsapp.envelope import *
     from channels.whatsapp.errors import *
     from channels.whatsapp.faults import *
+    from channels.whatsapp.forwarding import *
     from channels.whatsapp.graph import *
     from channels.whatsapp.ids import *
     from channels.whatsapp.inprocess import *
@@ -316,6 +317,15 @@ _OWNERS: dict[str, str] = {
     "TokenBucketLimiter": "channels.whatsapp.limits",
     "UPLOAD_LIFETIME": "channels.whatsapp.media",
     "UPSTREAM_OPTIONS": "channels.whatsapp.router",
+    "ROUTE_OPTIONS": "channels.whatsapp.router",
+    "FORWARDED_HEADER": "channels.whatsapp.forwarding",
+    "ROUTE_TTL": "channels.whatsapp.forwarding",
+    "Forwarder": "channels.whatsapp.forwarding",
+    "RouteBook": "channels.whatsapp.forwarding",
+    "read_body": "channels.whatsapp.forwarding",
+    "recipients": "channels.whatsapp.forwarding",
+    "replaying": "channels.whatsapp.forwarding",
+    "route_key": "channels.whatsapp.forwarding",
     "URL_LIFETIME": "channels.whatsapp.media",
     "Undeliverable": "channels.whatsapp.errors",
     "UnknownInteractive": "channels.whatsapp.messages",

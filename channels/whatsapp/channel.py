@@ -69,10 +69,12 @@ class WhatsAppChannel:
         self._endpoints: Endpoints | None = None
         self._graph_url: str | None = options.pop("graph_url", None)
         self._serve_graph = bool(options.pop("serve_graph", False))
+        advertised = options.pop("graph_advertise", None)
+        options.pop("graph_routes", None)  # the run's router keeps the book
         self._server: BackgroundServer | None = None
         config = SimulatorConfig(**options)
         if self._graph_url:
-            config = config.model_copy(update={"public_url": self._graph_url})
+            config = config.model_copy(update={"public_url": advertised or self._graph_url})
         self.config = config
         faults = self._profile(setup.faults)
         if setup.target_url is not None and faults.clock_skew:
@@ -143,6 +145,7 @@ class WhatsAppChannel:
                 )
                 router = self._router
                 self.sim.on_inbound = lambda wamid: router.message_sent(remote.scope, wamid)
+                await router.claim(remote.scope, users)
             elif self._serve_graph:
                 url = httpx.URL(self.config.public_url)
                 self._endpoints = Endpoints.for_recording(

@@ -29,6 +29,8 @@ from harness.exceptions import ConfigError
 from harness.record_mode import RecordMode
 
 if TYPE_CHECKING:
+    from starlette.types import ASGIApp
+
     from channels.whatsapp.config import SimulatorConfig
     from channels.whatsapp.faults import FaultProfile
     from channels.whatsapp.retention import RetentionPolicy
@@ -49,6 +51,7 @@ class _Run:
     run_id: str
     redis_url: str | None = None
     namespace: str = ""
+    routes_url: str | None = None
 
 
 class _SimulatorDefault(click.Option):
@@ -170,6 +173,14 @@ def simulator_options(command: F) -> F:
     "several serve processes behind one address act as one Meta.",
 )
 @click.option(
+    "--routes",
+    "routes_url",
+    default=None,
+    metavar="URL",
+    help="The store (redis://) of the harness runs whose Graph APIs play users of their own: "
+    "sends for those users are passed on to them (harness run --graph-advertise).",
+)
+@click.option(
     "--redis-namespace",
     default="harness-serve",
     show_default=True,
@@ -189,6 +200,7 @@ def serve_command(
     model_mode: str,
     model_records: Path | None,
     redis_url: str | None,
+    routes_url: str | None,
     redis_namespace: str,
     anthropic_upstream: str,
     openai_upstream: str,
@@ -241,13 +253,14 @@ def serve_command(
     )
     if seed is not None:
         faults = faults.model_copy(update={"seed": seed})
-    run = _Run(seed, run_id or secrets.token_hex(6), redis_url, redis_namespace.strip())
+    run = _Run(seed, run_id or secrets.token_hex(6), redis_url, redis_namespace.strip(), routes_url)
     if redis_url is not None and not run.namespace:
         raise click.BadParameter("the namespace is empty", param_hint="--redis-namespace")
-    if redis_url is not None and urlsplit(redis_url).scheme.lower() not in REDIS_SCHEMES:
-        raise click.BadParameter(
-            "expected a redis://, rediss:// or unix:// URL", param_hint="--redis"
-        )
+    for hint, url in (("--redis", redis_url), ("--routes", routes_url)):
+        if url is not None and urlsplit(url).scheme.lower() not in REDIS_SCHEMES:
+            raise click.BadParameter(
+                "expected a redis://, rediss:// or unix:// URL", param_hint=hint
+            )
     recording, close_records = serve_recording(model_mode, model_records)
     model = _Model(recording, anthropic_upstream, openai_upstream, side_effect_tools)
     try:
@@ -297,10 +310,12 @@ async def _serve(
     retention: RetentionPolicy,
 ) -> None:
     from channels.whatsapp.control import control_app
+    from channels.whatsapp.forwarding import Forwarder, RouteBook
     from channels.whatsapp.ids import id_source
     from channels.whatsapp.server import BackgroundServer
     from channels.whatsapp.simulator import WhatsAppSimulator
     from harness.clock import VirtualClock
+    from harness.store import check_store, open_store
 
     shared = None
     run_id = run.run_id
@@ -329,7 +344,14 @@ async def _serve(
     if webhook_url:
         sim.connect(webhook_url)
     endpoints = model.endpoints(sim)
-    server = BackgroundServer(endpoints.around(control_app(sim, token=token)), host, port)
+    app: ASGIApp = endpoints.around(control_app(sim, token=token))
+    forwarder = None
+    await check_store(run.routes_url)
+    routes = open_store(run.routes_url) if run.routes_url is not None else None
+    if routes is not None:
+        # Sends for the users a harness run plays with a Graph API of its own go to it.
+        app = forwarder = Forwarder(app, RouteBook(routes))
+    server = BackgroundServer(app, host, port)
     await server.start()
     click.echo(
         f"fake Graph API on {server.url}/{config.api_version}/{config.phone_number_id}/messages"
@@ -343,6 +365,8 @@ async def _serve(
     if webhook_url:
         click.echo(f"delivering webhooks to {webhook_url}")
     click.echo(f"event loop: {loop_name(asyncio.get_running_loop())}")
+    if routes is not None:
+        click.echo("passing sends for users of harness runs (--routes) on to their Graph APIs")
     if run.seed is not None:
         click.echo(f"ids seeded with --seed {run.seed} --run-id {run_id}")
     if shared is not None:
@@ -358,6 +382,10 @@ async def _serve(
         with contextlib.suppress(asyncio.CancelledError):
             await pacer
         await server.stop()
+        if forwarder is not None:
+            await forwarder.aclose()
+        if routes is not None:
+            await routes.close()
         await endpoints.aclose()
         await sim.aclose()
         if shared is not None:

@@ -23,14 +23,7 @@ how the scenario is found).
 from __future__ import annotations
 
 import json
-from collections.abc import (
-    AsyncIterator,
-    Awaitable,
-    Callable,
-    Mapping,
-    MutableMapping,
-    Sequence,
-)
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -41,6 +34,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from channels.whatsapp.attribution import latest_quoted, request_text
 from channels.whatsapp.config import SimulatorConfig
+from channels.whatsapp.forwarding import Forwarder, RouteBook, read_body, recipients, replaying
 from channels.whatsapp.graph import AcceptAll, create_graph_app
 from channels.whatsapp.ids import id_source, new_wamid
 from channels.whatsapp.media import MediaStore
@@ -60,16 +54,18 @@ from harness.endpoints import (
 )
 from harness.recording import Recording
 from harness.remote import SCENARIO_HEADER
+from harness.store import open_store
 from harness.tape import RecordMode, Sink
 from harness.trace import Event, InboundMessage, OutboundSend
 
-__all__ = ["UPSTREAM_OPTIONS", "GraphRouter", "Owner", "shared_graph"]
+__all__ = ["ROUTE_OPTIONS", "UPSTREAM_OPTIONS", "GraphRouter", "Owner", "shared_graph"]
 
 #: Channel options naming where recorded model calls go on to (passed to the router).
 UPSTREAM_OPTIONS: Final = ("anthropic_upstream", "openai_upstream")
+#: Channel options of a run whose Graph API plays one Meta with others: the address the
+#: others reach it at, and the store that says who plays which user (see the forwarding module).
+ROUTE_OPTIONS: Final = ("graph_advertise", "graph_routes")
 _ENDPOINT_PATHS: Final = frozenset({ANTHROPIC_PATH, OPENAI_PATH, OTLP_TRACES_PATH})
-
-Message = MutableMapping[str, Any]
 
 
 @dataclass
@@ -101,11 +97,14 @@ class GraphRouter:
         *,
         anthropic_upstream: str = ANTHROPIC_UPSTREAM,
         openai_upstream: str = OPENAI_UPSTREAM,
+        routes: RouteBook | None = None,
     ) -> None:
+        """``routes``: the book of the Graph APIs that play one Meta together (see
+        :mod:`channels.whatsapp.forwarding`); this router's users are written in it."""
         self.config = config
         self.clock: Clock = SystemClock()
         #: The media every scenario of the run uploads to and downloads from.
-        self.media = MediaStore(self.clock, public_url=config.public_url, rng=id_source())
+        self.media = _OwnMedia(self.clock, public_url=config.public_url, rng=id_source())
         self._shared_app = create_graph_app(
             access_tokens={config.access_token},
             phone_numbers={config.phone_number_id: config.display_phone_number},
@@ -128,6 +127,13 @@ class GraphRouter:
         # Model spans of an agent whose calls come through the endpoint would count twice.
         self.otlp = OTLPReceiver(self._span_sink, routed=True, skip_model_spans=self.model.answered)
         self._endpoints = Starlette(routes=[*self.model.routes(), *self.otlp.routes()])
+        self.routes = routes
+        self._forwarder: Forwarder | None = None
+        self._app: ASGIApp = self._dispatch
+        if routes is not None:
+            self._forwarder = Forwarder(self._dispatch, routes, plays=self._plays)
+            self._app = self._forwarder
+            self.media.on_add = routes.claim_media
 
     @property
     def url(self) -> str:
@@ -139,9 +145,34 @@ class GraphRouter:
         await self._server.start()
 
     async def stop(self) -> None:
-        """Stop serving."""
-        await self._server.stop()
-        await self.model.aclose()
+        """Stop serving (and give this router's users back to the book)."""
+        try:
+            await self._server.stop()
+            await self.model.aclose()
+        finally:
+            if self.routes is not None:
+                await self.routes.release()
+            if self._forwarder is not None:
+                await self._forwarder.aclose()
+
+    async def claim(self, namespace: str, users: Sequence[str]) -> None:
+        """Write scenario ``namespace``'s ``users`` in the book: their sends come here."""
+        if self.routes is not None:
+            await self.routes.claim_users(namespace, users)
+
+    def forget(self, namespace: str) -> None:
+        """Drop an ended scenario altogether (a long-lived router keeps none it won't use).
+
+        What still comes for its users is answered as for a stranger's number.
+        """
+        owner = self._owners.pop(namespace, None)
+        if owner is None:
+            return
+        for index in (self._by_user, self._by_wamid):
+            for key in [k for k, o in index.items() if o is owner]:
+                del index[key]
+        if self.routes is not None:
+            self.routes.drop(namespace)
 
     def attach(
         self,
@@ -176,12 +207,16 @@ class GraphRouter:
         owner = self._owners.get(namespace)
         if owner is not None:
             self._by_wamid[wamid] = owner
+            if self.routes is not None:
+                self.routes.claim_wamid(namespace, wamid)
 
     def detach(self, namespace: str) -> None:
         """The scenario ended: what comes for it from now on is late."""
         owner = self._owners.get(namespace)
         if owner is not None:
             owner.active = False
+        if self.routes is not None:
+            self.routes.let_go(namespace)  # its entries expire soon after
 
     def late(self, namespace: str) -> list[Event]:
         """The sends that came for scenario ``namespace`` after it ended."""
@@ -238,16 +273,20 @@ class GraphRouter:
         return owner.sink if owner is not None and owner.active else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """ASGI: sends go to their scenario, everything else to the shared Graph API."""
+        """ASGI: sends go to their scenario (or to the Graph API that plays their user)."""
+        await self._app(scope, receive, send)
+
+    async def _dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Sends go to their scenario, everything else to the shared Graph API."""
         if scope["type"] == "http" and scope["path"] in _ENDPOINT_PATHS:
             await self._endpoints(scope, receive, send)
             return
         if scope["type"] != "http" or scope["method"] != "POST" or not _is_send(scope["path"]):
             await self._shared_app(scope, receive, send)
             return
-        body = await _read_body(receive)
+        body = await read_body(receive)
         owner = self._owner_of(body)
-        replay = _replaying(body)
+        replay = replaying(body)
         if owner is None or owner.active:
             # No owner: the shared app answers as Meta would for a stranger's number.
             await (owner.app if owner else self._shared_app)(scope, replay, send)
@@ -259,18 +298,21 @@ class GraphRouter:
             data = json.loads(body)
         except ValueError:
             return None
-        if not isinstance(data, dict):
-            return None
-        for key in ("to", "recipient"):
-            value = data.get(key)
-            if isinstance(value, str):
-                user = normalize_wa_id(value) if key == "to" else value
-                if user is not None and user in self._by_user:
-                    return self._by_user[user]
-        marked = data.get("message_id")
-        if isinstance(marked, str):
-            return self._by_wamid.get(marked)
+        return self._owner_in(recipients(data)) if isinstance(data, dict) else None
+
+    def _owner_in(self, named: Sequence[tuple[str, str]]) -> Owner | None:
+        for kind, value in named:
+            found = (self._by_user if kind == "user" else self._by_wamid).get(value)
+            if found is not None:
+                return found
         return None
+
+    def _plays(self, named: Sequence[tuple[str, str]]) -> bool:
+        """Whether this router answers for what a request names itself (else: the book)."""
+        media = [value for kind, value in named if kind == "media"]
+        if media:
+            return all(self.media.exists(m) for m in media)
+        return self._owner_in(named) is not None
 
     async def _answer_late(self, owner: Owner, body: bytes, send: Send) -> None:
         data: Any = json.loads(body)
@@ -309,6 +351,19 @@ class GraphRouter:
         await send({"type": "http.response.body", "body": payload})
 
 
+class _OwnMedia(MediaStore):
+    """The router's media store, telling the book of each file a user sends."""
+
+    on_add: Callable[[str], None] | None = None
+
+    def add(self, data: bytes, mime_type: str, **kwargs: Any) -> str:
+        """Store a user's file (see :meth:`MediaStore.add`); the book hears of its id."""
+        media_id = super().add(data, mime_type, **kwargs)
+        if self.on_add is not None:
+            self.on_add(media_id)
+        return media_id
+
+
 @asynccontextmanager
 async def shared_graph(
     *, target_url: str | None, options: Mapping[str, Any]
@@ -322,17 +377,25 @@ async def shared_graph(
     graph_url = settings.pop("graph_url", None)
     serve = bool(settings.pop("serve_graph", False))
     upstreams = {name: settings.pop(name) for name in UPSTREAM_OPTIONS if name in settings}
+    advertised = settings.pop("graph_advertise", None)
+    routes_url = settings.pop("graph_routes", None)
     if target_url is None or not serve or not graph_url:
         yield None
         return
-    config = SimulatorConfig(**settings).model_copy(update={"public_url": graph_url})
+    config = SimulatorConfig(**settings).model_copy(update={"public_url": advertised or graph_url})
     url = httpx.URL(graph_url)
-    router = GraphRouter(config, url.host, url.port or 80, **upstreams)
-    await router.start()
+    store = open_store(routes_url) if routes_url else None
+    routes = RouteBook(store, advertised) if store is not None else None
+    router = GraphRouter(config, url.host, url.port or 80, **upstreams, routes=routes)
     try:
-        yield router
+        await router.start()
+        try:
+            yield router
+        finally:
+            await router.stop()
     finally:
-        await router.stop()
+        if store is not None:
+            await store.close()
 
 
 def _latest_spoken(owners: Sequence[Owner]) -> Owner:
@@ -347,31 +410,6 @@ def _latest_spoken(owners: Sequence[Owner]) -> Owner:
 
 def _is_send(path: str) -> bool:
     return path.rstrip("/").endswith("/messages")
-
-
-async def _read_body(receive: Receive) -> bytes:
-    chunks: list[bytes] = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
-
-
-def _replaying(body: bytes) -> Callable[[], Awaitable[Message]]:
-    sent = False
-
-    async def receive() -> Message:
-        nonlocal sent
-        if sent:
-            return {"type": "http.disconnect"}
-        sent = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    return receive
 
 
 #: Ids for late answers: new in every run, like every id Meta hands out.

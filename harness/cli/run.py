@@ -156,6 +156,14 @@ def write_reports(run: RunResult, directory: Path) -> list[Path]:
     "--graph-port", default=8000, show_default=True, type=int, help="Its port, with --target-url."
 )
 @click.option(
+    "--graph-advertise",
+    default=None,
+    metavar="URL",
+    help="With --target-url and --redis: the address other Graph APIs of the harness reach "
+    "this run's at (harness serve --routes, workers); sends for this run's users that land "
+    "there are passed on to it.",
+)
+@click.option(
     "--expect-timeout",
     default="10s",
     show_default=True,
@@ -226,6 +234,7 @@ def run_command(
     agent_settings: tuple[str, ...],
     graph_host: str,
     graph_port: int,
+    graph_advertise: str | None,
     expect_timeout: str,
     quiet_window: str,
     real_work_limit: str,
@@ -285,9 +294,21 @@ def run_command(
         )
         if value is not None
     }
+    if graph_advertise is not None and not graph_advertise.startswith(("http://", "https://")):
+        raise ConfigError(f"--graph-advertise {graph_advertise!r}: expected an http:// URL")
+    if graph_advertise is not None and (target_url is None or redis_url is None):
+        raise ConfigError(
+            "--graph-advertise needs --target-url and --redis (the store the other Graph APIs "
+            "read who plays which user from)"
+        )
     if target_url is not None:
         channel_options["graph_url"] = f"http://{graph_host}:{graph_port}"
         channel_options["serve_graph"] = True
+        if redis_url is not None:
+            # The run's Graph API reads who plays which user; it writes its own when advertised.
+            channel_options["graph_routes"] = redis_url
+        if graph_advertise is not None:
+            channel_options["graph_advertise"] = graph_advertise.rstrip("/")
     options = RunOptions(
         expect_timeout=positive_seconds(expect_timeout, "--expect-timeout"),
         quiet=positive_seconds(quiet_window, "--quiet"),

@@ -109,6 +109,7 @@ _OWNERS: dict[str, str] = {
     "FaultsStep": "harness.suites.steps",
     "Finding": "harness.suites.explorer",
     "GAPS": "harness.suites.explorer",
+    "GraphPlace": "harness.suites.worker",
     "IN_PROCESS_ONLY": "harness.suites.schedules",
     "FRAGMENT_GAP": "harness.suites.simulate",
     "Invariant": "harness.suites.registry",

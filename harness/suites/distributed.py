@@ -6,7 +6,10 @@ on the queue in the broker's Redis (:mod:`harness.suites.queue`), and
 collects the workers' results as they come, for the same progress,
 reports and exit code as a local run. Each scenario runs on a worker
 exactly as :class:`~harness.suites.runner.Runner` runs it locally, with the
-same store namespace (``run id:index``) and seed.
+same store namespace (``run id:index``) and seed. Against an agent at a URL,
+each worker serves a Graph API of its own and writes its scenarios' users
+in the run's store, so the agent's sends reach the right worker from any
+Graph API of the harness (:mod:`harness.suites.worker`).
 
 Exactly one result per scenario: a job is keyed by the run id and the
 scenario's index, so queuing it twice queues it once, and when a job runs
@@ -77,11 +80,10 @@ async def run_distributed(
     hears each scenario's result as it arrives.
     """
     options = runner.options
-    if options.target_url is not None:
+    if options.target_url is not None and options.store_url is None:
         raise ConfigError(
-            "--distributed runs an agent that each worker builds (--target or the project's "
-            "target): an agent at --target-url sends to one Graph API, and each worker would "
-            "serve its own; run a staging agent without --distributed"
+            "--distributed with --target-url needs --redis: each worker plays its scenarios "
+            "with a Graph API of its own, and the agent's sends find it through the run's store"
         )
     await check_store(options.store_url)  # a dead store stops the run at once, as locally
     for scenario in scenarios:

@@ -126,11 +126,12 @@ async def test_a_scenario_whose_job_runs_twice_keeps_its_first_result(
     assert [r.name for r in heard] == [r.name for r in result.scenarios]
 
 
-async def test_an_agent_at_a_url_is_refused_before_anything_is_queued(
+async def test_an_agent_at_a_url_without_a_store_is_refused_before_anything_is_queued(
     redis_server: RedisServer,
 ) -> None:
+    # The workers' Graph APIs find each other's users through the run's store.
     runner = Runner(RunOptions(target_url="http://127.0.0.1:9/webhook"))
-    with pytest.raises(ConfigError, match="--target-url"):
+    with pytest.raises(ConfigError, match="--target-url needs --redis"):
         await run_distributed(runner, load_scenarios([SUITE]), redis_server.url)
     queue = await open_queue(redis_server.url)
     try:

@@ -6,6 +6,11 @@ reaches the broker through the Redis server's Unix socket, as a worker on
 another machine reaches it through the network. Elsewhere the workers run
 on loopback. The coordinator is ``harness run --distributed``; its report is
 compared with a local ``harness run`` of the same suite.
+
+Against an agent at a URL the workers run on loopback (they must reach the
+agent, and it them): the agent sends to the survivor's Graph API, which
+passes the dead worker's sends on to it (answered with a temporary failure
+once it is gone) and plays its own.
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ from typing import Any
 
 import pytest
 
-from tests.bots.loopback import free_port
+from channels.whatsapp.config import SimulatorConfig
+from tests.bots.loopback import free_port, started_process
 from tests.support.redis_server import RedisServer
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -91,10 +97,11 @@ class _Worker:
         await asyncio.wait_for(self.reader, 5)
 
 
-async def _worker(prefix: list[str], url: str) -> _Worker:
+async def _worker(prefix: list[str], url: str, *extra: str) -> _Worker:
     process = await asyncio.create_subprocess_exec(
         *prefix,
         *(sys.executable, "-m", "harness", "worker", "--broker", url, "--heartbeat", "2s"),
+        *extra,
         cwd=ROOT,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
         stdout=asyncio.subprocess.PIPE,
@@ -167,3 +174,55 @@ async def test_a_worker_killed_mid_scenario_has_its_scenario_run_again_elsewhere
     assert len(names) == len(set(names)) == 15
     assert (tmp_path / "distributed" / "junit.xml").exists()
     assert (tmp_path / "distributed" / "report.html").exists()
+
+
+@pytest.mark.network
+async def test_url_scenarios_survive_a_worker_killed_mid_scenario(
+    broker: RedisServer, tmp_path: Path
+) -> None:
+    store = broker.url.removesuffix("/0") + "/2"
+    graph_port = free_port()
+    defaults = SimulatorConfig()
+    agent_env = {
+        "WHATSAPP_GRAPH_URL": f"http://127.0.0.1:{graph_port}",  # the survivor's Graph API
+        "WHATSAPP_ACCESS_TOKEN": defaults.access_token,
+        "WHATSAPP_PHONE_NUMBER_ID": defaults.phone_number_id,
+        "WHATSAPP_APP_SECRET": defaults.app_secret,
+        "WHATSAPP_VERIFY_TOKEN": defaults.verify_token,
+        "HARNESS_STORE_URL": store,
+    }
+    async with started_process(
+        "tests.support.replica", "agents.booking:app", env=agent_env, ready_path="/healthz"
+    ) as (agent, _):
+        doomed = await _worker([], broker.url, "--concurrency", "4")
+        survivor = await _worker(
+            [], broker.url, "--concurrency", "4", "--graph-port", str(graph_port)
+        )
+        try:
+            await asyncio.wait_for(asyncio.gather(doomed.ready.wait(), survivor.ready.wait()), 30)
+            coordinator = asyncio.create_task(
+                _harness(
+                    *("run", "--distributed", broker.url, "--redis", store),
+                    *("--target-url", f"{agent}/webhook", "-q"),
+                    *("--report-dir", str(tmp_path / "distributed")),
+                )
+            )
+            await asyncio.wait_for(doomed.started.wait(), 60)
+            await asyncio.sleep(0.5)  # its scenario under way: a message out, the agent at work
+            doomed.process.send_signal(signal.SIGKILL)
+            await doomed.process.wait()
+            code, out = await coordinator
+        finally:
+            await doomed.stop()
+            await survivor.stop()
+    started = [line.split()[1] for line in doomed.lines if line.startswith("started ")]
+    ended = {line.split()[1] for line in doomed.lines if line.startswith(_ENDINGS)}
+    killed = [key for key in started if key not in ended]
+    assert killed, doomed.lines
+    for key in killed:  # each scenario the dead worker held was played again by the survivor
+        assert any(line.startswith(f"started {key} (attempt ") for line in survivor.lines)
+    assert code == 0, out
+    verdicts = _verdicts(tmp_path / "distributed" / "report.json")
+    names = [v[0] for v in verdicts]
+    assert len(names) == len(set(names)) == 15
+    assert {v[2] for v in verdicts} == {"passed"}, out
