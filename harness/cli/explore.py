@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from harness.cli._shared_options import number_options, url_target_options
 from harness.cli.project import find_project, resolve_target
 from harness.exceptions import ConfigError
 from harness.options import parse_settings, positive_seconds
@@ -164,32 +165,8 @@ def _written(scenario: Scenario, seed: int, settings: dict[str, str]) -> Scenari
     metavar="KEY=VALUE",
     help="A setting for the agent under test (repeatable); written into the failing file.",
 )
-@click.option(
-    "--graph-host",
-    default="127.0.0.1",
-    show_default=True,
-    help="Where the fake Graph API listens, with --target-url.",
-)
-@click.option(
-    "--graph-port", default=8000, show_default=True, type=int, help="Its port, with --target-url."
-)
-@click.option(
-    "--expect-timeout",
-    default="10s",
-    show_default=True,
-    help="With --target-url: how long an expect step waits for what it expects.",
-)
-@click.option(
-    "--quiet",
-    "quiet_window",
-    default="3s",
-    show_default=True,
-    help="With --target-url: how long with nothing from the agent counts as done.",
-)
-@click.option("--app-secret", default=None, help="Signs the webhooks (X-Hub-Signature-256).")
-@click.option("--verify-token", default=None, help="Token of the verification handshake.")
-@click.option("--access-token", default=None, help="Bearer token the fake Graph API accepts.")
-@click.option("--phone-number-id", default=None, help="The business number's id.")
+@url_target_options
+@number_options
 @click.option("-q", "terse", is_flag=True, help="No progress lines: the summary alone.")
 @click.pass_context
 def explore_command(

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from harness.cli._shared_options import number_options, url_target_options
 from harness.cli.project import find_project, resolve_target
 from harness.exceptions import ConfigError, StoreError
 from harness.options import parse_settings, positive_seconds
@@ -146,15 +147,7 @@ def write_reports(run: RunResult, directory: Path) -> list[Path]:
     metavar="KEY=VALUE",
     help="A setting for the agent under test (repeatable), e.g. BOOKING_REGRESSIONS=no_dedupe.",
 )
-@click.option(
-    "--graph-host",
-    default="127.0.0.1",
-    show_default=True,
-    help="Where the fake Graph API listens, with --target-url.",
-)
-@click.option(
-    "--graph-port", default=8000, show_default=True, type=int, help="Its port, with --target-url."
-)
+@url_target_options
 @click.option(
     "--graph-advertise",
     default=None,
@@ -162,19 +155,6 @@ def write_reports(run: RunResult, directory: Path) -> list[Path]:
     help="With --target-url and --redis: the address other Graph APIs of the harness reach "
     "this run's at (harness serve --routes, workers); sends for this run's users that land "
     "there are passed on to it.",
-)
-@click.option(
-    "--expect-timeout",
-    default="10s",
-    show_default=True,
-    help="With --target-url: how long an expect step waits for what it expects (e.g. 10s).",
-)
-@click.option(
-    "--quiet",
-    "quiet_window",
-    default="3s",
-    show_default=True,
-    help="With --target-url: how long with nothing from the agent counts as done (e.g. 3s).",
 )
 @click.option(
     "--real-work-limit",
@@ -206,10 +186,7 @@ def write_reports(run: RunResult, directory: Path) -> list[Path]:
     help="Have the Anthropic judge score simulated scenarios against their users' goals "
     "(needs ANTHROPIC_API_KEY); a score too close to call is INCONCLUSIVE.",
 )
-@click.option("--app-secret", default=None, help="Signs the webhooks (X-Hub-Signature-256).")
-@click.option("--verify-token", default=None, help="Token of the verification handshake.")
-@click.option("--access-token", default=None, help="Bearer token the fake Graph API accepts.")
-@click.option("--phone-number-id", default=None, help="The business number's id.")
+@number_options
 @click.option("--waba-id", default=None, help="The WhatsApp Business Account id.")
 @click.pass_context
 def run_command(

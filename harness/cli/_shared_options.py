@@ -1,0 +1,70 @@
+"""Options ``harness run`` and ``harness explore`` share, with the same defaults and help.
+
+Where the fake Graph API listens and how long to wait for an agent at a URL,
+which lives on real time; and the business number's secrets and ids, for an
+agent configured with its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+__all__ = ["number_options", "url_target_options"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def url_target_options(command: F) -> F:
+    """Add ``--graph-host``, ``--graph-port``, ``--expect-timeout`` and ``--quiet``."""
+    options = [
+        click.option(
+            "--graph-host",
+            default="127.0.0.1",
+            show_default=True,
+            help="Where the fake Graph API listens, with --target-url.",
+        ),
+        click.option(
+            "--graph-port",
+            default=8000,
+            show_default=True,
+            type=int,
+            help="Its port, with --target-url.",
+        ),
+        click.option(
+            "--expect-timeout",
+            default="10s",
+            show_default=True,
+            help="With --target-url: how long an expect step waits for what it expects (e.g. 10s).",
+        ),
+        click.option(
+            "--quiet",
+            "quiet_window",
+            default="3s",
+            show_default=True,
+            help="With --target-url: how long with nothing from the agent counts as done "
+            "(e.g. 3s).",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def number_options(command: F) -> F:
+    """Add ``--app-secret``, ``--verify-token``, ``--access-token`` and ``--phone-number-id``."""
+    options = [
+        click.option(
+            "--app-secret", default=None, help="Signs the webhooks (X-Hub-Signature-256)."
+        ),
+        click.option("--verify-token", default=None, help="Token of the verification handshake."),
+        click.option(
+            "--access-token", default=None, help="Bearer token the fake Graph API accepts."
+        ),
+        click.option("--phone-number-id", default=None, help="The business number's id."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
