@@ -133,6 +133,7 @@ if TYPE_CHECKING:
     from channels.whatsapp.server import *
     from channels.whatsapp.shared import *
     from channels.whatsapp.shared_media import *
+    from channels.whatsapp.sharing import *
     from channels.whatsapp.signing import *
     from channels.whatsapp.simulator import *
     from channels.whatsapp.simuser import *
@@ -444,6 +445,7 @@ _OWNERS: dict[str, str] = {
     "open_shared": "channels.whatsapp.shared",
     "SharedMediaStore": "channels.whatsapp.shared_media",
     "media_record": "channels.whatsapp.shared_media",
+    "SharedHooks": "channels.whatsapp.sharing",
     "media_id_in": "channels.whatsapp.media",
     "Snapshot": "channels.whatsapp.retention",
     "Window": "channels.whatsapp.retention",

@@ -1,0 +1,85 @@
+"""What the simulator tells the state it shares with other processes, and redelivery.
+
+A mixin of :class:`~channels.whatsapp.simulator.WhatsAppSimulator`. With
+``harness serve --redis`` the simulator's ``shared`` is a
+:class:`~channels.whatsapp.shared.SharedMeta`, and each change it makes (an
+event recorded, a user registered, a user's message made) is handed to it
+here, to be written to Redis and told to the other processes. Without it
+``shared`` is None and every hook returns at once.
+
+Redelivering a user's message (Meta's byte-identical duplicate) lives here
+too: on a shared server the signed bytes may have been sent by another
+process, and are then read from Redis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from channels.whatsapp.delivery import Deliverer
+from channels.whatsapp.simuser import SimUser
+from harness.exceptions import ConfigError
+from harness.trace import Event
+
+if TYPE_CHECKING:
+    from channels.whatsapp.shared import SharedMeta
+
+__all__ = ["SharedHooks"]
+
+
+class SharedHooks:
+    """The simulator's hooks into the shared state, and redelivery."""
+
+    #: The state shared with other processes through Redis, once attached (``serve --redis``).
+    shared: SharedMeta | None
+    _inbound: dict[str, tuple[SimUser, dict[str, Any]]]
+    _last_inbound: dict[str, str]
+
+    def user(self, key: str) -> SimUser:
+        """A registered user by wa_id or BSUID (the simulator defines it)."""
+        raise NotImplementedError
+
+    def _deliverer_or_fail(self) -> Deliverer:
+        raise NotImplementedError
+
+    def _share_event(self, event: Event) -> None:
+        """An event was recorded here."""
+        if self.shared is not None:
+            self.shared.event_recorded(event)
+
+    def _share_user(self, user: SimUser) -> None:
+        """A user was registered here."""
+        if self.shared is not None:
+            self.shared.user_added(user)
+
+    async def _share_inbound(
+        self, wamid: str, user: str, payload: Mapping[str, Any], burst: str
+    ) -> None:
+        """A user's message was made here: in Redis before the agent hears of its wamid."""
+        if self.shared is not None:
+            self.shared.inbound_added(wamid, user, payload, burst)
+            await self.shared.flush()
+
+    async def redeliver(
+        self, wamid: str | None = None, *, user: SimUser | str | None = None
+    ) -> str:
+        """Deliver a user's message again with identical bytes and signature (Meta's duplicate)."""
+        if wamid is None:
+            if user is None:
+                raise ConfigError("redeliver needs a wamid or a user")
+            key = user.key if isinstance(user, SimUser) else self.user(user).key
+            wamid = self._last_inbound.get(key)
+            if wamid is None:
+                raise ConfigError(f"user {key} has sent nothing to redeliver")
+        if not self._deliverer_or_fail().redeliver(wamid):
+            raise ConfigError(
+                f"message {wamid} is not one this server delivered (or still keeps),"
+                " so it can't be redelivered"
+            )
+        return wamid
+
+    def sender_of(self, wamid: str) -> str | None:
+        """The user (as the trace names them) who sent message ``wamid``, if a user did."""
+        found = self._inbound.get(wamid)
+        return None if found is None else found[0].key
