@@ -17,8 +17,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from channels.whatsapp.delivery import Deliverer
+from channels.whatsapp.config import SimulatorConfig
+from channels.whatsapp.delivery import Deliverer, PendingUpdate, WebhookTarget
+from channels.whatsapp.faults import FaultDice
 from channels.whatsapp.simuser import SimUser
+from harness.clock import Clock
 from harness.exceptions import ConfigError
 from harness.trace import Event
 
@@ -33,6 +36,9 @@ class SharedHooks:
 
     #: The state shared with other processes through Redis, once attached (``serve --redis``).
     shared: SharedMeta | None
+    config: SimulatorConfig
+    clock: Clock
+    dice: FaultDice
     _inbound: dict[str, tuple[SimUser, dict[str, Any]]]
     _last_inbound: dict[str, str]
 
@@ -40,8 +46,31 @@ class SharedHooks:
         """A registered user by wa_id or BSUID (the simulator defines it)."""
         raise NotImplementedError
 
+    def record(self, event: Event) -> None:
+        """Append an event to the log (the simulator defines it)."""
+        raise NotImplementedError
+
+    async def _ensure_handshake(self) -> None:
+        raise NotImplementedError
+
+    def _on_inbound_sending(self, update: PendingUpdate, delivery: str) -> None:
+        raise NotImplementedError
+
+    def _on_status_sending(self, update: PendingUpdate, delivery: str) -> None:
+        raise NotImplementedError
+
     def _deliverer_or_fail(self) -> Deliverer:
         raise NotImplementedError
+
+    def _deliverer_for(self, target: WebhookTarget) -> Deliverer:
+        """What delivers to ``target``: here, or as jobs in Redis any process may send."""
+        if self.shared is None:
+            verify = self._ensure_handshake
+            return Deliverer(target, self.config, self.clock, self.dice, self.record, verify=verify)
+        hooks = {"message": self._on_inbound_sending, "status": self._on_status_sending}
+        return self.shared.deliverer(
+            target, self.config, verify=self._ensure_handshake, hooks=hooks
+        )
 
     def _share_event(self, event: Event) -> None:
         """An event was recorded here."""
@@ -72,7 +101,10 @@ class SharedHooks:
             wamid = self._last_inbound.get(key)
             if wamid is None:
                 raise ConfigError(f"user {key} has sent nothing to redeliver")
-        if not self._deliverer_or_fail().redeliver(wamid):
+        deliverer = self._deliverer_or_fail()
+        if self.shared is not None:  # sent by another process, perhaps
+            await self.shared.fetch_body(wamid, deliverer)
+        if not deliverer.redeliver(wamid):
             raise ConfigError(
                 f"message {wamid} is not one this server delivered (or still keeps),"
                 " so it can't be redelivered"

@@ -182,9 +182,7 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages, SharedHooks):
                 agent, self.config.webhook_path, timeout=self.config.webhook_timeout
             )
         self._target = target
-        self._deliverer = Deliverer(
-            target, self.config, self.clock, self.dice, self.record, verify=self._ensure_handshake
-        )
+        self._deliverer = self._deliverer_for(target)
         self._verified = asyncio.Event()
 
     def build_graph_app(
