@@ -11,7 +11,10 @@ grows with the conversation is kept in Redis too, in the order Redis
 received it: the event log and the outbox (lists with the absolute index
 of their first entry, so ``?since=N`` means the same on every process), the
 users, and the messages either way (hashes, bounded by the retention
-policy's ``messages``).
+policy's ``messages``); the logs are trimmed by the policy's ages too
+(:mod:`channels.whatsapp._shared_state`). Webhooks due later are jobs any
+process may claim (:mod:`channels.whatsapp.shared_delivery`). A process
+that joins late loads all of it before it follows the others' changes.
 
 Each process keeps its own copy of all that in memory, so the simulator's
 synchronous lookups (a ``reply 2`` reference, a tap on the last buttons)
