@@ -132,6 +132,7 @@ if TYPE_CHECKING:
     from channels.whatsapp.sends import send_schemas as send_schemas
     from channels.whatsapp.server import *
     from channels.whatsapp.shared import *
+    from channels.whatsapp.shared_delivery import *
     from channels.whatsapp.shared_media import *
     from channels.whatsapp.sharing import *
     from channels.whatsapp.signing import *
@@ -446,6 +447,7 @@ _OWNERS: dict[str, str] = {
     "SharedMediaStore": "channels.whatsapp.shared_media",
     "media_record": "channels.whatsapp.shared_media",
     "SharedHooks": "channels.whatsapp.sharing",
+    "SharedDeliverer": "channels.whatsapp.shared_delivery",
     "media_id_in": "channels.whatsapp.media",
     "Snapshot": "channels.whatsapp.retention",
     "Window": "channels.whatsapp.retention",

@@ -19,7 +19,7 @@ from channels.whatsapp.limits import TokenBucketLimiter
 if TYPE_CHECKING:
     from redis.commands.core import AsyncScript
 
-    from channels.whatsapp.shared import SharedMeta
+    from channels.whatsapp._shared_state import SharedRedis, Shares
 
 __all__ = ["MICROS", "spend_tokens"]
 
@@ -28,7 +28,7 @@ _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 async def spend_tokens(
-    shared: SharedMeta, user: str | None, script: AsyncScript
+    shared: SharedRedis, sim: Shares, user: str | None, script: AsyncScript
 ) -> tuple[int, int, int, list[tuple[TokenBucketLimiter, str]]]:
     """Spend a token of each enabled bucket of this send, in one step in Redis.
 
@@ -36,7 +36,6 @@ async def spend_tokens(
     missed, the shared clock's offset (microseconds), and the buckets tried
     (each limiter with the name its refusal gives).
     """
-    sim = shared.sim
     number = sim.config.phone_number_id
     buckets: list[tuple[TokenBucketLimiter, str, str]] = [
         (sim.throughput, f"limit:throughput:{number}", number)

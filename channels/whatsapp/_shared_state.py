@@ -29,13 +29,33 @@ if TYPE_CHECKING:
     from channels.whatsapp.limits import PairRateLimiter, ThroughputLimiter
     from channels.whatsapp.media import MediaStore
     from channels.whatsapp.retention import Retention
-    from channels.whatsapp.shared import SharedMeta
     from channels.whatsapp.window import SessionWindows
     from harness.clock import Clock
 
-__all__ = ["Shares", "keep_inbound", "keep_sent", "keep_user", "load_state", "trim_by_age"]
+__all__ = [
+    "SharedRedis",
+    "Shares",
+    "keep_inbound",
+    "keep_sent",
+    "keep_user",
+    "load_state",
+    "trim_by_age",
+    "us",
+]
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class SharedRedis(Protocol):
+    """What of :class:`~channels.whatsapp.shared.SharedMeta` reads and writes Redis."""
+
+    def key(self, name: str) -> str:
+        """The full Redis key of ``name``."""
+        ...
+
+    async def store_call(self, key: str, command: Any, *, changes: bool = False) -> Any:
+        """Run a Redis command with the store's retries and one-line errors."""
+        ...
 
 
 class Shares(Protocol):
@@ -52,7 +72,6 @@ class Shares(Protocol):
     throughput: ThroughputLimiter
     pair_limit: PairRateLimiter
     windows: SessionWindows
-    shared: SharedMeta | None
     _users: dict[str, SimUser]
     _inbound: dict[str, tuple[SimUser, dict[str, Any]]]
     _last_inbound: dict[str, str]
@@ -93,7 +112,7 @@ def keep_sent(sim: Shares, change: Mapping[str, Any]) -> None:
     sim._sent[change["wamid"]] = SentMessage(change["wamid"], user, send, at)
 
 
-async def load_state(shared: SharedMeta, sim: Shares, note: str) -> None:
+async def load_state(shared: SharedRedis, sim: Shares, note: str) -> None:
     """Load what the other processes did so far, and publish ``note`` in the same step.
 
     Read in one transaction with the note published last: a change the
@@ -142,7 +161,7 @@ def us(at: datetime) -> int:
     return (at - _EPOCH) // timedelta(microseconds=1)
 
 
-async def trim_by_age(shared: SharedMeta, sim: Shares, trim: AsyncScript) -> None:
+async def trim_by_age(shared: SharedRedis, sim: Shares, trim: AsyncScript) -> None:
     """Apply the policy's age limits to the event log and the outbox in Redis.
 
     The events a conversation still active has had since its current turn

@@ -43,7 +43,7 @@ import secrets
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from channels.whatsapp._shared_limits import MICROS, spend_tokens
 from channels.whatsapp._shared_scripts import APPEND, BEFORE_SEND, CLEAR, READ, REMEMBER, TRIM
@@ -127,6 +127,12 @@ def _told(change: dict[str, Any]) -> dict[str, Any]:
     return change
 
 
+class _Attaches(Shares, Protocol):
+    """The simulator as it is attached: it learns what it shares."""
+
+    shared: SharedMeta | None
+
+
 class SharedMeta:
     """The simulator's state in Redis, shared by every process that opens the same namespace."""
 
@@ -184,7 +190,7 @@ class SharedMeta:
         """Where this process's virtual clock starts: real time plus the shared offset."""
         return datetime.now(UTC).replace(microsecond=0) + self.offset
 
-    async def attach(self, sim: Shares) -> None:
+    async def attach(self, sim: _Attaches) -> None:
         """Share ``sim``: load what the others did so far, then follow and publish changes."""
         self._sim = sim
         sim.shared = self
@@ -546,7 +552,8 @@ class SharedMeta:
         clock another process moved counts for this send's window. Raises the limit's
         error (130429, 131056) when a bucket is empty.
         """
-        refused, missing, offset, buckets = await spend_tokens(self, user, self._before_send)
+        spent = await spend_tokens(self, self.sim, user, self._before_send)
+        refused, missing, offset, buckets = spent
         await self._catch_up(offset)
         if refused:
             limiter, name = buckets[refused - 1]

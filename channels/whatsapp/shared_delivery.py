@@ -27,7 +27,7 @@ import json
 import logging
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from channels.whatsapp._shared_scripts import AGAIN, CLAIM, DONE, RELEASE
 from channels.whatsapp.config import SimulatorConfig
@@ -40,7 +40,7 @@ from harness.exceptions import HandshakeError, StoreError
 from harness.trace import DeliveryAttempt
 
 if TYPE_CHECKING:
-    from channels.whatsapp.shared import SharedMeta
+    from harness.store import RedisStore
 
 __all__ = ["SharedDeliverer"]
 
@@ -57,6 +57,24 @@ _AT_ONCE: Final = 100
 _LEASE_MARGIN: Final = 5.0
 
 Hook = Callable[[PendingUpdate, str], None]
+
+
+class _Shared(Protocol):
+    """What of :class:`~channels.whatsapp.shared.SharedMeta` the jobs go through."""
+
+    base: RedisStore
+    node: int
+    origin: str
+
+    def key(self, name: str) -> str: ...
+
+    async def store_call(self, key: str, command: Any, *, changes: bool = False) -> Any: ...
+
+    def queue_ops(self, *ops: tuple[Any, ...]) -> None: ...
+
+    def body_kept(self, item_id: str, record: Mapping[str, Any]) -> None: ...
+
+    async def flush(self) -> None: ...
 
 
 def _us(at: datetime) -> int:
@@ -78,7 +96,7 @@ class SharedDeliverer(Deliverer):
         dice: FaultDice,
         emit: Emit,
         *,
-        shared: SharedMeta,
+        shared: _Shared,
         hooks: Mapping[str, Hook],
         verify: Callable[[], Coroutine[Any, Any, None]] | None = None,
     ) -> None:

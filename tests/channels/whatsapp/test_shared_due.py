@@ -83,7 +83,9 @@ async def test_a_retry_is_due_again_and_a_stopping_holder_hands_its_claims_back(
     due = await client.zrange(keys[0], 0, -1, withscores=True)
     assert (refused, moved, handed) == (0, 1, 1)
     assert due == [("two", float(NOW)), ("one", float(NOW + 10_000_000))]
-    assert json.loads(await client.hget(keys[1], "one"))["attempt"] == 1
+    kept = await client.hget(keys[1], "one")
+    assert kept is not None
+    assert json.loads(kept)["attempt"] == 1
     assert await client.zcard(keys[2]) == 0
 
 
