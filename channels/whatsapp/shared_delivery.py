@@ -51,6 +51,8 @@ _POLL: Final = 0.2
 # How long past due a job must be before a process that did not make it claims it: its own
 # process claims it at once when it is alive, and this keeps the two from racing.
 _GRACE: Final = timedelta(milliseconds=300)
+# Real seconds between looks while Redis does not answer.
+_AWAY: Final = 1.0
 # Jobs claimed at once, at most.
 _AT_ONCE: Final = 100
 # Real seconds a claim holds beyond the webhook's timeout before another process may take it.
@@ -221,6 +223,10 @@ class SharedDeliverer(Deliverer):
                 jobs = await self._claimed(self.clock.now() - _GRACE)
             except StoreError as exc:
                 _log.warning("harness serve: %s; looking for due webhooks again", exc)
+                await asyncio.sleep(_AWAY)
+                continue
+            except Exception:  # a job this process can't read: the others go on being claimed
+                _log.exception("harness serve: claiming due webhooks failed")
                 continue
             if jobs:
                 self._spawn(self._deliver_claimed(jobs))
