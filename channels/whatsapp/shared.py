@@ -40,7 +40,7 @@ import contextlib
 import json
 import logging
 import secrets
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, Protocol
@@ -57,7 +57,7 @@ from channels.whatsapp._shared_state import (
     us,
 )
 from channels.whatsapp._shared_window import SharedSessionWindows
-from channels.whatsapp.shared_delivery import Hook, SharedDeliverer
+from channels.whatsapp.shared_delivery import SharedDeliverer
 from channels.whatsapp.shared_media import SharedMediaStore
 from channels.whatsapp.simuser import SentMessage, SimUser
 from harness.clock import Clock, VirtualClock
@@ -70,8 +70,7 @@ if TYPE_CHECKING:
 
     from redis.asyncio.client import PubSub
 
-    from channels.whatsapp.config import SimulatorConfig
-    from channels.whatsapp.delivery import Deliverer, WebhookTarget
+    from channels.whatsapp.delivery import Deliverer
 
 __all__ = ["LogWindow", "SharedMeta", "decode_events", "decode_sends", "open_shared"]
 
@@ -307,20 +306,6 @@ class SharedMeta:
         if raw is not None:
             deliverer.keep_body(item_id, json.loads(raw))
 
-    def deliverer(
-        self,
-        target: WebhookTarget,
-        config: SimulatorConfig,
-        *,
-        verify: Callable[[], Coroutine[Any, Any, None]],
-        hooks: Mapping[str, Hook],
-    ) -> SharedDeliverer:
-        """What delivers this process's webhooks: jobs in Redis any process may send."""
-        sim = self.sim
-        return SharedDeliverer(
-            target, config, sim.clock, sim.dice, sim.record, shared=self, hooks=hooks, verify=verify
-        )
-
     async def advanced(self, previous: datetime) -> None:
         """Virtual time jumped here from ``previous``: every process's clock jumps with it."""
         delta = (self.sim.clock.now() - previous) // timedelta(microseconds=1)
@@ -474,9 +459,11 @@ class SharedMeta:
                 if mark is not None and not mark.done():
                     mark.set_result(None)
                 continue
-            if origin == self._own or self._joined:
+            if origin == self._own:
                 continue
             for change in json.loads(told):
+                if self._joined and change["kind"] != "clock":
+                    continue  # in what was loaded already (a clock only moves forward)
                 try:
                     await self._apply(change)
                 except Exception:  # one change this process can't apply: go on with the rest

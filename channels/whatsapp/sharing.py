@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.delivery import Deliverer, PendingUpdate, WebhookTarget
 from channels.whatsapp.faults import FaultDice
+from channels.whatsapp.shared_delivery import SharedDeliverer
 from channels.whatsapp.simuser import SimUser
 from harness.clock import Clock
 from harness.exceptions import ConfigError
@@ -68,8 +69,15 @@ class SharedHooks:
             verify = self._ensure_handshake
             return Deliverer(target, self.config, self.clock, self.dice, self.record, verify=verify)
         hooks = {"message": self._on_inbound_sending, "status": self._on_status_sending}
-        return self.shared.deliverer(
-            target, self.config, verify=self._ensure_handshake, hooks=hooks
+        return SharedDeliverer(
+            target,
+            self.config,
+            self.clock,
+            self.dice,
+            self.record,
+            shared=self.shared,
+            hooks=hooks,
+            verify=self._ensure_handshake,
         )
 
     def _share_event(self, event: Event) -> None:
