@@ -135,13 +135,14 @@ return {0, 0, offset}
 
 # Claim due jobs. KEYS: due, jobs, leases, holders. ARGV: now (virtual us), lease (ms), holder,
 # at most how many, and a job id to claim that one only. Claims whose lease ran out are due
-# again first (at their own due time, kept as text in the job's "due"). Answers the jobs' JSON.
+# again first (at their own due time, kept as text in the job's "due"), their holder noted as
+# "!" (it may have sent them). Answers each job's JSON, then "!" if it was taken over, or "".
 CLAIM: Final = """
 local clock = redis.call('TIME')
 local real = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', real)) do
   redis.call('ZREM', KEYS[3], id)
-  redis.call('HDEL', KEYS[4], id)
+  redis.call('HSET', KEYS[4], id, '!')
   local job = redis.call('HGET', KEYS[2], id)
   if job then redis.call('ZADD', KEYS[1], cjson.decode(job)['due'], id) end
 end
@@ -157,9 +158,11 @@ for _, id in ipairs(ids) do
   redis.call('ZREM', KEYS[1], id)
   local job = redis.call('HGET', KEYS[2], id)
   if job then
+    local before = redis.call('HGET', KEYS[4], id)
     redis.call('ZADD', KEYS[3], real + tonumber(ARGV[2]), id)
     redis.call('HSET', KEYS[4], id, ARGV[3])
     table.insert(claimed, job)
+    table.insert(claimed, before or '')
   end
 end
 return claimed

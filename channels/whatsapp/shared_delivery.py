@@ -213,7 +213,12 @@ class SharedDeliverer(Deliverer):
         raw = await self.shared.store_call(
             "due", lambda c: self._claim(keys=self._keys, args=args, client=c), changes=True
         )
-        return [json.loads(job) for job in raw]
+        jobs = []
+        for job, before in zip(raw[::2], raw[1::2], strict=True):
+            found = json.loads(job)
+            found["taken"] = before in (b"!", "!")  # its holder stopped, perhaps mid-POST
+            jobs.append(found)
+        return jobs
 
     async def _polling(self) -> None:
         """Claim what other processes left due (they stopped), as it falls due."""
@@ -283,6 +288,9 @@ class SharedDeliverer(Deliverer):
                 self.failure = exc
                 await self._finish(jobs)
                 return
+        if any(job.get("taken") for job in jobs):
+            for update in updates:  # the agent may have had it from the process that stopped
+                update.sent = True
         delivery = carrier["delivery"] or f"d{self.shared.node}.{next(self._ids)}"
         first = self.clock.now() if carrier["first"] is None else _at(int(carrier["first"]))
         attempt = int(carrier["attempt"]) + 1

@@ -71,6 +71,9 @@ class Recorder:
     #: A message whose text this says fails its first ``failures`` deliveries with 500.
     fail_first: Callable[[str], bool] = lambda text: False
     failures: int = 1
+    #: Seconds the first delivery of a message whose text is the key is held, then answered
+    #: 200 without reaching the bot (the server that sent it is stopped meanwhile).
+    held: dict[str, float] = field(default_factory=dict)
     #: Users whose messages never reach the bot (it stays silent to them).
     withheld: set[str] = field(default_factory=set)
     received: list[Webhook] = field(default_factory=list)
@@ -102,6 +105,11 @@ class Recorder:
             if early and any(self.fail_first(text) for text in texts):
                 self.received.append(Webhook(raw, signature, 500))
                 return Response("try again later", 500)
+            hold = max((self.held.get(text, 0.0) for text in texts), default=0.0)
+            if early and hold:
+                self.received.append(Webhook(raw, signature, 200))
+                await asyncio.sleep(hold)
+                return Response("ok")
             if messages and all(m["from"] in self.withheld for m in messages):
                 self.received.append(Webhook(raw, signature, 200))
                 return Response("ok")
@@ -274,6 +282,30 @@ async def test_a_retry_due_after_its_server_stops_is_made_by_the_other_with_the_
     assert [(e["attempt"], e["status_code"]) for e in attempts] == [(1, 500), (2, 500), (3, 200)]
     assert len({e["delivery"] for e in attempts}) == 1
     assert replied
+
+
+async def test_a_delivery_cut_short_by_its_server_dying_is_made_again_after_the_lease(
+    redis_url: str, namespace: str
+) -> None:
+    recorder = Recorder(held={"slow": 5.0})
+    async with _one_meta(redis_url, namespace, recorder=recorder) as meta:
+        a, b = meta.clients
+        said = await a.post("/_harness/inbound", json={"user": ANA, "text": "slow", "wait": False})
+        wamid = said.json()["wamid"]
+        await _until(lambda: recorder.deliveries(wamid))
+        await meta.stop(0, signal.SIGKILL)  # in the middle of its POST
+        # Its claim holds for the webhook timeout (10 s) and 5 s more; then B sends it.
+        await _until(lambda: len(recorder.deliveries(wamid)) >= 2, within=30)
+        await _until(lambda: _replied(b, ANA, "You said: slow"))
+        deliveries = recorder.deliveries(wamid)
+        events = (await _events(b))["events"]
+    assert len(deliveries) == 2
+    assert deliveries[1].body == deliveries[0].body
+    assert deliveries[1].signature == deliveries[0].signature
+    inbound = [e["duplicate"] for e in events if e["kind"] == "inbound" and e["wamid"] == wamid]
+    assert inbound == [False, True]  # the agent may have had the first: the second is a copy
+    attempts = [e for e in events if e["kind"] == "delivery" and wamid in e["items"]]
+    assert [(e["attempt"], e["status_code"]) for e in attempts] == [(1, 200)]
 
 
 async def _replied(client: httpx.AsyncClient, user: str, text: str) -> bool:
