@@ -22,6 +22,7 @@ needs: the signed bytes once made, the delivery's id, the attempt's number.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import logging
@@ -279,7 +280,7 @@ class SharedDeliverer(Deliverer):
             body = SignedBody.create(
                 batch_webhooks([u.payload for u in updates]), self.config.app_secret
             )
-        if carrier["attempt"] == 0:
+        if carrier["attempt"] == 0 and carrier["body"] is None:  # a copy's bytes are kept
             self._remember(body, updates)
         if self._verify is not None:
             try:
@@ -394,6 +395,8 @@ class SharedDeliverer(Deliverer):
         Jobs not yet due stay in Redis for whichever process is alive when they are.
         """
         self._poller.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._poller  # a claim it made meanwhile is in Redis before the hand-back
         await super().aclose()
         try:
             await self.shared.store_call(
