@@ -165,7 +165,7 @@ class Servers:
         """Stop server ``index`` with ``how``, and wait until it is gone."""
         process = self.processes[index]
         process.send_signal(how)
-        await asyncio.wait_for(process.wait(), timeout=15)
+        await asyncio.wait_for(process.wait(), timeout=60)  # a busy machine stops slowly
 
 
 @asynccontextmanager
