@@ -337,35 +337,41 @@ async def test_a_message_delivered_by_one_server_is_redelivered_byte_for_byte_by
 async def test_the_shared_logs_are_trimmed_by_age_keeping_an_active_turn_whole(
     redis_url: str, namespace: str
 ) -> None:
-    options = ("--keep-events-for", "1m", "--keep-outbox-for", "1m", "--active-for", "1h")
+    options = ("--keep-events-for", "1m", "--keep-outbox-for", "1m", "--active-for", "3m")
     recorder = Recorder(withheld={ANA})  # the bot never answers Ana: her turn stays open
     async with _one_meta(redis_url, namespace, options=options, recorder=recorder) as meta:
         a, b = meta.clients
         early = await _say(a, BEN, "early")
-        first = await _say(b, ANA, "first")
-        before = await _events(b)
         outbox_before = (await b.get("/_harness/outbox")).json()
         assert outbox_before["first"] == 0
         assert outbox_before["messages"]
-        advanced = await a.post("/_harness/advance", json={"duration": "2m"})
-        assert advanced.status_code == 200, advanced.text
+        await _advance(a, "2m")
+        first = await _say(b, ANA, "first")
+        await _advance(a, "2m")  # Ben has now been quiet for 4 minutes, Ana for 2
         second = await _say(b, ANA, "second")
+        before = await _events(b)
 
         async def trimmed() -> bool:
-            return bool((await _events(b))["first"] > 0)
+            found = await _events(b)
+            return all(e.get("wamid") != early for e in found["events"])
 
         await _until(trimmed, within=10)
         events_a, events_b = await _events(a), await _events(b)
         outbox = (await b.get("/_harness/outbox")).json()
     kept = [e["wamid"] for e in events_b["events"] if e["kind"] == "inbound"]
-    assert early not in kept  # two minutes old, and Ben's turn is not active
-    assert kept == [first, second]  # Ana's turn is kept whole, older than a minute or not
+    assert early not in kept  # four minutes old, and Ben has been quiet for longer than 3
+    assert kept == [first, second]  # Ana's turn is kept whole, two minutes old or not
     assert events_b["first"] > 0
     assert events_b["dropped"] == events_b["first"]  # read from 0: the indices stay absolute
     assert events_b["next"] >= before["next"]
     assert events_a == events_b
     assert outbox["first"] == outbox_before["next"]  # the bot's reply to Ben aged out
     assert outbox["messages"] == []
+
+
+async def _advance(client: httpx.AsyncClient, duration: str) -> None:
+    advanced = await client.post("/_harness/advance", json={"duration": duration})
+    assert advanced.status_code == 200, advanced.text
 
 
 async def test_a_server_started_late_loads_what_the_others_did_and_answers_as_they_do(
