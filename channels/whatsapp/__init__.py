@@ -133,7 +133,9 @@ if TYPE_CHECKING:
     from channels.whatsapp.sends import send_schemas as send_schemas
     from channels.whatsapp.server import *
     from channels.whatsapp.shared import *
+    from channels.whatsapp.shared_delivery import *
     from channels.whatsapp.shared_media import *
+    from channels.whatsapp.sharing import *
     from channels.whatsapp.signing import *
     from channels.whatsapp.simulator import *
     from channels.whatsapp.simuser import *
@@ -454,6 +456,8 @@ _OWNERS: dict[str, str] = {
     "open_shared": "channels.whatsapp.shared",
     "SharedMediaStore": "channels.whatsapp.shared_media",
     "media_record": "channels.whatsapp.shared_media",
+    "SharedHooks": "channels.whatsapp.sharing",
+    "SharedDeliverer": "channels.whatsapp.shared_delivery",
     "media_id_in": "channels.whatsapp.media",
     "Snapshot": "channels.whatsapp.retention",
     "Window": "channels.whatsapp.retention",

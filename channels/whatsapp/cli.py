@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import ipaddress
 import secrets
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -374,9 +375,13 @@ async def _serve(
             f"state shared in Redis at {shared.base.where} under {run.namespace!r}"
             f" (process {shared.node})"
         )
-    pacer = asyncio.get_running_loop().create_task(sim.run_paced())
+    loop = asyncio.get_running_loop()
+    pacer = loop.create_task(sim.run_paced())
+    stopped = asyncio.Event()
+    if shared is not None:  # hand what this process holds back to the others before it goes
+        loop.add_signal_handler(signal.SIGTERM, stopped.set)
     try:
-        await asyncio.Event().wait()
+        await stopped.wait()
     finally:
         pacer.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -88,6 +88,8 @@ class _Turn:
     start: int
     last: datetime
     answered: bool = False
+    #: When the turn began (what the logs in Redis are trimmed by: their indices are not these).
+    since: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +157,7 @@ class Retention:
         if isinstance(event, InboundMessage) and event.user is not None and not event.duplicate:
             turn = self._turns.get(event.user)
             if turn is None or turn.answered:
-                turn = self._turns[event.user] = _Turn(self.events_next - 1, now)
+                turn = self._turns[event.user] = _Turn(self.events_next - 1, now, since=now)
             turn.last = now
         elif isinstance(event, OutboundSend) and event.is_message and event.user is not None:
             turn = self._turns.get(event.user)
@@ -168,6 +170,12 @@ class Retention:
         self._since_sweep += 1
         if self._since_sweep >= _SWEEP_EVERY or self._over_count():
             self.sweep()
+
+    def active_since(self, now: datetime) -> datetime | None:
+        """When the earliest current turn of a conversation still active began (None if none)."""
+        horizon = now - self.policy.active
+        starts = [t.since for t in self._turns.values() if t.last >= horizon and t.since]
+        return min(starts, default=None)
 
     def _sizes(self) -> tuple[int, ...]:
         sim = self.sim

@@ -11,7 +11,10 @@ grows with the conversation is kept in Redis too, in the order Redis
 received it: the event log and the outbox (lists with the absolute index
 of their first entry, so ``?since=N`` means the same on every process), the
 users, and the messages either way (hashes, bounded by the retention
-policy's ``messages``).
+policy's ``messages``); the logs are trimmed by the policy's ages too
+(:mod:`channels.whatsapp._shared_state`). Webhooks due later are jobs any
+process may claim (:mod:`channels.whatsapp.shared_delivery`). A process
+that joins late loads all of it before it follows the others' changes.
 
 Each process keeps its own copy of all that in memory, so the simulator's
 synchronous lookups (a ``reply 2`` reference, a tap on the last buttons)
@@ -42,12 +45,21 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
-from channels.whatsapp._shared_scripts import APPEND, BEFORE_SEND, CLEAR, READ, REMEMBER
+from channels.whatsapp._shared_limits import MICROS, spend_tokens
+from channels.whatsapp._shared_scripts import APPEND, BEFORE_SEND, CLEAR, READ, REMEMBER, TRIM
+from channels.whatsapp._shared_state import (
+    Shares,
+    keep_inbound,
+    keep_sent,
+    keep_user,
+    load_state,
+    trim_by_age,
+    us,
+)
 from channels.whatsapp._shared_window import SharedSessionWindows
-from channels.whatsapp.limits import TokenBucketLimiter
+from channels.whatsapp.shared_delivery import SharedDeliverer
 from channels.whatsapp.shared_media import SharedMediaStore
 from channels.whatsapp.simuser import SentMessage, SimUser
-from channels.whatsapp.validation import ValidatedSend
 from harness.clock import Clock, VirtualClock
 from harness.exceptions import StoreError
 from harness.store import RedisStore, check_store
@@ -58,12 +70,7 @@ if TYPE_CHECKING:
 
     from redis.asyncio.client import PubSub
 
-    from channels.whatsapp.activity import Activity
-    from channels.whatsapp.config import SimulatorConfig
-    from channels.whatsapp.limits import PairRateLimiter, ThroughputLimiter
-    from channels.whatsapp.media import MediaStore
-    from channels.whatsapp.retention import Retention
-    from channels.whatsapp.window import SessionWindows
+    from channels.whatsapp.delivery import Deliverer
 
 __all__ = ["LogWindow", "SharedMeta", "decode_events", "decode_sends", "open_shared"]
 
@@ -71,14 +78,14 @@ _log = logging.getLogger(__name__)
 
 # Changes sent to Redis in one transaction at most.
 _BATCH: Final = 500
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROS: Final = 1_000_000
 # Turns of the event loop the flusher lets pass before it writes what was queued.
 _GATHER: Final = 3
 # Seconds a call waits at most to have heard every other process's changes.
 _CAUGHT_UP: Final = 2.0
 # Seconds between tries to reach Redis again from the background tasks.
 _RETRY: Final = 0.5
+# Real seconds between two trims of the shared logs by age.
+_TRIM_EVERY: Final = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +115,10 @@ def _ms(lifetime: timedelta) -> int:
     return max(1, lifetime // timedelta(milliseconds=1))
 
 
+# What the other processes need not hear of: commands for Redis alone, signed bodies.
+_UNTOLD: Final = frozenset({"ops", "body"})
+
+
 def _told(change: dict[str, Any]) -> dict[str, Any]:
     """A change as the other processes are told it: a file's bytes stay in Redis."""
     if change["kind"] == "media":
@@ -115,25 +126,10 @@ def _told(change: dict[str, Any]) -> dict[str, Any]:
     return change
 
 
-class _Shares(Protocol):
-    """What of the simulator the shared state reads and fills in."""
+class _Attaches(Shares, Protocol):
+    """The simulator as it is attached: it learns what it shares."""
 
-    config: SimulatorConfig
-    clock: Clock
-    events: list[Event]
-    activity: Activity
-    retention: Retention
-    media: MediaStore
-    throughput: ThroughputLimiter
-    pair_limit: PairRateLimiter
-    windows: SessionWindows
     shared: SharedMeta | None
-    _users: dict[str, SimUser]
-    _inbound: dict[str, tuple[SimUser, dict[str, Any]]]
-    _sent: dict[str, SentMessage]
-    _burst_of: dict[str, str]
-
-    def _keep_user(self, user: SimUser) -> None: ...
 
 
 class SharedMeta:
@@ -147,31 +143,36 @@ class SharedMeta:
         self.node = node
         #: How far virtual time is ahead of real time, for every process.
         self.offset = timedelta(0)
-        self._origin = f"{node}-{secrets.token_hex(4)}"
-        self._own = self._origin.encode()
-        self._channel = self._key("changes")
+        #: Names this process on the channel, and as the holder of the webhooks it claims.
+        self.origin = f"{node}-{secrets.token_hex(4)}"
+        self._own = self.origin.encode()
+        self._channel = self.key("changes")
         self._pending: list[dict[str, Any]] = []
         self._queued = asyncio.Event()
         self._lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
         self._pubsub: PubSub | None = None
-        self._sim: _Shares | None = None
+        self._sim: Shares | None = None
         client = base.client
         self._append = client.register_script(APPEND)
         self._read = client.register_script(READ)
         self._clear = client.register_script(CLEAR)
         self._remember = client.register_script(REMEMBER)
         self._before_send = client.register_script(BEFORE_SEND)
+        self._trim = client.register_script(TRIM)
         # Marks this process published and waits to hear back (see caught_up).
         self._marks: dict[str, asyncio.Future[None]] = {}
         # Whether the scripts a transaction runs are known to Redis (a restart forgets them).
         self._loaded = False
+        # The mark published behind the state read at joining, until it is heard back.
+        self._joined = ""
 
-    def _key(self, name: str) -> str:
+    def key(self, name: str) -> str:
+        """The full Redis key of ``name`` under this Meta's namespace."""
         return f"{self.store.namespace}:{name}"
 
     @property
-    def sim(self) -> _Shares:
+    def sim(self) -> Shares:
         """The simulator this process shares (after :meth:`attach`)."""
         if self._sim is None:
             raise StoreError("the shared state is not attached to a simulator yet")
@@ -188,8 +189,8 @@ class SharedMeta:
         """Where this process's virtual clock starts: real time plus the shared offset."""
         return datetime.now(UTC).replace(microsecond=0) + self.offset
 
-    async def attach(self, sim: _Shares) -> None:
-        """Share ``sim``: load the users others registered, then follow and publish changes."""
+    async def attach(self, sim: _Attaches) -> None:
+        """Share ``sim``: load what the others did so far, then follow and publish changes."""
         self._sim = sim
         sim.shared = self
         sim.windows = SharedSessionWindows(
@@ -198,11 +199,17 @@ class SharedMeta:
         pubsub = self.base.client.pubsub(ignore_subscribe_messages=True)
         await self.base.execute("changes", lambda _: pubsub.subscribe(self._channel))
         self._pubsub = pubsub
-        users = await self.store_call("users", lambda c: c.hgetall(self._key("users")))
-        for raw in users.values():
-            self._keep_user(json.loads(raw))
+        # What the others did so far, read in one step with a mark published behind it: the
+        # changes heard before the mark are in what was read, and are not applied twice.
+        self._joined = secrets.token_hex(8)
+        note = f"{self.origin} mark {self._joined}"
+        await load_state(self, sim, note)
         loop = asyncio.get_running_loop()
-        self._tasks = [loop.create_task(self._flushing()), loop.create_task(self._following())]
+        self._tasks = [
+            loop.create_task(self._flushing()),
+            loop.create_task(self._following()),
+            loop.create_task(self._trimming()),
+        ]
 
     async def aclose(self) -> None:
         """Send what is queued, stop following, and close the connection."""
@@ -248,7 +255,7 @@ class SharedMeta:
 
     def outbox_added(self, body: Mapping[str, Any]) -> None:
         """A send entered the outbox here."""
-        self._queue({"kind": "outbox", "body": dict(body)})
+        self._queue({"kind": "outbox", "body": dict(body), "us": us(self.sim.clock.now())})
 
     def media_added(self, record: Mapping[str, Any], lifetime: timedelta) -> None:
         """A file was stored here (``record`` as :func:`~.shared_media.media_record` makes it)."""
@@ -280,7 +287,24 @@ class SharedMeta:
 
     def event_recorded(self, event: Event) -> None:
         """An event was recorded here."""
-        self._queue({"kind": "event", "event": EVENT_ADAPTER.dump_python(event, mode="json")})
+        dumped = EVENT_ADAPTER.dump_python(event, mode="json")
+        self._queue({"kind": "event", "event": dumped, "us": us(event.at)})
+
+    def queue_ops(self, *ops: tuple[Any, ...]) -> None:
+        """Redis commands (name, then arguments) to run with the next changes, not told."""
+        self._queue({"kind": "ops", "ops": ops})
+
+    def body_kept(self, item_id: str, record: Mapping[str, Any]) -> None:
+        """A user's message went out signed (``record``): any process may redeliver it."""
+        self._queue({"kind": "body", "wamid": item_id, "record": record})
+
+    async def fetch_body(self, item_id: str, deliverer: Deliverer) -> None:
+        """Make sure ``deliverer`` holds a user's message's signed body, sent by any process."""
+        if item_id in deliverer.sent_bodies or not isinstance(deliverer, SharedDeliverer):
+            return
+        raw = await self.store_call("bodies", lambda c: c.hget(self.key("bodies"), item_id))
+        if raw is not None:
+            deliverer.keep_body(item_id, json.loads(raw))
 
     async def advanced(self, previous: datetime) -> None:
         """Virtual time jumped here from ``previous``: every process's clock jumps with it."""
@@ -322,11 +346,11 @@ class SharedMeta:
 
     async def _write(self, batch: Sequence[dict[str, Any]]) -> None:
         policy = self.sim.retention.policy
-        events = [json.dumps(c["event"]) for c in batch if c["kind"] == "event"]
-        outbox = [json.dumps(c["body"]) for c in batch if c["kind"] == "outbox"]
-        told = [_told(change) for change in batch]
+        events = [c for c in batch if c["kind"] == "event"]
+        outbox = [c for c in batch if c["kind"] == "outbox"]
+        told = [_told(change) for change in batch if change["kind"] not in _UNTOLD]
         # Each message starts with its origin: a process skips its own without reading them.
-        message = f"{self._origin} {json.dumps(told)}"
+        message = f"{self.origin} {json.dumps(told)}"
 
         async def run(client: Any) -> Any:
             pipe = client.pipeline(transaction=True)
@@ -336,29 +360,37 @@ class SharedMeta:
                     user = change["user"]
                     raw = json.dumps(user)
                     for alias in {user["user_id"], user["wa_id"]} - {None}:
-                        pipe.hset(self._key("users"), alias, raw)
+                        pipe.hset(self.key("users"), alias, raw)
                 elif kind == "media":
                     record = change["record"]
-                    pipe.set(
-                        self._key(f"media:{record['id']}"), json.dumps(record), px=change["ms"]
-                    )
+                    pipe.set(self.key(f"media:{record['id']}"), json.dumps(record), px=change["ms"])
                 elif kind == "unmedia":
-                    pipe.delete(self._key(f"media:{change['id']}"))
+                    pipe.delete(self.key(f"media:{change['id']}"))
                 elif kind == "link":
                     link = json.dumps(change["link"])
-                    pipe.set(self._key(f"link:{change['token']}"), link, px=change["ms"])
-                elif kind in ("inbound", "sent"):
-                    keys = [self._key(kind), self._key(f"{kind}:order")]
-                    args = [policy.messages or 0, change["wamid"], json.dumps(change)]
+                    pipe.set(self.key(f"link:{change['token']}"), link, px=change["ms"])
+                elif kind in ("inbound", "sent", "body"):
+                    name = "bodies" if kind == "body" else kind
+                    keys = [self.key(name), self.key(f"{name}:order")]
+                    kept = change["record"] if kind == "body" else change
+                    args = [policy.messages or 0, change["wamid"], json.dumps(kept)]
                     pipe.evalsha(self._remember.sha, len(keys), *keys, *args)
+                elif kind == "ops":
+                    for name, *args in change["ops"]:
+                        getattr(pipe, name)(*args)
             for name, items, cap in (
                 ("events", events, policy.events),
                 ("outbox", outbox, policy.outbox),
             ):
                 if items:
-                    keys = [self._key(name), self._key(f"{name}:first")]
-                    pipe.evalsha(self._append.sha, len(keys), *keys, cap or 0, *items)
-            pipe.publish(self._channel, message)
+                    keys = [self.key(name), self.key(f"{name}:first"), self.key(f"{name}:at")]
+                    field = "event" if name == "events" else "body"
+                    entries = [json.dumps(c[field]) for c in items]
+                    times = [c["us"] for c in items]
+                    args = [cap or 0, len(items), *entries, *times]
+                    pipe.evalsha(self._append.sha, len(keys), *keys, *args)
+            if told:
+                pipe.publish(self._channel, message)
             return await pipe.execute()
 
         if not self._loaded:
@@ -389,6 +421,18 @@ class SharedMeta:
                 await asyncio.sleep(_RETRY)
                 self._queued.set()
 
+    async def _trimming(self) -> None:
+        """Apply the retention policy's age limits to the logs in Redis, once a second."""
+        policy = self.sim.retention.policy
+        if policy.events_for is None and policy.outbox_for is None:
+            return
+        while True:
+            await asyncio.sleep(_TRIM_EVERY)
+            try:
+                await trim_by_age(self, self.sim, self._trim)
+            except StoreError as exc:
+                _log.warning("harness serve: %s; trimming the logs later", exc)
+
     # -- what the other processes change ---------------------------------------------------
 
     async def _following(self) -> None:
@@ -408,13 +452,18 @@ class SharedMeta:
                 continue
             origin, _, told = bytes(message["data"]).partition(b" ")
             if told.startswith(b"mark "):
-                mark = self._marks.get(told[5:].decode()) if origin == self._own else None
+                token = told[5:].decode()
+                if origin == self._own and token == self._joined:
+                    self._joined = ""  # what follows is newer than what was loaded
+                mark = self._marks.get(token) if origin == self._own else None
                 if mark is not None and not mark.done():
                     mark.set_result(None)
                 continue
             if origin == self._own:
                 continue
             for change in json.loads(told):
+                if self._joined and change["kind"] != "clock":
+                    continue  # in what was loaded already (a clock only moves forward)
                 try:
                     await self._apply(change)
                 except Exception:  # one change this process can't apply: go on with the rest
@@ -424,11 +473,11 @@ class SharedMeta:
         sim = self.sim
         kind = change["kind"]
         if kind == "user":
-            self._keep_user(change["user"])
+            keep_user(sim, change["user"])
         elif kind == "inbound":
-            self._keep_inbound(change)
+            keep_inbound(sim, change)
         elif kind == "sent":
-            self._keep_sent(change)
+            keep_sent(sim, change)
         elif kind == "event":
             event = EVENT_ADAPTER.validate_python(change["event"])
             sim.events.append(event)
@@ -438,31 +487,6 @@ class SharedMeta:
             await self._catch_up(int(change["offset"]))
         elif kind == "unmedia" and isinstance(sim.media, SharedMediaStore):
             sim.media.forget_here(change["id"])
-
-    def _keep_user(self, data: Mapping[str, Any]) -> SimUser:
-        sim = self.sim
-        user = SimUser(**data)
-        known = sim._users.get(user.key)
-        if known == user:
-            return known  # the same object, so that identity checks on it hold
-        sim._keep_user(user)
-        return user
-
-    def _keep_inbound(self, change: Mapping[str, Any]) -> None:
-        sim = self.sim
-        user = sim._users.get(change["user"])
-        if user is None:
-            return  # the user's own change comes first; nothing to attach this to otherwise
-        wamid = change["wamid"]
-        sim._inbound[wamid] = (user, dict(change["payload"]))
-        sim._burst_of[wamid] = change["burst"]
-
-    def _keep_sent(self, change: Mapping[str, Any]) -> None:
-        sim = self.sim
-        user = None if change["user"] is None else sim._users.get(change["user"])
-        send = ValidatedSend(**change["send"])
-        at = datetime.fromisoformat(change["at"])
-        sim._sent[change["wamid"]] = SentMessage(change["wamid"], user, send, at)
 
     async def caught_up(self, *, within: float = _CAUGHT_UP) -> None:
         """Return once every change published so far by any process has been applied here.
@@ -474,7 +498,7 @@ class SharedMeta:
         token = secrets.token_hex(8)
         mark: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._marks[token] = mark
-        note = f"{self._origin} mark {token}"
+        note = f"{self.origin} mark {token}"
         try:
             await self.store_call("changes", lambda c: c.publish(self._channel, note))
             with contextlib.suppress(TimeoutError):
@@ -488,9 +512,9 @@ class SharedMeta:
         """Make sure a user another process registered is known here."""
         if key in self.sim._users:
             return
-        raw = await self.store_call("users", lambda c: c.hget(self._key("users"), key))
+        raw = await self.store_call("users", lambda c: c.hget(self.key("users"), key))
         if raw is not None:
-            self._keep_user(json.loads(raw))
+            keep_user(self.sim, json.loads(raw))
 
     async def fetch_message(self, wamid: str) -> None:
         """Make sure a message (a user's or the agent's) another process made is known here."""
@@ -498,12 +522,12 @@ class SharedMeta:
         if not wamid or wamid in sim._inbound or wamid in sim._sent:
             return
         for kind in ("inbound", "sent"):
-            raw = await self.store_call(kind, lambda c, k=kind: c.hget(self._key(k), wamid))
+            raw = await self.store_call(kind, lambda c, k=kind: c.hget(self.key(k), wamid))
             if raw is not None:
                 change = json.loads(raw)
                 if change["user"] is not None:
                     await self.fetch_user(change["user"])
-                (self._keep_inbound if kind == "inbound" else self._keep_sent)(change)
+                (keep_inbound if kind == "inbound" else keep_sent)(sim, change)
                 return
 
     # -- limits ---------------------------------------------------------------------------
@@ -511,45 +535,23 @@ class SharedMeta:
     async def check_limits(self, user: str | None) -> None:
         """Catch up with the shared clock, then spend a throughput token and a pair-rate one.
 
-        One call to Redis: the clock another process moved counts for this send's
-        window, and two processes can't both spend a bucket's last token. Raises
-        the limit's error (130429, 131056) when a bucket is empty. The buckets are
-        the limiters' own (burst, interval, clock), kept in exact integers: credit
-        in units of 1/q microseconds for an interval of p/q seconds, so one token
-        costs p * 10^6 units.
+        One call to Redis (:func:`~channels.whatsapp._shared_limits.spend_tokens`): the
+        clock another process moved counts for this send's window. Raises the limit's
+        error (130429, 131056) when a bucket is empty.
         """
-        sim = self.sim
-        number = sim.config.phone_number_id
-        buckets: list[tuple[TokenBucketLimiter, str, str]] = [
-            (sim.throughput, f"limit:throughput:{number}", number)
-        ]
-        if user is not None:
-            buckets.append((sim.pair_limit, f"limit:pair:{user}", user))
-        buckets = [bucket for bucket in buckets if bucket[0].enabled]
-        now = (sim.throughput.clock.now() - _EPOCH) // timedelta(microseconds=1)
-        keys = [self._key("clock")] + [self._key(key) for _, key, _ in buckets]
-        args = [now]
-        for limiter, _, _ in buckets:
-            interval = limiter.interval
-            cost = interval.numerator * _MICROS
-            args += [cost, limiter.burst * cost, interval.denominator]
-        refused, missing, offset = await self.store_call(
-            "limits",
-            lambda c: self._before_send(keys=keys, args=args, client=c),
-            changes=True,
-        )
-        await self._catch_up(int(offset))
-        if int(refused):
-            limiter, _, name = buckets[int(refused) - 1]
-            wait = int(missing) / limiter.interval.denominator / _MICROS
-            raise limiter.refusal(name, wait)
+        spent = await spend_tokens(self, self.sim, user, self._before_send)
+        refused, missing, offset, buckets = spent
+        await self._catch_up(offset)
+        if refused:
+            limiter, name = buckets[refused - 1]
+            raise limiter.refusal(name, missing / limiter.interval.denominator / MICROS)
 
     # -- the shared logs -----------------------------------------------------------------
 
     async def read_log(self, name: str, since: int) -> LogWindow:
         """The entries of ``events`` or ``outbox`` from absolute index ``since``."""
         await self.flush()
-        keys = [self._key(name), self._key(f"{name}:first")]
+        keys = [self.key(name), self.key(f"{name}:first")]
         first, length, items = await self.store_call(
             name, lambda c: self._read(keys=keys, args=[since], client=c)
         )
@@ -559,7 +561,7 @@ class SharedMeta:
     async def clear_log(self, name: str, before: int | None) -> tuple[int, int]:
         """Drop the entries before absolute index ``before`` (all, if None): (first, next) after."""
         await self.flush()
-        keys = [self._key(name), self._key(f"{name}:first")]
+        keys = [self.key(name), self.key(f"{name}:first"), self.key(f"{name}:at")]
         first, length = await self.store_call(
             name,
             lambda c: self._clear(keys=keys, args=[-1 if before is None else before], client=c),
@@ -569,7 +571,7 @@ class SharedMeta:
 
     async def forget_messages(self) -> None:
         """Forget every message either way, in Redis (each process forgets its own copy)."""
-        keys = [self._key(k) for k in ("inbound", "inbound:order", "sent", "sent:order")]
+        keys = [self.key(k) for k in ("inbound", "inbound:order", "sent", "sent:order")]
         await self.store_call("messages", lambda c: c.delete(*keys))
 
 

@@ -49,6 +49,7 @@ from channels.whatsapp.messages import (
 )
 from channels.whatsapp.outbound import OutboundRules
 from channels.whatsapp.retention import Retention, RetentionPolicy
+from channels.whatsapp.sharing import SharedHooks
 from channels.whatsapp.simuser import SentMessage, SimUser
 from channels.whatsapp.summary import interactive_options, message_reply_id, message_text
 from channels.whatsapp.timekeeping import Timekeeping
@@ -82,7 +83,7 @@ _DOCUMENT_EXTENSIONS = {
 }
 
 
-class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
+class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages, SharedHooks):
     """Meta's side of the conversation: webhooks to the agent, the Graph API for its replies.
 
     Ids (wamids, media ids) are new in every simulator unless ``seed`` is
@@ -181,9 +182,7 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
                 agent, self.config.webhook_path, timeout=self.config.webhook_timeout
             )
         self._target = target
-        self._deliverer = Deliverer(
-            target, self.config, self.clock, self.dice, self.record, verify=self._ensure_handshake
-        )
+        self._deliverer = self._deliverer_for(target)
         self._verified = asyncio.Event()
 
     def build_graph_app(
@@ -243,8 +242,7 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
         if self._sink is not None:
             self._sink(event)
         self.retention.noted(event)
-        if self.shared is not None:
-            self.shared.event_recorded(event)
+        self._share_event(event)
 
     # -- users ------------------------------------------------------------------
 
@@ -272,8 +270,7 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
             name = _profile_name(wa_id or user_id)
         user = SimUser(wa_id=wa_id, user_id=user_id, name=name, on_whatsapp=on_whatsapp)
         self._keep_user(user)
-        if self.shared is not None:
-            self.shared.user_added(user)
+        self._share_user(user)
         return user
 
     def _keep_user(self, user: SimUser) -> None:
@@ -379,9 +376,7 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
         )
         self._inbound[wamid] = (who, payload)
         self._burst_of[wamid] = burst or f"burst-{next(self._burst_ids)}"
-        if self.shared is not None:  # in Redis before the agent hears of the wamid
-            self.shared.inbound_added(wamid, who.key, payload, self._burst_of[wamid])
-            await self.shared.flush()
+        await self._share_inbound(wamid, who.key, payload, self._burst_of[wamid])
         if self.on_inbound is not None:
             self.on_inbound(wamid)
         self._last_inbound[who.key] = wamid
@@ -492,29 +487,6 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages):
         if filename is not None:
             obj["filename"] = filename
         return await self.receive(user, {"type": kind, kind: obj})
-
-    async def redeliver(
-        self, wamid: str | None = None, *, user: SimUser | str | None = None
-    ) -> str:
-        """Deliver a user's message again with identical bytes and signature (Meta's duplicate)."""
-        if wamid is None:
-            if user is None:
-                raise ConfigError("redeliver needs a wamid or a user")
-            key = user.key if isinstance(user, SimUser) else self.user(user).key
-            wamid = self._last_inbound.get(key)
-            if wamid is None:
-                raise ConfigError(f"user {key} has sent nothing to redeliver")
-        if not self._deliverer_or_fail().redeliver(wamid):
-            raise ConfigError(
-                f"message {wamid} is not one this server delivered (or still keeps),"
-                " so it can't be redelivered"
-            )
-        return wamid
-
-    def sender_of(self, wamid: str) -> str | None:
-        """The user (as the trace names them) who sent message ``wamid``, if a user did."""
-        found = self._inbound.get(wamid)
-        return None if found is None else found[0].key
 
     def inbound_media(self, wamid: str) -> tuple[bytes, str] | None:
         """The bytes and MIME type of the media a user's message carried, if any."""

@@ -299,7 +299,8 @@ async def test_a_run_reaches_an_agent_whose_graph_api_is_harness_serve(redis_url
         said: list[bytes] = []
         while not any(b"passing sends" in line for line in said):  # serve's start-up lines
             said.append(await asyncio.wait_for(serve.stdout.readline(), 30))
-            assert said[-1] and len(said) < 12, said
+            assert said[-1], said  # serve ended before saying it routes
+            assert len(said) < 12, said
         async with serve_in_process(inline.create_app(settings)) as agent:
             run = await Runner(_options(agent, redis_url, run_port)).run([scenario])
     finally:

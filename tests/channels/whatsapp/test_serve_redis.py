@@ -85,11 +85,12 @@ class Meta:
 
 
 async def _serve(
-    port: int, webhook: str, redis_url: str, namespace: str
+    port: int, webhook: str, redis_url: str, namespace: str, *options: str
 ) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         *(sys.executable, "-m", "harness", "serve", "--port", str(port)),
         *("--webhook-url", webhook, "--redis", redis_url, "--redis-namespace", namespace),
+        *options,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
