@@ -128,6 +128,31 @@ async def test_redelivery_sends_identical_bytes_and_signature(
     assert len(sim.conversation().replies()) == 1
 
 
+async def test_a_delivered_update_is_kept_as_its_signed_bytes_and_redelivered_the_same(
+    pair: tuple[WhatsAppSimulator, EchoBot],
+) -> None:
+    sim, echo = pair
+    [wamid] = await sim.say(WA_ID, "book 9am")
+    await sim.settle()
+    [reply] = [s.wamid for s in sim.conversation().replies()]
+    deliverer = sim.deliverer
+    assert deliverer is not None
+    kept = {item: deliverer.sent_bodies[item].body for item in (wamid, f"{reply}:read")}
+    # What is kept to redeliver is the signed bytes, not a second copy of the payload as dicts.
+    assert [u.payload for u in deliverer._latest.values()] == [{}] * 4
+    first = sim.conversation()
+    for item in kept:
+        await sim.redeliver(item)
+        await sim.settle()
+    assert echo.raw_bodies[-2:] == list(kept.values())
+    copies = sim.conversation().inbound(duplicates=True)
+    assert [m.duplicate for m in copies] == [False, True]
+    original, copy = copies
+    assert (copy.body, copy.envelope, copy.text) == (original.body, original.envelope, "book 9am")
+    assert sim.conversation().statuses() == first.statuses()  # a status seen is seen once
+    assert json.loads(kept[wamid]) == sim._inbound[wamid][1]
+
+
 async def test_handshake_happens_once_before_the_first_delivery() -> None:
     config = SimulatorConfig()
     sim = WhatsAppSimulator(config, clock=VirtualClock())
