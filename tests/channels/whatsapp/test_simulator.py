@@ -19,7 +19,13 @@ from channels.whatsapp.simulator import WhatsAppSimulator
 from channels.whatsapp.transport import GraphRedirect
 from harness.clock import VirtualClock
 from harness.exceptions import HandshakeError, StepError
-from harness.trace import DeliveryAttempt, InboundMessage, OutboundSend, StatusUpdate
+from harness.trace import (
+    EVENT_ADAPTER,
+    DeliveryAttempt,
+    InboundMessage,
+    OutboundSend,
+    StatusUpdate,
+)
 from tests.channels.whatsapp.echo_bot import BotConfig, EchoBot
 
 WA_ID = "5511987654321"
@@ -457,6 +463,31 @@ async def test_user_media_can_be_downloaded_by_the_bot(
     inbound = sim.conversation().inbound()[-1]
     assert inbound.type == "image"
     assert inbound.text == "menu"
+
+
+async def test_events_built_without_validation_are_what_validation_would_build(
+    pair: tuple[WhatsAppSimulator, EchoBot],
+) -> None:
+    sim, _echo = pair
+    await sim.say(WA_ID, ["menu", "caf\u00e9 \U0001f600"])
+    await sim.settle()
+    await sim.tap(WA_ID, "Move")
+    await sim.send_media(WA_ID, "image", b"\xff\xd8jpeg", mime_type="image/jpeg", caption="a")
+    await sim.receive(
+        WA_ID, {"type": "location", "location": {"latitude": 37.46, "longitude": -122.21}}
+    )
+    await sim.settle()
+    await sim.redeliver(user=WA_ID)  # a copy read back from its signed bytes
+    await sim.settle()
+    events = sim.conversation().events
+    kinds = {e.kind for e in events}
+    assert {"inbound", "send", "status", "delivery", "verification"} <= kinds
+    for event in events:
+        given = {name: getattr(event, name) for name in event.model_fields_set}
+        validated = type(event).model_validate(given)  # copies and checks every value
+        assert validated == event
+        assert validated.model_fields_set == event.model_fields_set
+        assert EVENT_ADAPTER.validate_json(EVENT_ADAPTER.dump_json(event)) == event
 
 
 async def test_any_inbound_type_can_be_injected(pair: tuple[WhatsAppSimulator, EchoBot]) -> None:
