@@ -13,7 +13,7 @@ import importlib
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import NoReturn
+from typing import Final, NoReturn
 
 import click
 
@@ -28,6 +28,7 @@ __all__ = [
     "EXIT_FAILED",
     "EXIT_OK",
     "EXIT_USAGE",
+    "GC_THRESHOLDS",
     "HarnessGroup",
     "cli",
     "main",
@@ -133,14 +134,14 @@ def _run(argv: list[str] | None) -> int:
     return result if isinstance(result, int) else EXIT_OK
 
 
-# The cyclic garbage collector's thresholds while a command runs (Python's are 700, 10, 10).
-# A run keeps every event it records until its report is written, and the collector's full
-# collections walk everything kept: at Python's pace they took a sixth of a long in-process
-# run. Young objects are collected every 10,000 allocations instead of 700, so far fewer
-# survive into the old generations by being alive at the wrong moment, and the full
-# collections come far apart. The last figure stays: a full collection still waits for the
-# old generation to have grown by a quarter.
-_RUN_THRESHOLDS = (10_000, 10, 10)
+#: The cyclic garbage collector's thresholds while a command runs (Python's are 700, 10, 10).
+#: A run keeps every event it records until its report is written, and the collector's full
+#: collections walk everything kept: at Python's pace they took a sixth of a long in-process
+#: run. Young objects are collected every 10,000 allocations instead of 700, so far fewer
+#: survive into the old generations by being alive at the wrong moment, and the full
+#: collections come far apart. The last figure stays: a full collection still waits for the
+#: old generation to have grown by a quarter.
+GC_THRESHOLDS: Final = (10_000, 10, 10)
 
 
 @contextmanager
@@ -152,7 +153,7 @@ def _collecting_less_often() -> Iterator[None]:
     ends: tests call :func:`main` inside their own process.
     """
     before = gc.get_threshold()
-    gc.set_threshold(*_RUN_THRESHOLDS)
+    gc.set_threshold(*GC_THRESHOLDS)
     try:
         yield
     finally:
