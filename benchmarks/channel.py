@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import re
 import statistics
 import sys
 import time
@@ -245,7 +246,7 @@ def _sites(start: tracemalloc.Snapshot, end: tracemalloc.Snapshot, count: int) -
         own = [f for f in frames if f.filename.startswith(root) and "-packages/" not in f.filename]
         site = f"{own[-1].filename.removeprefix(root)}:{own[-1].lineno}" if own else "elsewhere"
         if own and frames[-1] is not own[-1]:
-            below = frames[-1].filename.rsplit("-packages/", 1)[-1].rsplit("/python3.", 1)[-1]
+            below = re.sub(r".*(-packages|/python3\.\d+)/", "", frames[-1].filename)
             site += f" ({below}:{frames[-1].lineno})"
         held[site] = held.get(site, 0.0) + stat.size_diff / count
     return sorted(held.items(), key=lambda item: -item[1])
