@@ -95,9 +95,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "any answer under 500 counts as delivered",
         "channels/whatsapp/delivery.py",
-        "            if result.status_code == 200:\n                return",
-        "            if result.status_code is not None and result.status_code < 500:\n"
-        "                return",
+        "            if status == 200:\n                return",
+        "            if status is not None and status < 500:\n                return",
         _DELIVERY,
     ),
     Mutation(
