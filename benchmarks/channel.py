@@ -28,7 +28,11 @@ per turn, the turns per second and the ratio to one bare round trip.
 conversations (a user of their own each, one message and its reply with its
 statuses), measured with ``tracemalloc`` over that phase alone: what is still
 held after it (per conversation) and the phase's own peak, not the process's
-lifetime maximum.
+lifetime maximum. ``--sites K`` adds the K allocation sites holding the most of
+it, each named by the innermost line of this project that allocated it (and
+the library line below it, if any). ``--gc N`` times the cyclic garbage
+collector (``gc.callbacks``) over N such conversations, at Python's thresholds
+and at the ones the ``harness`` command runs with.
 
 Run: ``python benchmarks/channel.py`` (``--quick`` for a short run;
 ``--rounds``, ``--samples`` and ``--memory 10000`` for the issue's figures).
@@ -39,6 +43,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import re
 import statistics
 import sys
 import time
@@ -60,6 +65,7 @@ from channels.whatsapp.channel import agent_settings
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.server import BackgroundServer
 from channels.whatsapp.simulator import WhatsAppSimulator
+from harness.cli.main import GC_THRESHOLDS
 from harness.clock import VirtualClock
 from harness.llm_recorder import RecordingLLMClient
 from harness.tape import RecordMode
@@ -191,11 +197,15 @@ async def loopback(rounds: int, turns: int) -> list[Round]:
             await graph.stop()
 
 
-async def memory_per_conversation(conversations: int) -> tuple[float, float]:
-    """KiB held per echo-bot conversation after ``conversations`` of them, and the phase's peak.
+Sites = list[tuple[str, float]]  # an allocation site, and the bytes it holds per conversation
+
+
+async def memory_per_conversation(conversations: int, sites: int = 0) -> tuple[float, float, Sites]:
+    """KiB held per echo-bot conversation after ``conversations`` of them, the phase's peak (MiB).
 
     Each conversation is a user of its own: one message, the bot's reply and
-    its statuses. ``tracemalloc`` measures from just before the phase.
+    its statuses. ``tracemalloc`` measures from just before the phase; with
+    ``sites``, also the allocation sites holding the most, per conversation.
     """
     config = SimulatorConfig(rate_limits=False)
     sim = WhatsAppSimulator(config, clock=VirtualClock())
@@ -205,8 +215,9 @@ async def memory_per_conversation(conversations: int) -> tuple[float, float]:
     await sim.say(warm, "hello")  # the handshake and first-use caches, outside the phase
     await sim.settle()
     gc.collect()
-    tracemalloc.start()
+    tracemalloc.start(32 if sites else 1)
     try:
+        start = tracemalloc.take_snapshot() if sites else None
         before, _ = tracemalloc.get_traced_memory()
         tracemalloc.reset_peak()
         for index in range(conversations):
@@ -215,12 +226,70 @@ async def memory_per_conversation(conversations: int) -> tuple[float, float]:
             await sim.settle()
         gc.collect()
         after, peak = tracemalloc.get_traced_memory()
+        held = [] if start is None else _sites(start, tracemalloc.take_snapshot(), conversations)
     finally:
         tracemalloc.stop()
         await sim.aclose()
         await client.aclose()
     assert len(sim.outbox) == conversations + 1
-    return (after - before) / conversations / 1024, (peak - before) / 1024 / 1024
+    per = (after - before) / conversations / 1024
+    return per, (peak - before) / 1024 / 1024, held[:sites]
+
+
+def _sites(start: tracemalloc.Snapshot, end: tracemalloc.Snapshot, count: int) -> Sites:
+    """Bytes held per conversation by site: this project's innermost line, and the one below."""
+    root = str(Path(__file__).resolve().parent.parent) + "/"
+    ours = tracemalloc.Filter(False, tracemalloc.__file__)
+    held: dict[str, float] = {}
+    for stat in end.filter_traces([ours]).compare_to(start.filter_traces([ours]), "traceback"):
+        frames = list(stat.traceback)  # oldest first
+        own = [f for f in frames if f.filename.startswith(root) and "-packages/" not in f.filename]
+        site = f"{own[-1].filename.removeprefix(root)}:{own[-1].lineno}" if own else "elsewhere"
+        if own and frames[-1] is not own[-1]:
+            below = re.sub(r".*(-packages|/python3\.\d+)/", "", frames[-1].filename)
+            site += f" ({below}:{frames[-1].lineno})"
+        held[site] = held.get(site, 0.0) + stat.size_diff / count
+    return sorted(held.items(), key=lambda item: -item[1])
+
+
+async def collector_share(
+    conversations: int, thresholds: tuple[int, int, int]
+) -> tuple[float, int]:
+    """The garbage collector's share of ``conversations`` echo-bot conversations, and its runs.
+
+    Timed with ``gc.callbacks`` at ``thresholds``; the process's own are put back after.
+    """
+    config = SimulatorConfig(rate_limits=False)
+    sim = WhatsAppSimulator(config, clock=VirtualClock())
+    client = sim.graph_client()
+    sim.connect(echo_bot(config, client, config.public_url))
+    spent, runs, began = 0.0, 0, 0.0
+
+    def timing(phase: str, info: dict[str, int]) -> None:
+        nonlocal spent, runs, began
+        if phase == "start":
+            began = time.perf_counter()
+        else:
+            spent += time.perf_counter() - began
+            runs += 1
+
+    own = gc.get_threshold()
+    gc.collect()
+    gc.set_threshold(*thresholds)
+    gc.callbacks.append(timing)
+    try:
+        started = time.perf_counter()
+        for index in range(conversations):
+            user = sim.add_user(f"1555{index + 1:07d}")
+            await sim.say(user, "hello")
+            await sim.settle()
+        elapsed = time.perf_counter() - started
+    finally:
+        gc.callbacks.remove(timing)
+        gc.set_threshold(*own)
+        await sim.aclose()
+        await client.aclose()
+    return spent / elapsed, runs
 
 
 # What the user says, in turn: questions, and a table now and then (proposed, never confirmed).
@@ -320,6 +389,12 @@ def main() -> None:
     parser.add_argument(
         "--memory", type=int, default=0, metavar="N", help="also measure N conversations' memory"
     )
+    parser.add_argument(
+        "--sites", type=int, default=0, metavar="K", help="with --memory: the K largest sites"
+    )
+    parser.add_argument(
+        "--gc", type=int, default=0, metavar="N", help="also time the collector: N conversations"
+    )
     args = parser.parse_args()
     turns = 50 if args.quick else 200
     rounds = args.rounds or (3 if args.quick else 9)
@@ -344,11 +419,18 @@ def main() -> None:
     agents = args.samples or (3 if args.quick else 7)
     reference_table(agents, steady_from=100, steady_turns=20 if args.quick else 50)
     if args.memory:
-        held, peak = asyncio.run(memory_per_conversation(args.memory))
+        held, peak, sites = asyncio.run(memory_per_conversation(args.memory, args.sites))
         print(
             f"\nsimulator memory, echo bot, {args.memory} conversations:"
             f" {held:.1f} KiB held per conversation; the phase's peak {peak:.1f} MiB"
         )
+        for site, size in sites:
+            print(f"{size:>8.0f} B  {site}")
+    if args.gc:
+        print(f"\nthe garbage collector over {args.gc} echo-bot conversations (one run each)")
+        for name, thresholds in (("Python's", (700, 10, 10)), ("the command's", GC_THRESHOLDS)):
+            share, runs = asyncio.run(collector_share(args.gc, thresholds))
+            print(f"  {name} thresholds {thresholds}: {share:.1%} of the time, {runs} collections")
 
 
 if __name__ == "__main__":

@@ -72,6 +72,10 @@ DEFAULT_REAL_WORK_LIMIT: Final = 120.0
 #: Called with every jump a clock makes (the trace's own event type).
 JumpListener = Callable[[ClockJump], None]
 
+# The latest jumps a virtual clock keeps in ``jumps`` (at least this many, at most twice):
+# a long run jumps several times per turn, and listeners see every jump as it happens.
+_JUMPS_KEPT: Final = 100
+
 # Settling: how many event-loop rounds the auto-advance driver gives other
 # tasks. On loops that expose their ready queue (CPython's) the driver stops
 # as soon as it is empty; elsewhere it waits a fixed number of rounds.
@@ -166,8 +170,9 @@ class _Work:
 class VirtualClock:
     """Time that only moves when told to (or, with ``auto_advance``, when all are asleep).
 
-    ``jumps`` records every move as a trace :class:`~harness.trace.ClockJump`;
-    ``on_jump`` and :meth:`add_listener` are called with each as it happens.
+    ``jumps`` records the latest moves (the last hundred at least) as trace
+    :class:`~harness.trace.ClockJump` events; ``on_jump`` and
+    :meth:`add_listener` are called with each as it happens.
     Not thread-safe: use it from one event loop's thread.
     """
 
@@ -198,7 +203,7 @@ class VirtualClock:
         self._watchers: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._sleeping: set[asyncio.Future[None]] = set()
         self._driver: asyncio.Task[None] | None = None
-        #: Every jump so far, oldest first.
+        #: The latest jumps, oldest first (every one of the last hundred, at least).
         self.jumps: list[ClockJump] = []
 
     def __repr__(self) -> str:
@@ -390,6 +395,8 @@ class VirtualClock:
         jump = ClockJump.model_construct(at=to, previous=self._now, reason=reason)
         self._now = to
         self.jumps.append(jump)
+        if len(self.jumps) > 2 * _JUMPS_KEPT:
+            del self.jumps[:-_JUMPS_KEPT]
         for listener in tuple(self._listeners):
             listener(jump)
 

@@ -83,9 +83,28 @@ class Participant(_Model):
     user_id: str | None = None
 
 
+# The set of given field names each event keeps, one per combination (see ``_Event``).
+_FIELDS_SETS: dict[frozenset[str], set[str]] = {}
+
+
 class _Event(_Model):
     at: AwareDatetime
     user: str | None = None
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Share the record of which fields were given with every event given the same ones.
+
+        Pydantic keeps a set of the field names given to each instance
+        (``model_fields_set``): for an event of ten fields that set takes more
+        memory than the event's own values, and a run keeps every event. An
+        event is frozen, so its set never changes once built (``model_copy``
+        copies it before adding to it), and one set per combination of names
+        serves them all: each kind of event is built from a handful.
+        """
+        given = self.__pydantic_fields_set__
+        shared = _FIELDS_SETS.setdefault(frozenset(given), given)
+        if shared is not given:
+            object.__setattr__(self, "__pydantic_fields_set__", shared)
 
 
 class InboundMessage(_Event):

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import random
 import time
 from collections import Counter
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol
 from urllib.parse import urlencode
@@ -180,7 +181,7 @@ _ANSWER_KEPT = 200
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-@dataclass
+@dataclass(slots=True)
 class PendingUpdate:
     """One update (a user's message or a status) on its way to the agent."""
 
@@ -199,6 +200,9 @@ class PendingUpdate:
     unsent: list[str] = field(default_factory=list, repr=False)
     #: Set once a copy has gone out (by ``on_sending``): any later copy is a duplicate.
     sent: bool = False
+    #: Set on the copy kept for a redelivery once the update went out alone: its payload is
+    #: then its signed body's JSON, read back if it is redelivered, and not kept twice.
+    resting: bool = field(default=False, repr=False)
 
 
 Emit = Callable[[Any], None]
@@ -311,6 +315,9 @@ class Deliverer:
         if body is None:
             return False
         latest = self._latest.get(item_id)
+        if latest is not None and latest.resting:
+            latest = replace(latest, payload=json.loads(body.body), resting=False)
+            self._latest[item_id] = latest
         updates = [] if latest is None else [latest]
         self._spawn(self._send(body, [item_id], updates, (reason,), 0.0, self._count(updates)))
         return True
@@ -370,6 +377,9 @@ class Deliverer:
         for update in updates:
             update.unsent = []
         await self._send(body, [u.item_id for u in updates], list(updates), faults, 0.0, unsent)
+        if len(updates) == 1 and self._latest.get(updates[0].item_id) is updates[0]:
+            # Kept as it is for a redelivery, its payload would hold the signed body twice.
+            self._latest[updates[0].item_id] = replace(updates[0], payload={}, resting=True)
         if self.dice.roll("duplicate", self.dice.profile.duplicate):
             self._spawn(
                 self._send(

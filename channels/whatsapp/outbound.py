@@ -240,7 +240,9 @@ class OutboundRules:
         elif send.action == "typing":
             kind = "typing"
         self.record(
-            OutboundSend(
+            # Built from the validated send (its body is the request's parsed JSON, its other
+            # values of their declared types): validating would only copy them.
+            OutboundSend.model_construct(
                 at=self.clock.now(),
                 user=who.key if who else send.user,
                 type=kind,

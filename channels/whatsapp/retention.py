@@ -27,8 +27,8 @@ What is forgotten, oldest first, and what it means afterwards:
   their way still arrive. Signed status webhooks are not kept once sent
   (nothing delivers a status again on request).
 - media past Meta's lifetime (7 days for a user's, 30 for an upload), and
-  beyond ``media`` files the oldest; expired download links; the virtual
-  clock's own log of jumps beyond its latest few.
+  beyond ``media`` files the oldest; expired download links. (The virtual
+  clock keeps only its latest jumps itself.)
 
 Users, their windows and their BSUIDs are kept: they grow with the number
 of users, not of turns. The default policy keeps everything and costs
@@ -45,7 +45,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar
 
 from channels.whatsapp.retention_policy import SERVE_RETENTION, RetentionPolicy
-from harness.clock import Clock, VirtualClock
+from harness.clock import Clock
 from harness.exceptions import StepError
 from harness.references import LAST_REPLY, MessageRef, agent_replies
 from harness.trace import Event, InboundMessage, OutboundSend
@@ -61,8 +61,6 @@ T = TypeVar("T")
 # Checking the age limits and pruning the per-message maps costs a pass over them:
 # it is done once every this many events (and before every read).
 _SWEEP_EVERY: Final = 256
-# The virtual clock's jumps kept (a paced clock jumps 20 times a second).
-_JUMPS_KEPT: Final = 100
 
 
 class _Remembers(Protocol):
@@ -285,9 +283,6 @@ class Retention:
         for key in [k for k, (_, expires) in sim._conversations.items() if expires <= now]:
             del sim._conversations[key]
         sim.media.forget(keep=self.policy.media)
-        clock = sim.clock
-        if isinstance(clock, VirtualClock) and len(clock.jumps) > 2 * _JUMPS_KEPT:
-            del clock.jumps[:-_JUMPS_KEPT]
 
     def clear(
         self,

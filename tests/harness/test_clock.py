@@ -84,6 +84,19 @@ def test_advance_and_set_move_forward_only() -> None:
     assert clock.now() == at(200)
 
 
+def test_a_long_run_keeps_its_latest_jumps_and_tells_every_listener_of_every_one() -> None:
+    heard: list[ClockJump] = []
+    clock = VirtualClock(on_jump=heard.append)
+    for second in range(1, 1001):
+        clock.advance(1, reason=f"step {second}")
+    assert len(heard) == 1000
+    assert 100 <= len(clock.jumps) <= 200  # not a thousand: a long run jumps every turn
+    assert clock.jumps == heard[-len(clock.jumps) :]  # the latest, oldest first, none skipped
+    assert clock.jumps[-1].at == at(1000)
+    with pytest.raises(ClockError, match="before anything"):
+        clock.restart(T0)  # trimmed or not, the clock knows it has moved
+
+
 async def test_a_26_hour_sleep_returns_at_once_in_real_time() -> None:
     clock = VirtualClock(auto_advance=True)
     started = time.monotonic()

@@ -172,6 +172,26 @@ def test_conversation_round_trips_through_json(events: list[Event]) -> None:
     assert Conversation.model_validate_json(conv.model_dump_json()) == conv
 
 
+@pytest.mark.parametrize("kind", sorted(EVENT_STRATEGIES))
+@given(data=st.data())
+def test_events_given_the_same_fields_share_one_record_of_them(
+    kind: str, data: st.DataObject
+) -> None:
+    event = data.draw(EVENT_STRATEGIES[kind])
+    given_names = set(event.model_fields_set)
+    values = {name: getattr(event, name) for name in given_names}
+    cls = type(event)
+    validated, trusted = cls(**values), cls.model_construct(**values)
+    loaded = cls.model_validate_json(event.model_dump_json(exclude_unset=True))
+    for other in (validated, trusted, loaded):
+        assert other == event
+        assert other.model_fields_set is event.model_fields_set  # one set, not one per event
+        assert other.model_dump(exclude_unset=True) == event.model_dump(exclude_unset=True)
+    copied = event.model_copy(update={"user": "someone else"})
+    assert copied.model_fields_set == given_names | {"user"}
+    assert event.model_fields_set == given_names  # the shared set is never written to
+
+
 def test_models_are_frozen_and_strict() -> None:
     event = InboundMessage(at=T0, wamid="w1", type="text")
     with pytest.raises(ValidationError):

@@ -19,7 +19,13 @@ from channels.whatsapp.simulator import WhatsAppSimulator
 from channels.whatsapp.transport import GraphRedirect
 from harness.clock import VirtualClock
 from harness.exceptions import HandshakeError, StepError
-from harness.trace import DeliveryAttempt, InboundMessage, OutboundSend, StatusUpdate
+from harness.trace import (
+    EVENT_ADAPTER,
+    DeliveryAttempt,
+    InboundMessage,
+    OutboundSend,
+    StatusUpdate,
+)
 from tests.channels.whatsapp.echo_bot import BotConfig, EchoBot
 
 WA_ID = "5511987654321"
@@ -126,6 +132,31 @@ async def test_redelivery_sends_identical_bytes_and_signature(
     assert [m.duplicate for m in copies] == [False, True]
     # the bot dedupes on raw bytes, so it answered once
     assert len(sim.conversation().replies()) == 1
+
+
+async def test_a_delivered_update_is_kept_as_its_signed_bytes_and_redelivered_the_same(
+    pair: tuple[WhatsAppSimulator, EchoBot],
+) -> None:
+    sim, echo = pair
+    [wamid] = await sim.say(WA_ID, "book 9am")
+    await sim.settle()
+    [reply] = [s.wamid for s in sim.conversation().replies()]
+    deliverer = sim.deliverer
+    assert deliverer is not None
+    kept = {item: deliverer.sent_bodies[item].body for item in (wamid, f"{reply}:read")}
+    # What is kept to redeliver is the signed bytes, not a second copy of the payload as dicts.
+    assert [u.payload for u in deliverer._latest.values()] == [{}] * 4
+    first = sim.conversation()
+    for item in kept:
+        await sim.redeliver(item)
+        await sim.settle()
+    assert echo.raw_bodies[-2:] == list(kept.values())
+    copies = sim.conversation().inbound(duplicates=True)
+    assert [m.duplicate for m in copies] == [False, True]
+    original, copy = copies
+    assert (copy.body, copy.envelope, copy.text) == (original.body, original.envelope, "book 9am")
+    assert sim.conversation().statuses() == first.statuses()  # a status seen is seen once
+    assert json.loads(kept[wamid]) == sim._inbound[wamid][1]
 
 
 async def test_handshake_happens_once_before_the_first_delivery() -> None:
@@ -432,6 +463,31 @@ async def test_user_media_can_be_downloaded_by_the_bot(
     inbound = sim.conversation().inbound()[-1]
     assert inbound.type == "image"
     assert inbound.text == "menu"
+
+
+async def test_events_built_without_validation_are_what_validation_would_build(
+    pair: tuple[WhatsAppSimulator, EchoBot],
+) -> None:
+    sim, _echo = pair
+    await sim.say(WA_ID, ["menu", "caf\u00e9 \U0001f600"])
+    await sim.settle()
+    await sim.tap(WA_ID, "Move")
+    await sim.send_media(WA_ID, "image", b"\xff\xd8jpeg", mime_type="image/jpeg", caption="a")
+    await sim.receive(
+        WA_ID, {"type": "location", "location": {"latitude": 37.46, "longitude": -122.21}}
+    )
+    await sim.settle()
+    await sim.redeliver(user=WA_ID)  # a copy read back from its signed bytes
+    await sim.settle()
+    events = sim.conversation().events
+    kinds = {e.kind for e in events}
+    assert {"inbound", "send", "status", "delivery", "verification"} <= kinds
+    for event in events:
+        given = {name: getattr(event, name) for name in event.model_fields_set}
+        validated = type(event).model_validate(given)  # copies and checks every value
+        assert validated == event
+        assert validated.model_fields_set == event.model_fields_set
+        assert EVENT_ADAPTER.validate_json(EVENT_ADAPTER.dump_json(event)) == event
 
 
 async def test_any_inbound_type_can_be_injected(pair: tuple[WhatsAppSimulator, EchoBot]) -> None:

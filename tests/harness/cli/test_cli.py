@@ -7,16 +7,19 @@ real process.
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import click
 import pytest
 
 from harness import __version__
-from harness.cli.main import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
+from harness.cli.main import EXIT_FAILED, EXIT_OK, EXIT_USAGE, cli, main
+from harness.exceptions import ConfigError
 from tests.bots.loopback import free_port
 
 BROKEN = "steps:\n  - say: [unclosed\n"
@@ -63,6 +66,28 @@ def _suite(root: Path, **files: str) -> Path:
 def _commands(help_text: str) -> set[str]:
     section = help_text.split("Commands:", 1)[1]
     return {line.split()[0] for line in section.splitlines() if line.strip()}
+
+
+def test_a_command_runs_with_the_collector_at_its_pace_and_the_process_gets_its_own_back() -> None:
+    seen: list[tuple[int, ...]] = []
+
+    def probe(fail: bool) -> None:
+        seen.append(gc.get_threshold())
+        if fail:
+            raise ConfigError("a bad flag")
+
+    cli.add_command(
+        click.Command("gc-probe", callback=probe, params=[click.Option(["--fail"], is_flag=True)])
+    )
+    before = gc.get_threshold()
+    try:
+        assert _harness("gc-probe") == EXIT_OK
+        assert _harness("gc-probe", "--fail") == EXIT_USAGE
+    finally:
+        del cli.commands["gc-probe"]
+    # Young objects every 10,000 allocations while the command runs, not Python's 700.
+    assert seen == [(10_000, 10, 10)] * 2
+    assert gc.get_threshold() == before
 
 
 def test_help_lists_the_builtin_and_the_plugin_commands(
