@@ -9,7 +9,6 @@ one, so ``--host 0.0.0.0`` alone is refused.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import ipaddress
 import secrets
@@ -22,6 +21,7 @@ from urllib.parse import urlsplit
 
 import click
 
+from channels.whatsapp._defaults import SIMULATOR_DEFAULTS
 from channels.whatsapp._event_loop import loop_factory, loop_name, loop_option, run_on
 from channels.whatsapp._retention_options import retention_options
 from channels.whatsapp.model_options import model_endpoint_options
@@ -54,24 +54,15 @@ class _Run:
 class _SimulatorDefault(click.Option):
     """An option whose default is the simulator's own setting of the same name.
 
-    The settings are read when the default is first needed (the command runs,
-    or its help is shown): ``harness --help`` reads this module for the
-    command's one-line help, and need not import the settings' models for it.
+    The defaults are plain values (:mod:`channels.whatsapp._defaults`), the
+    same the settings' model takes: showing them in the help imports no model.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("show_default", True)
         super().__init__(*args, **kwargs)
-        self._read = False
-
-    def get_default(self, ctx: click.Context, call: bool = True) -> Any:
-        """The simulator's default for this setting (or the context's, as click gives it)."""
-        if not self._read and self.name is not None:
-            from channels.whatsapp.config import SimulatorConfig
-
-            self.default = getattr(SimulatorConfig(), self.name)
-            self._read = True
-        return super().get_default(ctx, call=call)
+        if self.name is not None:
+            self.default = SIMULATOR_DEFAULTS[self.name]
 
 
 def simulator_options(command: F) -> F:
@@ -296,6 +287,8 @@ async def _serve(
     model: _Model,
     retention: RetentionPolicy,
 ) -> None:
+    import asyncio
+
     from channels.whatsapp.control import control_app
     from channels.whatsapp.ids import id_source
     from channels.whatsapp.server import BackgroundServer

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 
 import click
@@ -43,6 +42,8 @@ def worker_command(broker_url: str, concurrency: int, heartbeat: str, burst: boo
     run that queued it. A worker that dies mid-scenario has it retried by another.
     """
     # Imported here, not above: `harness --help` reads this module for the help alone.
+    import asyncio
+
     from harness.suites.worker import run_worker
 
     try:
