@@ -10,8 +10,6 @@ one, so ``--host 0.0.0.0`` alone is refused.
 from __future__ import annotations
 
 import contextlib
-import ipaddress
-import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -201,6 +199,8 @@ def serve_command(
     It keeps the past within the --keep-* limits (see docs/how-to/serve.md), so it can run for days.
     """
     # Imported here, not above: `harness --help` reads this module for the help alone.
+    import secrets
+
     from channels.whatsapp.config import SimulatorConfig
     from channels.whatsapp.faults import FaultProfile
     from channels.whatsapp.model_options import serve_recording
@@ -361,6 +361,8 @@ def is_loopback(host: str) -> bool:
     """Tell whether ``host`` is reachable from this machine only (``127.0.0.1``, ``::1``...)."""
     if host.strip().lower() == "localhost":
         return True
+    import ipaddress
+
     try:
         return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
     except ValueError:  # a name other than localhost may resolve anywhere
