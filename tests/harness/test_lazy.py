@@ -162,6 +162,8 @@ def test_help_reads_every_command_without_importing_what_they_run_with() -> None
     )
     assert "channels.whatsapp.cli" in loaded  # the plugin's commands were listed
     assert _heavy(loaded) == []
+    # The plugins are found without importlib.metadata (and the email parser it brings).
+    assert [m for m in ("email", "importlib.metadata") if m in loaded] == []
 
 
 # Each command and the module that declares it. `serve --help` shows the simulator's

@@ -9,7 +9,9 @@ so the installed channels never see them.
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import sys
+import zipfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -19,7 +21,13 @@ from channels.direct import DirectChannel
 from channels.whatsapp.channel import WhatsAppChannel
 from harness.channel import ChannelSetup, UserSpec
 from harness.exceptions import ConfigError
-from harness.plugins import ENTRY_POINT_GROUP, ChannelPlugin, load_channel_plugins
+from harness.plugins import (
+    ENTRY_POINT_GROUP,
+    ChannelPlugin,
+    _scan,
+    declared_entry_points,
+    load_channel_plugins,
+)
 
 GROUP = "harness.test_channels"
 GOOD = """\
@@ -130,3 +138,64 @@ def test_an_entry_point_that_is_not_a_channel_plugin(site: FakeSite) -> None:
     assert str(caught.value) == (
         "channel plugin 'wrong' (fake_wrong:plugin) is a dict, not a ChannelPlugin"
     )
+
+
+def _as_importlib_reads(group: str) -> list[tuple[str, str]]:
+    return [(ep.name, ep.value) for ep in importlib.metadata.entry_points(group=group)]
+
+
+def _distribution(root: Path, folder: str, entry_points: str) -> None:
+    info = root / folder
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: x\nVersion: 1\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text(entry_points, encoding="utf-8")
+
+
+@pytest.mark.parametrize("group", [ENTRY_POINT_GROUP, GROUP, "console_scripts", "pytest11"])
+def test_the_path_is_read_as_importlib_metadata_reads_it(
+    site: FakeSite, tmp_path: Path, group: str
+) -> None:
+    _distribution(
+        site.root,
+        "Fake.Dist-1.0.dist-info",
+        f"# a comment\n\n[console_scripts]\nfake = fake_cli:main\n\n[ {GROUP} ]\n"
+        f"first = fake_first:plugin\n[{GROUP}]\nsecond=fake_second : plugin [extra]\n",
+    )
+    _distribution(site.root, "old_style.egg-info", f"[{GROUP}]\nold = fake_old:plugin\n")
+    (site.root / "no_entry_points-2.dist-info").mkdir()
+    # "[ group ]" names another section; the same distribution further down the path
+    # is hidden by the first one.
+    later = tmp_path / "later"
+    _distribution(later, "fake_dist-0.9.dist-info", f"[{GROUP}]\nhidden = fake_hidden:plugin\n")
+    _distribution(later, "another-3.dist-info", f"[{GROUP}]\nthird = fake_third:plugin\n")
+    sys.path.append(str(later))
+    try:
+        importlib.invalidate_caches()
+        scanned = _scan(group)
+        assert scanned is not None  # read without importlib.metadata
+        assert sorted(scanned) == sorted(_as_importlib_reads(group))
+        assert declared_entry_points(group) == scanned
+    finally:
+        sys.path.remove(str(later))
+    if group == GROUP:
+        assert sorted(name for name, _ in scanned) == ["old", "second", "third"]
+
+
+def test_a_zip_on_the_path_is_left_to_importlib_metadata(site: FakeSite, tmp_path: Path) -> None:
+    archive = tmp_path / "zipped.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr("zipped-1.dist-info/METADATA", "Metadata-Version: 2.1\nName: zipped\n")
+        zipped.writestr("zipped-1.dist-info/entry_points.txt", f"[{GROUP}]\nz = zipped_mod:p\n")
+    sys.path.append(str(archive))
+    try:
+        importlib.invalidate_caches()
+        assert _scan(GROUP) is None
+        assert declared_entry_points(GROUP) == [("z", "zipped_mod:p")] == _as_importlib_reads(GROUP)
+    finally:
+        sys.path.remove(str(archive))
+
+
+def test_a_value_that_names_no_object_is_refused(site: FakeSite) -> None:
+    site.install({"odd": "fake pigeon:plugin"}, {"fake_pigeon": GOOD})
+    with pytest.raises(ConfigError, match=r"^channel plugin 'odd' \(fake pigeon:plugin\) failed"):
+        load_channel_plugins(group=GROUP)
