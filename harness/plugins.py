@@ -59,7 +59,7 @@ def load_channel_plugins(group: str = ENTRY_POINT_GROUP) -> dict[str, ChannelPlu
     silent omission: a channel that vanishes would make a suite pass vacuously.
     """
     plugins: dict[str, ChannelPlugin] = {}
-    for name, value in sorted(declared_entry_points(group)):
+    for name, value in sorted(_declared_entry_points(group)):
         try:
             plugin = _load(value)
         except Exception as exc:  # any import failure of a third-party plugin
@@ -73,7 +73,7 @@ def load_channel_plugins(group: str = ENTRY_POINT_GROUP) -> dict[str, ChannelPlu
     return plugins
 
 
-def declared_entry_points(group: str) -> list[tuple[str, str]]:
+def _declared_entry_points(group: str) -> list[tuple[str, str]]:
     """The name and value of every entry point installed in ``group``.
 
     The same list :func:`importlib.metadata.entry_points` gives, read straight

@@ -24,8 +24,8 @@ from harness.exceptions import ConfigError
 from harness.plugins import (
     ENTRY_POINT_GROUP,
     ChannelPlugin,
+    _declared_entry_points,
     _scan,
-    declared_entry_points,
     load_channel_plugins,
 )
 
@@ -174,7 +174,7 @@ def test_the_path_is_read_as_importlib_metadata_reads_it(
         scanned = _scan(group)
         assert scanned is not None  # read without importlib.metadata
         assert sorted(scanned) == sorted(_as_importlib_reads(group))
-        assert declared_entry_points(group) == scanned
+        assert _declared_entry_points(group) == scanned
     finally:
         sys.path.remove(str(later))
     if group == GROUP:
@@ -190,7 +190,9 @@ def test_a_zip_on_the_path_is_left_to_importlib_metadata(site: FakeSite, tmp_pat
     try:
         importlib.invalidate_caches()
         assert _scan(GROUP) is None
-        assert declared_entry_points(GROUP) == [("z", "zipped_mod:p")] == _as_importlib_reads(GROUP)
+        assert (
+            _declared_entry_points(GROUP) == [("z", "zipped_mod:p")] == _as_importlib_reads(GROUP)
+        )
     finally:
         sys.path.remove(str(archive))
 
