@@ -17,8 +17,6 @@ problem (bad TOML, an unknown key, a value of the wrong type) is one
 
 from __future__ import annotations
 
-import difflib
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +66,8 @@ def _string(file: Path, table: Mapping[str, Any], key: str) -> str | None:
 def _settings(file: Path, table: Mapping[str, Any]) -> ProjectSettings:
     for key in table:
         if key not in _KEYS:
+            import difflib
+
             close = difflib.get_close_matches(key.replace("_", "-"), _KEYS, n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else f" (known: {', '.join(_KEYS)})"
             raise ConfigError(f"{file}: [tool.harness] unknown key '{key}'{hint}")
@@ -111,6 +111,8 @@ def find_project(start: Path | None = None) -> ProjectSettings:
         file = folder / PROJECT_FILE
         if not file.is_file():
             continue
+        import tomllib
+
         try:
             data = tomllib.loads(file.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

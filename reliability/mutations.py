@@ -184,7 +184,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "retries stop after an hour",
-        "channels/whatsapp/config.py",
+        "channels/whatsapp/_defaults.py",
         "DEFAULT_RETRY_SCHEDULE: tuple[float, ...] = (0.0, 10.0, 60.0, 600.0, 3600.0)",
         "DEFAULT_RETRY_SCHEDULE: tuple[float, ...] = (0.0, 10.0, 60.0, 600.0)",
         _DELIVERY,

@@ -12,11 +12,13 @@ choose one.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Coroutine
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import click
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["LOOPS", "loop_factory", "loop_name", "loop_option", "run_on"]
 
@@ -25,7 +27,7 @@ LOOPS: Final = ("auto", "asyncio", "uvloop")
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
-LoopFactory = Callable[[], asyncio.AbstractEventLoop]
+LoopFactory = Callable[[], "asyncio.AbstractEventLoop"]
 
 
 def loop_factory(name: str) -> LoopFactory | None:
@@ -57,6 +59,8 @@ def loop_name(loop: asyncio.AbstractEventLoop) -> str:
 
 def run_on(factory: LoopFactory | None, main: Coroutine[Any, Any, T]) -> T:
     """Run ``main`` to completion on a loop ``factory`` makes (None: the standard loop)."""
+    import asyncio
+
     with asyncio.Runner(loop_factory=factory) as runner:
         return runner.run(main)
 

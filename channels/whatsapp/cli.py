@@ -9,11 +9,7 @@ one, so ``--host 0.0.0.0`` alone is refused.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import ipaddress
-import secrets
-import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -23,6 +19,7 @@ from urllib.parse import urlsplit
 
 import click
 
+from channels.whatsapp._defaults import SIMULATOR_DEFAULTS
 from channels.whatsapp._event_loop import loop_factory, loop_name, loop_option, run_on
 from channels.whatsapp._retention_options import retention_options
 from channels.whatsapp.model_options import model_endpoint_options
@@ -58,24 +55,15 @@ class _Run:
 class _SimulatorDefault(click.Option):
     """An option whose default is the simulator's own setting of the same name.
 
-    The settings are read when the default is first needed (the command runs,
-    or its help is shown): ``harness --help`` reads this module for the
-    command's one-line help, and need not import the settings' models for it.
+    The defaults are plain values (:mod:`channels.whatsapp._defaults`), the
+    same the settings' model takes: showing them in the help imports no model.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("show_default", True)
         super().__init__(*args, **kwargs)
-        self._read = False
-
-    def get_default(self, ctx: click.Context, call: bool = True) -> Any:
-        """The simulator's default for this setting (or the context's, as click gives it)."""
-        if not self._read and self.name is not None:
-            from channels.whatsapp.config import SimulatorConfig
-
-            self.default = getattr(SimulatorConfig(), self.name)
-            self._read = True
-        return super().get_default(ctx, call=call)
+        if self.name is not None:
+            self.default = SIMULATOR_DEFAULTS[self.name]
 
 
 def simulator_options(command: F) -> F:
@@ -223,6 +211,8 @@ def serve_command(
     It keeps the past within the --keep-* limits (see docs/how-to/serve.md), so it can run for days.
     """
     # Imported here, not above: `harness --help` reads this module for the help alone.
+    import secrets
+
     from channels.whatsapp.config import SimulatorConfig
     from channels.whatsapp.faults import FaultProfile
     from channels.whatsapp.model_options import serve_recording
@@ -310,6 +300,8 @@ async def _serve(
     model: _Model,
     retention: RetentionPolicy,
 ) -> None:
+    import asyncio
+
     from channels.whatsapp.control import control_app
     from channels.whatsapp.forwarding import Forwarder, RouteBook
     from channels.whatsapp.ids import id_source
@@ -379,6 +371,8 @@ async def _serve(
     pacer = loop.create_task(sim.run_paced())
     stopped = asyncio.Event()
     if shared is not None:  # hand what this process holds back to the others before it goes
+        import signal
+
         loop.add_signal_handler(signal.SIGTERM, stopped.set)
     try:
         await stopped.wait()
@@ -401,6 +395,8 @@ def is_loopback(host: str) -> bool:
     """Tell whether ``host`` is reachable from this machine only (``127.0.0.1``, ``::1``...)."""
     if host.strip().lower() == "localhost":
         return True
+    import ipaddress
+
     try:
         return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
     except ValueError:  # a name other than localhost may resolve anywhere

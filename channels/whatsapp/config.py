@@ -12,6 +12,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from channels.whatsapp import _defaults as default
+from channels.whatsapp._defaults import DEFAULT_RETRY_SCHEDULE, RETRY_HORIZON
+
 __all__ = [
     "DEFAULT_RETRY_SCHEDULE",
     "RETRY_HORIZON",
@@ -19,14 +22,6 @@ __all__ = [
     "StatusTiming",
     "retry_delays",
 ]
-
-#: Seconds after the first failed attempt at which a webhook is tried again
-#: (Meta: "immediately, then a few more times with decreasing frequency").
-#: After the last entry it is retried every hour until :data:`RETRY_HORIZON`.
-DEFAULT_RETRY_SCHEDULE: tuple[float, ...] = (0.0, 10.0, 60.0, 600.0, 3600.0)
-
-#: Meta gives up on a webhook it could not deliver after seven days.
-RETRY_HORIZON = 7 * 24 * 3600.0
 
 
 def retry_delays(
@@ -76,39 +71,39 @@ class StatusTiming(_Settings):
 class SimulatorConfig(_Settings):
     """Everything that identifies the simulated business number and how Meta behaves."""
 
-    app_secret: str = "harness-app-secret"
-    verify_token: str = "harness-verify-token"
-    access_token: str = "harness-access-token"
-    phone_number_id: str = "100200300400500"
-    waba_id: str = "900800700600500"
-    display_phone_number: str = "15550001111"
+    app_secret: str = default.APP_SECRET
+    verify_token: str = default.VERIFY_TOKEN
+    access_token: str = default.ACCESS_TOKEN
+    phone_number_id: str = default.PHONE_NUMBER_ID
+    waba_id: str = default.WABA_ID
+    display_phone_number: str = default.DISPLAY_PHONE_NUMBER
     #: Where the fake Graph API says it lives (used in media download URLs).
-    public_url: str = "http://graph.local"
+    public_url: str = default.PUBLIC_URL
     #: The agent's webhook path when the agent is an in-process ASGI app.
-    webhook_path: str = "/webhook"
+    webhook_path: str = default.WEBHOOK_PATH
     #: Perform the GET verification handshake before the first delivery.
-    handshake: bool = True
+    handshake: bool = default.HANDSHAKE
     statuses: StatusTiming = Field(default_factory=StatusTiming)
     #: Length of the customer-service window opened by each user message.
-    window_seconds: float = 24 * 3600.0
+    window_seconds: float = default.WINDOW_SECONDS
     #: How a free-form send outside the window fails: Meta's usual way (accepted,
     #: then a ``failed`` status with 131047) or a synchronous 400.
-    window_error: Literal["async", "sync"] = "async"
+    window_error: Literal["async", "sync"] = default.WINDOW_ERROR
     retry_schedule: tuple[float, ...] = DEFAULT_RETRY_SCHEDULE
-    retry_every: float = 3600.0
+    retry_every: float = default.RETRY_EVERY
     retry_horizon: float = RETRY_HORIZON
     #: Seconds (real time) the agent has to answer a webhook POST.
-    webhook_timeout: float = 10.0
+    webhook_timeout: float = default.WEBHOOK_TIMEOUT
     #: Enforce the pair rate limit (131056) and the throughput limit (130429).
-    rate_limits: bool = True
+    rate_limits: bool = default.RATE_LIMITS
     #: Messages per second the number may send before 130429.
-    throughput_mps: float = 80.0
+    throughput_mps: float = default.THROUGHPUT_MPS
     #: Whether the business has a payment configuration. Meta's default business
     #: has none and is refused ``order_details`` and ``order_status`` messages
     #: (code 10, permission denied).
-    payments: bool = False
+    payments: bool = default.PAYMENTS
     #: Graph API version the simulator itself names in URLs it hands out.
-    api_version: str = "v25.0"
+    api_version: str = default.API_VERSION
 
     def retry_offsets(self) -> list[float]:
         """Every retry offset, in seconds after the first attempt."""

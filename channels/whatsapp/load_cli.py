@@ -12,9 +12,7 @@ command runs, so ``harness --help`` stays quick.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import signal
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -206,6 +204,9 @@ def load_command(
 
 
 async def _run(plan: LoadPlan, config: SimulatorConfig, host: str, port: int) -> LoadResult:
+    import asyncio
+    import signal
+
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 

@@ -10,9 +10,6 @@ rather than the command line, where other users of the machine can see them.
 
 from __future__ import annotations
 
-import asyncio
-import signal
-import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -28,14 +25,14 @@ from harness.exceptions import ConfigError, HarnessError
 from harness.options import parse_settings
 
 if TYPE_CHECKING:
+    import socket
+
     import uvicorn
 
     from channels.whatsapp.proxy_record import ProxyRecorder
     from harness.store import Store
 
 __all__ = ["parse_listen", "proxy_command", "proxy_main", "serve_proxy"]
-
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def parse_listen(value: str) -> tuple[str, int]:
@@ -49,6 +46,8 @@ def parse_listen(value: str) -> tuple[str, int]:
 
 def _bind(host: str, port: int) -> socket.socket:
     """The listening socket, bound now, so a taken port is a one-line error."""
+    import socket
+
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -72,6 +71,9 @@ async def serve_proxy(
     The fixture is closed (``conversation.json`` written) however serving
     ends. ``ready`` is told the proxy's URL once it listens.
     """
+    import asyncio
+    import signal
+
     import uvicorn
 
     from channels.whatsapp.proxy import create_proxy_app
@@ -99,7 +101,7 @@ async def serve_proxy(
 
     # Uvicorn handles the signals while it serves, then raises them again: this
     # handler takes them then, so the fixture is closed instead of the process killed.
-    previous = {sig: signal.signal(sig, stop) for sig in _STOP_SIGNALS}
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         host, port = sock.getsockname()[:2]
         shown = f"[{host}]" if ":" in host else host
@@ -117,6 +119,8 @@ async def serve_proxy(
 
 
 def _when_started(server: uvicorn.Server, ready: Callable[[str], None], url: str) -> None:
+    import asyncio
+
     if server.started:
         ready(url)
     elif not server.should_exit:
@@ -229,6 +233,8 @@ def proxy_command(
 ) -> None:
     """Record a live chat: forward Meta's webhooks to the agent and its Graph API calls upstream."""
     # Imported here, not above: `harness --help` reads this module for the help alone.
+    import asyncio
+
     from channels.whatsapp.proxy import WEBHOOK_PATH
     from channels.whatsapp.pseudonyms import new_pseudonym_key
     from harness.fixture import META_FILE

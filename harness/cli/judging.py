@@ -7,7 +7,6 @@ when none was recorded.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -71,6 +70,8 @@ def judge_exit(
     """Print each fixture's verdict and the gate's decision; the exit code they set (0 unasked)."""
     if not judge and gate is None:
         return 0
+    import asyncio
+
     from harness.replay.judge import check_threshold, gate_outcome
 
     if gate is not None:

@@ -9,7 +9,6 @@ scenario passed, 1 when it failed.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from pathlib import Path
@@ -95,6 +94,8 @@ def record_command(
 ) -> None:
     """Run a scenario once with the agent's model and tools recorded, into a fixture."""
     # Imported here, not above: `harness --help` reads this module for the help alone.
+    import asyncio
+
     from harness.llm import AnthropicClient
     from harness.llm_recorder import RecordingLLMClient
     from harness.replay.judge import Judge, save_verdicts

@@ -8,7 +8,6 @@ conversation below the gate's threshold.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -101,6 +100,7 @@ def replay_command(
 ) -> None:
     """Replay a recorded conversation with its timing, offline, and compare it turn by turn."""
     # Imported here, not above: `harness --help` reads this module for the help alone.
+    import asyncio
 
     from harness.cli.replaying import (
         REPLAY_EXIT,

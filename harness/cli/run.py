@@ -9,7 +9,6 @@ run stops with a line saying how to name one (this project's own
 
 from __future__ import annotations
 
-import asyncio
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -233,6 +232,8 @@ def run_command(
     from [tool.harness] in the nearest pyproject.toml; flags win.
     """
     # Imported here, not above: `harness --help` reads this module for the help alone.
+    import asyncio
+
     from harness.cli.cache import LastFailed
     from harness.report import SuiteProgress, make_console, print_summary
     from harness.suites.repeats import repeated
@@ -364,6 +365,8 @@ async def _play(
 
 def _judged(run: RunResult, scenarios: list[Scenario], key: str | None) -> RunResult:
     """The run with the judge's judgements on its simulated scenarios (none without a key)."""
+    import asyncio
+
     from harness.replay.judge.scenarios import judge_run
     from harness.suites.repeats import is_simulated
 

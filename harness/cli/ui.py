@@ -8,7 +8,6 @@ files, so it listens on 127.0.0.1 and nowhere else.
 from __future__ import annotations
 
 import os
-import socket
 from pathlib import Path
 
 import click
@@ -94,6 +93,8 @@ def ui_command(
     target = target or project.target or _recorded_target(paths)
     if target is None:
         raise ConfigError(NO_TARGET)
+
+    import socket
 
     import uvicorn  # the web server loads only for this command
 

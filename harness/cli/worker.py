@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 
 import click
@@ -74,6 +73,8 @@ def worker_command(
     the agent calls.
     """
     # Imported here, not above: `harness --help` reads this module for the help alone.
+    import asyncio
+
     from harness.suites.worker import GraphPlace, run_worker
 
     try:
