@@ -268,6 +268,32 @@ class Deliverer:
         self._unsent.update(users)
         return users
 
+    async def _post_counted(
+        self, body: SignedBody, updates: Sequence[PendingUpdate], unsent: list[str]
+    ) -> PostResult:
+        """POST ``body``, counted as on its way for the users whose messages it carries.
+
+        Statuses are news about earlier sends: a POST of statuses alone holds no
+        one's turn. Whatever happens, the messages have been put to the agent
+        once afterwards (what follows are retries).
+        """
+        self.in_flight += 1
+        about = [u.user for u in updates if u.kind == "message"]
+        self._posting.update(about)
+        task = asyncio.current_task()
+        if task is not None:
+            self.posting_tasks.add(task)
+        try:
+            return await self.target.post(body)
+        finally:
+            self.in_flight -= 1
+            self.posting_tasks.discard(task)
+            self._posting.subtract(about)
+            for user in about:
+                if self._posting[user] <= 0:
+                    del self._posting[user]
+            self._release(unsent)
+
     def _release(self, users: list[str]) -> None:
         """The first POST of these messages is over (or won't happen): they are no longer unsent."""
         self._unsent.subtract(users)
@@ -435,23 +461,7 @@ class Deliverer:
             for update in updates:
                 if update.on_sending is not None:
                     update.on_sending(update, delivery)
-            self.in_flight += 1
-            # Whose turn the POST is part of: statuses are news about earlier sends.
-            about = [u.user for u in updates if u.kind == "message"]
-            self._posting.update(about)
-            task = asyncio.current_task()
-            if task is not None:
-                self.posting_tasks.add(task)
-            try:
-                result = await self.target.post(body)
-            finally:
-                self.in_flight -= 1
-                self.posting_tasks.discard(task)
-                self._posting.subtract(about)
-                for user in about:
-                    if self._posting[user] <= 0:
-                        del self._posting[user]
-                self._release(unsent)  # put to the agent once: what follows are retries
+            result = await self._post_counted(body, updates, unsent)
             status, tags = result.status_code, faults if attempt == 1 else (*faults, "retry")
             lost = self.dice.profile.answer_lost
             if status == 200 and attempt == 1 and self.dice.roll("answer-lost", lost):

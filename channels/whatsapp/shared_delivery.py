@@ -299,7 +299,8 @@ class SharedDeliverer(Deliverer):
             if update.on_sending is not None and not (update.kind == "status" and update.sent):
                 update.on_sending(update, delivery)
             update.sent = True
-        status, error, latency = await self._posted(body, updates, unsent)
+        result = await self._post_counted(body, updates, unsent)
+        status, error, latency = result.status_code, result.error, float(result.latency_ms)
         tags = faults if attempt == 1 else (*faults, "retry")
         lost = self.dice.profile.answer_lost
         if status == 200 and attempt == 1 and self.dice.roll("answer-lost", lost):
@@ -338,28 +339,6 @@ class SharedDeliverer(Deliverer):
             "due": str(_us(first + timedelta(seconds=self._offsets[attempt]))),
         }
         await self._rescheduled(again, jobs[1:])
-
-    async def _posted(
-        self, body: SignedBody, updates: list[PendingUpdate], unsent: list[str]
-    ) -> tuple[int | None, str | None, float]:
-        """POST ``body``, counted as on its way for the users it is about."""
-        self.in_flight += 1
-        about = [u.user for u in updates]
-        self._posting.update(about)
-        task = asyncio.current_task()
-        if task is not None:
-            self.posting_tasks.add(task)
-        try:
-            result = await self.target.post(body)
-        finally:
-            self.in_flight -= 1
-            self.posting_tasks.discard(task)
-            self._posting.subtract(about)
-            for user in about:
-                if self._posting[user] <= 0:
-                    del self._posting[user]
-            self._release(unsent)  # put to the agent once: what follows are retries
-        return result.status_code, result.error, float(result.latency_ms)
 
     def _remember(self, body: SignedBody, updates: list[PendingUpdate]) -> None:
         """Keep the signed bytes of the users' messages, here and in Redis, for a redelivery."""
