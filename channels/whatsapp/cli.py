@@ -21,6 +21,7 @@ import click
 
 from channels.whatsapp._defaults import SIMULATOR_DEFAULTS
 from channels.whatsapp._event_loop import loop_factory, loop_name, loop_option, run_on
+from channels.whatsapp._limit_options import throughput_option
 from channels.whatsapp._retention_options import retention_options
 from channels.whatsapp.model_options import model_endpoint_options
 from harness.exceptions import ConfigError
@@ -132,14 +133,7 @@ def simulator_options(command: F) -> F:
     help="Bearer token the control API (/_harness/) requires; needed to serve beyond "
     "loopback. Also read from HARNESS_CONTROL_TOKEN.",
 )
-@click.option(
-    "--throughput-mps",
-    default=80,
-    show_default=True,
-    type=click.IntRange(min=1),
-    help="Messages per second the business number may send before 130429 (Meta: 80, "
-    "1000 once upgraded).",
-)
+@throughput_option
 @click.option(
     "--model-mode",
     type=click.Choice([mode.value for mode in RecordMode]),

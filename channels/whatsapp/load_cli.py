@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from channels.whatsapp._event_loop import loop_factory, loop_option, run_on
+from channels.whatsapp._limit_options import throughput_option
 from harness.exceptions import ConfigError
 
 if TYPE_CHECKING:
@@ -107,14 +108,7 @@ def _seconds(text: str, option: str) -> float:
     type=int,
     help="The first user's WhatsApp number; the others follow it (one each).",
 )
-@click.option(
-    "--throughput-mps",
-    default=80,
-    show_default=True,
-    type=click.IntRange(min=1),
-    help="Messages per second the business number may send before 130429 (Meta: 80, "
-    "1000 once upgraded).",
-)
+@throughput_option
 @click.option(
     "--statuses/--no-statuses",
     default=True,
