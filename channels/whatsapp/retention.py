@@ -151,7 +151,9 @@ class Retention:
         """``event`` was just appended to the log: follow the turns, prune when due."""
         if self._keeps_all:
             return
-        now = self.sim.clock.now()
+        # The event's own time, not the clock's: an event another process recorded
+        # arrives here later, perhaps after the shared clock has moved on.
+        now = event.at
         if isinstance(event, InboundMessage) and event.user is not None and not event.duplicate:
             turn = self._turns.get(event.user)
             if turn is None or turn.answered:
