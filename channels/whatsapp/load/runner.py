@@ -214,7 +214,8 @@ async def run_load(
         public_url=public_url,
         on_refuse=inbox.refused,
     )
-    server = BackgroundServer(app, graph_host, graph_port)
+    # The load run's Graph API reads no client address: no proxy headers to look at.
+    server = BackgroundServer(app, graph_host, graph_port, proxy_headers=False)
     connector = aiohttp.TCPConnector(limit=plan.connections)
     async with aiohttp.ClientSession(connector=connector, trace_configs=[sent_trace()]) as session:
         await _reachable(session, plan.target_url, config)
