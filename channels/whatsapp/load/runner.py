@@ -32,7 +32,7 @@ from channels.whatsapp.load.rules import MetaRules
 from channels.whatsapp.load.stats import LoadStats
 from channels.whatsapp.load.statuses import StatusSender
 from channels.whatsapp.load.users import LoadUser
-from channels.whatsapp.load.webhooks import WebhookPoster, sent_trace
+from channels.whatsapp.load.webhooks import WebhookPoster
 from channels.whatsapp.media import MediaStore
 from channels.whatsapp.server import BackgroundServer
 from harness.clock import SystemClock
@@ -217,7 +217,7 @@ async def run_load(
     # The load run's Graph API reads no client address: no proxy headers to look at.
     server = BackgroundServer(app, graph_host, graph_port, proxy_headers=False)
     connector = aiohttp.TCPConnector(limit=plan.connections)
-    async with aiohttp.ClientSession(connector=connector, trace_configs=[sent_trace()]) as session:
+    async with aiohttp.ClientSession(connector=connector) as session:
         await _reachable(session, plan.target_url, config)
         await server.start()
         try:
@@ -229,6 +229,7 @@ async def run_load(
                 config,
                 timeout=plan.webhook_timeout,
                 rng=id_source(purpose="load messages"),
+                connections=plan.connections,
             )
             if plan.statuses:
                 lanes = min(plan.connections, _STATUS_LANES)

@@ -10,10 +10,13 @@ kept up many times the requests per second of httpx's pool with 50
 connections open to one server (``benchmarks/load.py`` measures both), and a
 load run is all connections at once.
 
-A message's reply latency runs from the moment its request was written to
-the agent (:func:`sent_trace` tells the user), not from when the user asked
-for a connection: with more users than connections, the wait for one is the
-harness's own queue, not the agent's slowness.
+A message's reply latency runs from the moment a connection was free for its
+request (:meth:`WebhookPoster.post` tells the user), not from when the user
+asked for one: with more users than connections, the wait for one is the
+harness's own queue, not the agent's slowness. The poster keeps that queue
+itself, one permit per connection of the pool, so the pool never makes a
+request wait, and the moment a permit is given is the moment the request
+goes out.
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
@@ -33,22 +35,7 @@ from channels.whatsapp.ids import bulk_wamid
 from channels.whatsapp.load.users import Choice, LoadUser
 from channels.whatsapp.signing import SIGNATURE_HEADER, serialize, sign
 
-__all__ = ["WebhookPoster", "sent_trace"]
-
-
-def sent_trace() -> aiohttp.TraceConfig:
-    """Tells each request's user (its ``trace_request_ctx``) when its headers went out."""
-
-    async def headers_sent(
-        session: aiohttp.ClientSession, context: SimpleNamespace, params: object
-    ) -> None:
-        user = context.trace_request_ctx
-        if isinstance(user, LoadUser):
-            user.posting(asyncio.get_running_loop().time())
-
-    trace = aiohttp.TraceConfig()
-    trace.on_request_headers_sent.append(headers_sent)
-    return trace
+__all__ = ["WebhookPoster"]
 
 
 class WebhookPoster:
@@ -62,8 +49,11 @@ class WebhookPoster:
         *,
         timeout: float,
         rng: random.Random | None = None,
+        connections: int = 100,
     ) -> None:
+        """``connections``: the most requests at once, as many as the session's pool holds."""
         self.session = session
+        self._free = asyncio.Semaphore(connections)
         self.url = url
         self.config = config
         # Connecting and each read are bounded, not the wait for a free connection of the
@@ -102,24 +92,27 @@ class WebhookPoster:
     async def post(self, body: bytes, user: LoadUser | None = None) -> str | None:
         """POST one webhook; ``None`` when the agent answered 2xx, else why it failed.
 
-        ``user`` is told when the request is written (with :func:`sent_trace`).
+        ``user`` is told when a connection is free for it and the request goes out.
         """
         headers = {
             "Content-Type": "application/json",
             SIGNATURE_HEADER: sign(body, self.config.app_secret),
         }
-        try:
-            async with self.session.post(
-                self.url, data=body, headers=headers, timeout=self.timeout, trace_request_ctx=user
-            ) as response:
-                await response.read()
-                if 200 <= response.status < 300:
-                    return None
-                return f"HTTP {response.status}"
-        except TimeoutError:
-            return "timeout"
-        except aiohttp.ClientError as exc:
-            return f"connection: {type(exc).__name__}"
+        async with self._free:
+            if user is not None:
+                user.posting(asyncio.get_running_loop().time())
+            try:
+                async with self.session.post(
+                    self.url, data=body, headers=headers, timeout=self.timeout
+                ) as response:
+                    await response.read()
+                    if 200 <= response.status < 300:
+                        return None
+                    return f"HTTP {response.status}"
+            except TimeoutError:
+                return "timeout"
+            except aiohttp.ClientError as exc:
+                return f"connection: {type(exc).__name__}"
 
 
 def _serialized(payload: dict[str, Any]) -> bytes:
