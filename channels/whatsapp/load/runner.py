@@ -151,6 +151,7 @@ async def _play(
                 stats.message_sent(at)
                 await rules.opened(user.wa_id)
                 failure = await poster.post(body, user)
+                del body  # not held while the user waits for the reply and thinks
                 if failure is None:
                     stats.webhook_answered(loop.time() - user.last_post)
                 else:
