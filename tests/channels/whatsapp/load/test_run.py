@@ -83,7 +83,7 @@ async def echo_bot() -> AsyncIterator[Bot]:
         yield bot
 
 
-async def _run(bot: Bot, **plan: Any) -> LoadResult:
+async def _run(bot: Bot, templates: tuple[Template, ...] = (TEMPLATE,), **plan: Any) -> LoadResult:
     settings: Mapping[str, Any] = {
         "users": 3,
         "rate": 40.0,
@@ -93,7 +93,7 @@ async def _run(bot: Bot, **plan: Any) -> LoadResult:
         **plan,
     }
     return await run_load(
-        LoadPlan(target_url=bot.webhook, templates=(TEMPLATE,), **settings),
+        LoadPlan(target_url=bot.webhook, templates=templates, **settings),
         CONFIG,
         graph_port=bot.graph_port,
     )
@@ -136,19 +136,7 @@ async def test_a_bot_that_waits_for_the_burst_to_end_answers_each_turn_once() ->
     port = free_port()
     app = debounce.create_app(_settings(port, BOT_DEBOUNCE_SECONDS="0.3"))
     async for bot in _served(app, port):
-        result = await run_load(
-            LoadPlan(
-                target_url=bot.webhook,
-                templates=(BURST,),
-                users=3,
-                rate=60.0,
-                duration=1.0,
-                reply_timeout=3.0,
-                think=0.05,
-            ),
-            CONFIG,
-            graph_port=port,
-        )
+        result = await _run(bot, (BURST,), rate=60.0, reply_timeout=3.0)
     stats = result.stats
     assert stats.turns >= 3
     # Each user's last burst may be cut short by the end of the run, and is still one turn.
@@ -161,19 +149,7 @@ async def test_a_bot_that_waits_for_the_burst_to_end_answers_each_turn_once() ->
 async def test_a_bot_that_answers_each_fragment_sends_extra_parts() -> None:
     port = free_port()
     async for bot in _served(per_fragment.create_app(_settings(port)), port):
-        result = await run_load(
-            LoadPlan(
-                target_url=bot.webhook,
-                templates=(BURST,),
-                users=2,
-                rate=60.0,
-                duration=0.6,
-                reply_timeout=3.0,
-                think=0.3,
-            ),
-            CONFIG,
-            graph_port=port,
-        )
+        result = await _run(bot, (BURST,), users=2, rate=60.0, duration=0.6, think=0.3)
     stats = result.stats
     assert stats.turns >= 2
     assert stats.replied == stats.turns
