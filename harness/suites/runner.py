@@ -200,7 +200,7 @@ class Runner:
             with ProcessPoolExecutor(max_workers=processes, mp_context=context) as pool:
                 futures = [
                     loop.run_in_executor(
-                        pool, _run_elsewhere, self.options, scenario, f"{run_id}:{index}"
+                        pool, _run_elsewhere, self.options, scenario, run_id, index
                     )
                     for index, scenario in enumerate(scenarios)
                 ]
@@ -552,19 +552,23 @@ class Runner:
 #: Suites at least this large run in worker processes (smaller ones on threads).
 _PROCESS_THRESHOLD = 100
 
-_WORKER_RUNNERS: dict[int, Runner] = {}
+#: The runner of each run a worker process serves, by the run's id. The options arrive as a
+#: new object with every scenario (they are pickled), so they cannot be the key.
+_WORKER_RUNNERS: dict[str, Runner] = {}
 
 
-def _run_elsewhere(options: RunOptions, scenario: Scenario, namespace: str) -> ScenarioResult:
-    """Run one scenario in a worker process (its runner is built once per process)."""
-    runner = _WORKER_RUNNERS.get(id(options))
+def _run_elsewhere(
+    options: RunOptions, scenario: Scenario, run_id: str, index: int
+) -> ScenarioResult:
+    """Run one scenario in a worker process (its runner is built once per process and run)."""
+    runner = _WORKER_RUNNERS.get(run_id)
     if runner is None:
-        runner = _WORKER_RUNNERS[id(options)] = Runner(options)
+        runner = _WORKER_RUNNERS[run_id] = Runner(options)
 
     async def go() -> ScenarioResult:
         store = open_store(options.store_url)
         try:
-            return await runner.run_scenario(scenario, store=store, namespace=namespace)
+            return await runner.run_scenario(scenario, store=store, namespace=f"{run_id}:{index}")
         finally:
             await store.close()
 

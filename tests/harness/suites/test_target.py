@@ -7,6 +7,7 @@ another's module already imported; ``sys.path`` is restored after each.
 from __future__ import annotations
 
 import multiprocessing
+import pickle
 import sys
 import uuid
 from concurrent.futures import ProcessPoolExecutor
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness.exceptions import ConfigError
+from harness.suites import runner as runner_module
 from harness.suites.runner import RunOptions, _run_elsewhere
 from harness.suites.scenario import parse_scenario
 from harness.suites.target import importable, load_target
@@ -91,7 +93,7 @@ def test_a_folder_named_like_an_installed_package_is_not_imported_and_the_error_
 
 def _spawned(options: RunOptions, scenario_text: str) -> tuple[str, str | None, list[str]]:
     """In a fresh process: run one scenario as a worker of a large suite does."""
-    result = _run_elsewhere(options, parse_scenario(scenario_text), "worker:0")
+    result = _run_elsewhere(options, parse_scenario(scenario_text), "worker", 0)
     return result.status, result.error, list(sys.path)
 
 
@@ -115,3 +117,26 @@ def test_a_worker_process_imports_the_target_itself(
         ).result(timeout=120)
     assert (status, error) == ("passed", None)
     assert str(folder) in path
+
+
+def test_a_worker_builds_its_runner_once_per_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The options reach a worker pickled with every scenario, a new object each time: the
+    # runner (and the agent it builds) must still be made once for the run, not per scenario.
+    built: list[RunOptions] = []
+    original = runner_module.Runner.__init__
+
+    def counting(self: runner_module.Runner, options: RunOptions) -> None:
+        built.append(options)
+        original(self, options)
+
+    monkeypatch.setattr(runner_module.Runner, "__init__", counting)
+    monkeypatch.setattr(runner_module, "_WORKER_RUNNERS", {})
+    options = RunOptions(channel="direct")
+    scenario = parse_scenario("steps:\n  - say: hello\n  - expect: {replies: 1}\n")
+    for index in range(3):
+        as_sent = pickle.loads(pickle.dumps(options))
+        result = _run_elsewhere(as_sent, scenario, "run-a", index)
+        assert result.status == "passed", result.error
+    assert len(built) == 1
+    _run_elsewhere(pickle.loads(pickle.dumps(options)), scenario, "run-b", 0)
+    assert len(built) == 2  # another run, another runner
