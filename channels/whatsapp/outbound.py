@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +78,8 @@ class OutboundRules:
     _conversations: dict[tuple[str, str], tuple[str, datetime]]
     _deliverer: Deliverer | None
     shared: SharedMeta | None
+    #: ``_on_status_sending``, bound once: every status on its way carries it.
+    _status_sending: Callable[[PendingUpdate, str], None]
 
     def record(self, event: Event) -> None:
         """Append an event to the log (the simulator defines it)."""
@@ -294,7 +296,7 @@ class OutboundRules:
                 payload=self._status_payload(item, who_key),
                 due=due,
                 faults=faults,
-                on_sending=self._on_status_sending,
+                on_sending=self._status_sending,
             )
         )
 

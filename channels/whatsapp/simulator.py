@@ -146,6 +146,9 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages, SharedHooks):
         self._burst_ids = itertools.count(1)
         self._status_seen: set[tuple[str, str]] = set()
         self._conversations: dict[tuple[str, str], tuple[str, datetime]] = {}
+        # Each update on its way carries what to call as it goes out: one bound method for all.
+        self._inbound_sending = self._on_inbound_sending
+        self._status_sending = self._on_status_sending
         self._target: WebhookTarget | None = None
         self._deliverer: Deliverer | None = None
         #: Set once the connected webhook has passed the verification handshake.
@@ -388,7 +391,7 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages, SharedHooks):
                 user=who.key,
                 payload=payload,
                 due=now,
-                on_sending=self._on_inbound_sending,
+                on_sending=self._inbound_sending,
             )
         )
         self._last_activity = now

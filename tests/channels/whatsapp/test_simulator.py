@@ -145,7 +145,8 @@ async def test_a_delivered_update_is_kept_as_its_signed_bytes_and_redelivered_th
     assert deliverer is not None
     kept = {item: deliverer.sent_bodies[item].body for item in (wamid, f"{reply}:read")}
     # What is kept to redeliver is the signed bytes, not a second copy of the payload as dicts.
-    assert [u.payload for u in deliverer._latest.values()] == [{}] * 4
+    resting = list(deliverer._latest.values())
+    assert len(resting) == 4 and not any(hasattr(u, "payload") for u in resting)
     first = sim.conversation()
     for item in kept:
         await sim.redeliver(item)
