@@ -270,6 +270,7 @@ _OWNERS: dict[str, str] = {
     "ReactionSend": "channels.whatsapp.sends",
     "ReadReceipt": "channels.whatsapp.sends",
     "RealTimeView": "channels.whatsapp.timekeeping",
+    "ReceivedMessage": "channels.whatsapp.simuser",
     "RecipientNotSupported": "channels.whatsapp.errors",
     "RecordedLatency": "channels.whatsapp.latency",
     "RecordingCollector": "channels.whatsapp.proxy_collector",

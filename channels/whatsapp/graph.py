@@ -40,6 +40,7 @@ import functools
 import logging
 import random
 import re
+import sys
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
@@ -302,7 +303,7 @@ class _GraphAPI:
         phone_number_id: str = request.path_params["phone_number_id"]
         if phone_number_id not in self.phone_numbers:
             raise _unknown_object(request.method, phone_number_id)
-        return phone_number_id
+        return sys.intern(phone_number_id)  # one of a few: one string each, for every send
 
     # -- endpoints --------------------------------------------------------------
 
@@ -335,7 +336,8 @@ class _GraphAPI:
             if nul is not None:
                 problem = "must not hold the NUL character (U+0000)"
                 raise ParameterInvalid(details=f"{nul}: {problem}" if nul else problem)
-            send = replace(send, api_version=request.path_params["version"])
+            # One string for every send through a version, not one each (each send is kept).
+            send = replace(send, api_version=sys.intern(request.path_params["version"]))
             outcome = await self.on_send(send)
         except GraphAPIError as exc:
             if self.on_refuse is not None:

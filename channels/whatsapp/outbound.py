@@ -40,7 +40,7 @@ from channels.whatsapp.graph import SendOutcome
 from channels.whatsapp.ids import new_conversation_id, new_wamid
 from channels.whatsapp.limits import PairRateLimiter, ThroughputLimiter
 from channels.whatsapp.payloads import format_timestamp
-from channels.whatsapp.simuser import SentMessage, SimUser
+from channels.whatsapp.simuser import ReceivedMessage, SentMessage, SimUser
 from channels.whatsapp.statuses import (
     Conversation,
     ConversationOrigin,
@@ -72,8 +72,9 @@ class OutboundRules:
     _rng: random.Random
     _users: dict[str, SimUser]
     _sent: dict[str, SentMessage]
-    _inbound: dict[str, tuple[SimUser, dict[str, Any]]]
-    _status_seen: set[tuple[str, str]]
+    _inbound: dict[str, ReceivedMessage]
+    #: The statuses the agent was sent, as ``wamid:status``: a redelivered one is not news.
+    _status_seen: set[str]
     #: The open conversation of each (user, category): its id and when it expires.
     _conversations: dict[tuple[str, str], tuple[str, datetime]]
     _deliverer: Deliverer | None
@@ -101,7 +102,7 @@ class OutboundRules:
 
     def _on_status_sending(self, update: PendingUpdate, delivery: str) -> None:
         item = update.payload["entry"][0]["changes"][0]["value"]["statuses"][0]
-        key = (item["id"], item["status"])
+        key = update.item_id  # ``wamid:status``, the string its deliveries name it by
         if key in self._status_seen:
             return
         self._status_seen.add(key)
@@ -156,7 +157,7 @@ class OutboundRules:
             raise ReEngagementRequired()
         wamid = new_wamid(self._rng, who.wa_id or "" if who else "", outbound=True)
         self._sent[wamid] = SentMessage(wamid=wamid, user=who, send=send, at=now)
-        self.outbox.append(dict(send.body))
+        self.outbox.append(_request(send))
         if self.shared is not None:
             self.shared.sent_added(self._sent[wamid])
             self.shared.outbox_added(send.body)
@@ -194,7 +195,7 @@ class OutboundRules:
             key = recipient
         if key is None and isinstance(body.get("message_id"), str):
             inbound = self._inbound.get(body["message_id"])
-            key = inbound[0].key if inbound else None
+            key = inbound.user.key if inbound else None
         who = self._users.get(key or "")
         kind = body.get("type") if isinstance(body.get("type"), str) else None
         if body.get("status") == "read":
@@ -224,7 +225,7 @@ class OutboundRules:
                 details=f"message_id {send.message_id!r} is not a message this number received"
             )
             raise error
-        who = target[0]
+        who = target.user
         self._record_send(send, who, None, None, None)
         return SendOutcome(wamid=None)
 
@@ -249,7 +250,7 @@ class OutboundRules:
                 user=who.key if who else send.user,
                 type=kind,
                 text=send.text,
-                request=dict(send.body),
+                request=_request(send),
                 wamid=wamid,
                 error=error,
                 in_window=in_window,
@@ -395,6 +396,16 @@ def _conversation_of(opened: tuple[str, datetime], category: str, name: str) -> 
         expiration_timestamp=format_timestamp(expires) if name == "sent" else None,
         origin=ConversationOrigin(type=category),
     ).to_dict()
+
+
+def _request(send: ValidatedSend) -> dict[str, Any]:
+    """The send's body as the trace and the outbox keep it: the request's parsed JSON itself.
+
+    Nothing changes a send once validated, so the two and the send itself hold one dict
+    (a copy where the body is some other mapping).
+    """
+    body = send.body
+    return body if type(body) is dict else dict(body)
 
 
 def _json_safe(body: Mapping[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -50,7 +51,7 @@ from channels.whatsapp.messages import (
 from channels.whatsapp.outbound import OutboundRules
 from channels.whatsapp.retention import Retention, RetentionPolicy
 from channels.whatsapp.sharing import SharedHooks
-from channels.whatsapp.simuser import SentMessage, SimUser
+from channels.whatsapp.simuser import ReceivedMessage, SentMessage, SimUser
 from channels.whatsapp.summary import interactive_options, message_reply_id, message_text
 from channels.whatsapp.timekeeping import Timekeeping
 from channels.whatsapp.url_target import UrlTarget
@@ -139,12 +140,14 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages, SharedHooks):
         self.on_inbound: Callable[[str], None] | None = None
         self._users: dict[str, SimUser] = {}
         self._sent: dict[str, SentMessage] = {}
-        self._inbound: dict[str, tuple[SimUser, dict[str, Any]]] = {}
+        self._inbound: dict[str, ReceivedMessage] = {}
         self._last_inbound: dict[str, str] = {}
         self._sent_items: set[str] = set()
         self._burst_of: dict[str, str] = {}
         self._burst_ids = itertools.count(1)
-        self._status_seen: set[tuple[str, str]] = set()
+        self._status_seen: set[str] = set()
+        # The business number's ``metadata``, one dict for every user's message (see below).
+        self._metadata: dict[str, Any] = {}
         self._conversations: dict[tuple[str, str], tuple[str, datetime]] = {}
         # Each update on its way carries what to call as it goes out: one bound method for all.
         self._inbound_sending = self._on_inbound_sending
@@ -377,7 +380,8 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages, SharedHooks):
             contacts=contacts,
             errors=errors,
         )
-        self._inbound[wamid] = (who, payload)
+        self._metadata = _share_constants(payload, self._metadata)
+        self._inbound[wamid] = ReceivedMessage.of(who, payload)
         self._burst_of[wamid] = burst or f"burst-{next(self._burst_ids)}"
         await self._share_inbound(wamid, who.key, payload, self._burst_of[wamid])
         if self.on_inbound is not None:
@@ -496,7 +500,7 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages, SharedHooks):
         found = self._inbound.get(wamid)
         if found is None:
             return None
-        item = found[1]["entry"][0]["changes"][0]["value"]["messages"][0]
+        item = found.item
         media = item.get(item.get("type", ""))
         if not isinstance(media, Mapping) or "id" not in media:
             return None
@@ -542,7 +546,7 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages, SharedHooks):
         simulator has forgotten the message (:mod:`channels.whatsapp.retention`).
         """
         payload = update.payload
-        item = payload["entry"][0]["changes"][0]["value"]["messages"][0]
+        item = ReceivedMessage.item_of(payload)
         duplicate = update.sent or update.item_id in self._sent_items
         self._sent_items.add(update.item_id)
         update.sent = True
@@ -571,6 +575,31 @@ def _profile_name(key: str) -> str:
     """The profile name of a user registered without one: ``User`` and the number's last digits."""
     digits = "".join(c for c in key if c.isdigit())
     return f"User {digits[-4:] or key}"
+
+
+def _share_constants(payload: dict[str, Any], metadata: dict[str, Any]) -> dict[str, Any]:
+    """Let a user's new webhook hold what every one of them holds once: the same objects.
+
+    Its ``metadata`` (the business number, the same in every webhook: the
+    trace's envelopes keep it) becomes ``metadata`` when equal to it, keys in
+    the same order; the product and the message's type become the shared
+    strings. Nothing else sees the payload before this, and nothing changes a
+    webhook once built, so the bytes signed are the same. Returns the
+    metadata to share from now on (this payload's, if ``metadata`` differs).
+    """
+    value = payload["entry"][0]["changes"][0]["value"]
+    if value.get("messaging_product") == "whatsapp":
+        value["messaging_product"] = "whatsapp"
+    for item in value.get("messages") or ():
+        if isinstance(item.get("type"), str):
+            item["type"] = sys.intern(item["type"])
+    own = value.get("metadata")
+    if not isinstance(own, dict):
+        return metadata
+    if list(own.items()) == list(metadata.items()):
+        value["metadata"] = metadata
+        return metadata
+    return own
 
 
 def _list(value: object) -> list[Any]:

@@ -157,7 +157,13 @@ async def test_a_delivered_update_is_kept_as_its_signed_bytes_and_redelivered_th
     original, copy = copies
     assert (copy.body, copy.envelope, copy.text) == (original.body, original.envelope, "book 9am")
     assert sim.conversation().statuses() == first.statuses()  # a status seen is seen once
-    assert json.loads(kept[wamid]) == sim._inbound[wamid][1]
+    # What the simulator remembers of the message is the message its signed bytes carry.
+    received = sim._inbound[wamid]
+    assert received.user is sim.user(WA_ID)
+    assert (
+        received.item == json.loads(kept[wamid])["entry"][0]["changes"][0]["value"]["messages"][0]
+    )
+    assert received.item is original.body  # one dict, shared with the trace
 
 
 async def test_handshake_happens_once_before_the_first_delivery() -> None:
