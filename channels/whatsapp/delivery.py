@@ -219,6 +219,16 @@ class _Resting:
         self.on_sending = update.on_sending
         self.sent = update.sent
 
+    def same_as(self, update: PendingUpdate) -> bool:
+        """True when this record is what would be kept of ``update``."""
+        return (
+            self.on_sending is update.on_sending
+            and self.user == update.user
+            and self.kind == update.kind
+            and self.sent is update.sent
+            and self.faults == update.faults
+        )
+
     def wake(self, item_id: str, body: SignedBody, due: datetime) -> PendingUpdate:
         """The update again, its payload read back from ``body``, to go out once more."""
         return PendingUpdate(
@@ -263,6 +273,7 @@ class Deliverer:
         self._batch: list[PendingUpdate] = []
         self._batch_task: asyncio.Task[None] | None = None
         self._latest: dict[str, PendingUpdate | _Resting] = {}
+        self._last_resting: _Resting | None = None
         self._offsets = (0.0, *config.retry_offsets())
         self.in_flight = 0
         #: User messages on their way (scheduled, in flight or waiting for a retry).
@@ -391,6 +402,17 @@ class Deliverer:
         for item_id in [i for i in self._latest if not keep(i)]:
             del self._latest[item_id]
 
+    def _resting(self, update: PendingUpdate) -> _Resting:
+        """What to keep of ``update``: the record kept last, when it is the same in every value.
+
+        A record never changes once kept (a redelivery wakes a new update from
+        it), so the statuses of one send, or a user's messages, share one.
+        """
+        last = self._last_resting
+        if last is None or not last.same_as(update):
+            last = self._last_resting = _Resting(update)
+        return last
+
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
@@ -438,7 +460,7 @@ class Deliverer:
         await self._send(body, [u.item_id for u in updates], list(updates), faults, 0.0, unsent)
         if len(updates) == 1 and self._latest.get(updates[0].item_id) is updates[0]:
             # Kept as it is for a redelivery, its payload would hold the signed body twice.
-            self._latest[updates[0].item_id] = _Resting(updates[0])
+            self._latest[updates[0].item_id] = self._resting(updates[0])
         if self.dice.roll("duplicate", self.dice.profile.duplicate):
             self._spawn(
                 self._send(
