@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import random
 import re
+import sys
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -156,6 +158,7 @@ class OutboundRules:
         if reachable and not in_window and not template and self.config.window_error == "sync":
             raise ReEngagementRequired()
         wamid = new_wamid(self._rng, who.wa_id or "" if who else "", outbound=True)
+        send = _sharing_strings(send, who)
         self._sent[wamid] = SentMessage(wamid=wamid, user=who, send=send, at=now)
         self.outbox.append(_request(send))
         if self.shared is not None:
@@ -396,6 +399,41 @@ def _conversation_of(opened: tuple[str, datetime], category: str, name: str) -> 
         expiration_timestamp=format_timestamp(expires) if name == "sent" else None,
         origin=ConversationOrigin(type=category),
     ).to_dict()
+
+
+# The body's fields whose strings every send repeats: the product, the type, the recipient.
+_SHARED_FIELDS = ("messaging_product", "recipient_type", "type", "to", "recipient")
+_SHARED_SUMMARY = ("type", "to", "input", "recipient")
+
+
+def _sharing_strings(send: ValidatedSend, who: SimUser | None) -> ValidatedSend:
+    """``send`` holding the strings the simulator holds already, where equal: its own are let go.
+
+    The recipient becomes the user's own wa_id or BSUID, the product and the
+    type one string for every send. Equal strings for equal strings: the
+    request, the trace and the outbox read the same values, and the send is
+    kept for as long as the run.
+    """
+    body = send.body
+    if type(body) is not dict:
+        return send
+    pool: dict[str, str] = {"whatsapp": "whatsapp", "individual": "individual"}
+    if send.type is not None:
+        pool[send.type] = sys.intern(send.type)  # a type the validation knows: one of a few
+    if who is not None:
+        for own in (who.wa_id, who.user_id):
+            if own is not None:
+                pool[own] = own
+    for name in _SHARED_FIELDS:
+        value = body.get(name)
+        if isinstance(value, str) and value in pool:
+            body[name] = pool[value]
+    changes: dict[str, Any] = {}
+    for name in _SHARED_SUMMARY:
+        value = getattr(send, name)
+        if isinstance(value, str) and value in pool and pool[value] is not value:
+            changes[name] = pool[value]
+    return replace(send, **changes) if changes else send
 
 
 def _request(send: ValidatedSend) -> dict[str, Any]:

@@ -168,6 +168,36 @@ async def test_a_delivered_update_is_kept_as_its_signed_bytes_and_redelivered_th
     assert received.item is original.body  # one dict, shared with the trace
 
 
+async def test_what_is_kept_of_a_message_shares_the_objects_the_simulator_holds_already(
+    pair: tuple[WhatsAppSimulator, EchoBot],
+) -> None:
+    sim, _ = pair
+    await sim.say(WA_ID, "one")
+    await sim.settle()
+    await sim.say(WA_ID, "two")
+    await sim.settle()
+    user = sim.user(WA_ID)
+    first, second = sim.conversation().inbound()
+    # The business number's metadata: one dict for every message, equal to what was sent.
+    assert first.envelope is not None
+    assert second.envelope is not None
+    assert first.envelope["metadata"] is second.envelope["metadata"]
+    assert first.envelope["metadata"] == {
+        "display_phone_number": sim.config.display_phone_number,
+        "phone_number_id": sim.config.phone_number_id,
+    }
+    # The agent's send: the trace, the outbox and the send hold one body, and its recipient
+    # is the user's own string.
+    replies = sim.conversation().replies()
+    for reply, kept, sent in zip(replies, sim.outbox, sim._sent.values(), strict=True):
+        assert reply.request is kept
+        assert kept is sent.send.body
+        assert kept["to"] is user.wa_id
+        assert sent.send.to is user.wa_id
+        assert kept["type"] is sent.send.type is reply.type
+    assert [r.request["text"]["body"] for r in replies] == ["echo: one", "echo: two"]
+
+
 async def test_handshake_happens_once_before_the_first_delivery() -> None:
     config = SimulatorConfig()
     sim = WhatsAppSimulator(config, clock=VirtualClock())
