@@ -195,7 +195,10 @@ async def test_what_is_kept_of_a_message_shares_the_objects_the_simulator_holds_
         assert kept["to"] is user.wa_id
         assert sent.send.to is user.wa_id
         assert kept["type"] is sent.send.type is reply.type
-    assert [r.request["text"]["body"] for r in replies] == ["echo: one", "echo: two"]
+    assert [r.request["text"] for r in replies] == [
+        {"preview_url": False, "body": "echo: one"},
+        {"preview_url": False, "body": "echo: two"},
+    ]
 
 
 async def test_handshake_happens_once_before_the_first_delivery() -> None:
