@@ -199,6 +199,14 @@ async def test_what_is_kept_of_a_message_shares_the_objects_the_simulator_holds_
         {"preview_url": False, "body": "echo: one"},
         {"preview_url": False, "body": "echo: two"},
     ]
+    # Each send's version and number: one string for all sends.
+    sends = [sent.send for sent in sim._sent.values()]
+    assert len({id(send.api_version) for send in sends}) == 1
+    assert len({id(send.phone_number_id) for send in sends}) == 1
+    # A status seen is named by the very string its delivery names it by.
+    named = {item: item for d in sim.conversation().deliveries() for item in d.items}
+    assert len(sim._status_seen) == 6
+    assert all(named.get(key) is key for key in sim._status_seen)
 
 
 async def test_handshake_happens_once_before_the_first_delivery() -> None:
