@@ -13,9 +13,9 @@ the median over interleaved rounds with its min-max:
     run's own fake Graph API (``benchmarks/load_graph.py``: Meta's
     validation and the load run's send handler);
 (d) messages/s one ``harness load`` process sustains with 1,000 users
-    (no think time, no rate limit: ``--throughput-mps`` far above what
-    one process sends, so that Meta's 80 a second does not cap it) and
-    ``--no-statuses``. A message costs 2 HTTP requests (the webhook, the
+    (no think time, ``--no-rate-limits``: Meta's throughput and pair
+    rate would cap users who never pause, and the figure is the harness's)
+    and ``--no-statuses``. A message costs 2 HTTP requests (the webhook, the
     agent's send), so the target is at least 50% of ceiling / 2, the
     ceiling of each round being the mean of (a) measured just before and
     just after its load run;
@@ -67,8 +67,8 @@ CONCURRENCY = 50
 REQUESTS_PER_MESSAGE = 2
 # With statuses: the webhook, the agent's send, and its sent, delivered and read statuses.
 REQUESTS_WITH_STATUSES = 5
-# Far above what one process sends: the benchmark measures the harness, not Meta's limit.
-NO_THROUGHPUT_LIMIT = "--throughput-mps=1000000"
+# The benchmark measures the harness, not Meta's limits (its users never pause).
+NO_RATE_LIMITS = "--no-rate-limits"
 RSS_TARGET_MB = 300
 SCENARIO = """\
 name: small talk
@@ -208,12 +208,8 @@ async def harness_load(
         raise Failure(f"harness load exited {process.returncode}: {error[-800:]}") from None
     out.unlink()  # noqa: ASYNC240  # the next run writes it again
     results: dict[str, Any] = report["results"]
-    # With no think time a few users take many turns in a row (those whose connection comes
-    # free first), past Meta's pair rate of 45 at once: that is the benchmark's users being
-    # chattier than people, not the harness failing. Every other error is.
-    pair_rate = results["refused_sends"].get("131056", 0)
     failed = results["lost_replies"] or results["duplicated_replies"]
-    if strict and (failed or results["errors"] != pair_rate):
+    if strict and (failed or results["errors"]):
         raise Failure(f"harness load lost, duplicated or failed: {results}")
     return results, peak
 
@@ -269,7 +265,7 @@ async def main(rounds: int, seconds: float) -> int:
                     f"--duration={seconds * 5:g}s",
                     "--reply-timeout=10s",
                     "--max-messages=10000000",
-                    NO_THROUGHPUT_LIMIT,
+                    NO_RATE_LIMITS,
                     "--no-statuses",
                 )
                 figures["load"].append(results["messages_per_s"])
@@ -290,7 +286,7 @@ async def main(rounds: int, seconds: float) -> int:
                     f"--duration={seconds * 5:g}s",
                     "--reply-timeout=10s",
                     "--max-messages=10000000",
-                    NO_THROUGHPUT_LIMIT,
+                    NO_RATE_LIMITS,
                 )
                 figures["statuses"].append(with_statuses["messages_per_s"])
                 answered = sum(with_statuses["statuses_answered"].values())
@@ -304,9 +300,7 @@ async def main(rounds: int, seconds: float) -> int:
                     f"load {results['messages_per_s']:,.0f} msg/s (p95 "
                     f"{results['latency_s']['p95'] * 1000:.0f} ms), with statuses "
                     f"{with_statuses['messages_per_s']:,.0f} msg/s ({answered} statuses, "
-                    f"{with_statuses['statuses_unsent']} unsent), RSS {peak / 1024:.0f} MB; "
-                    f"131056 refusals {results['refused_sends'].get('131056', 0)} and "
-                    f"{with_statuses['refused_sends'].get('131056', 0)}",
+                    f"{with_statuses['statuses_unsent']} unsent), RSS {peak / 1024:.0f} MB",
                     flush=True,
                 )
             for _ in range(max(1, rounds - 1)):
@@ -322,7 +316,7 @@ async def main(rounds: int, seconds: float) -> int:
                     "--max-messages=10000",
                     "--reply-timeout=30s",
                     "--webhook-timeout=30s",
-                    NO_THROUGHPUT_LIMIT,
+                    NO_RATE_LIMITS,
                     strict=False,  # memory is the figure; a slow agent losing replies is not
                 )
                 rss_10k.append(peak)

@@ -128,6 +128,10 @@ def test_the_agent_and_the_simulator_are_wired_to_each_other_and_to_redis() -> N
 def test_docker_compose_validates_the_file() -> None:
     command = _docker_compose()
     if command is None:
+        if os.environ.get("HARNESS_REQUIRE_COMPOSE"):  # CI installs it: its absence is a failure
+            pytest.fail(
+                "HARNESS_REQUIRE_COMPOSE is set, but neither docker compose nor docker-compose is"
+            )
         pytest.skip("Docker's compose (docker compose or docker-compose) is not installed here")
     done = subprocess.run(
         [*command, "-f", str(COMPOSE), "config", "-q"],

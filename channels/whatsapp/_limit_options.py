@@ -1,4 +1,4 @@
-"""The ``--throughput-mps`` option of ``harness serve`` and ``harness load``: the sending tier."""
+"""The send-limit options of ``harness serve`` and ``harness load``: the tier, and limits at all."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["throughput_option"]
+__all__ = ["limit_options", "throughput_option"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -23,3 +23,15 @@ def throughput_option(command: F) -> F:
         "1000 once upgraded).",
     )
     return option(command)
+
+
+def limit_options(command: F) -> F:
+    """Add ``--throughput-mps`` and ``--rate-limits/--no-rate-limits`` (as ``rate_limits``)."""
+    option = click.option(
+        "--rate-limits/--no-rate-limits",
+        default=True,
+        show_default=True,
+        help="Apply Meta's throughput (130429) and pair rate (131056) limits; without them, "
+        "every send within the window goes out, to measure the agent alone.",
+    )
+    return throughput_option(option(command))

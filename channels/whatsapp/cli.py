@@ -21,7 +21,7 @@ import click
 
 from channels.whatsapp._defaults import SIMULATOR_DEFAULTS
 from channels.whatsapp._event_loop import loop_factory, loop_name, loop_option, run_on
-from channels.whatsapp._limit_options import throughput_option
+from channels.whatsapp._limit_options import limit_options
 from channels.whatsapp._retention_options import retention_options
 from channels.whatsapp.model_options import model_endpoint_options
 from harness.exceptions import ConfigError
@@ -133,7 +133,7 @@ def simulator_options(command: F) -> F:
     help="Bearer token the control API (/_harness/) requires; needed to serve beyond "
     "loopback. Also read from HARNESS_CONTROL_TOKEN.",
 )
-@throughput_option
+@limit_options
 @click.option(
     "--model-mode",
     type=click.Choice([mode.value for mode in RecordMode]),
@@ -180,6 +180,7 @@ def serve_command(
     public_url: str | None,
     control_token: str | None,
     throughput_mps: int,
+    rate_limits: bool,
     model_mode: str,
     model_records: Path | None,
     redis_url: str | None,
@@ -235,6 +236,7 @@ def serve_command(
         display_phone_number=display_phone_number,
         public_url=public_url or f"http://{host}:{port}",
         throughput_mps=throughput_mps,
+        rate_limits=rate_limits,
     )
     if seed is not None:
         faults = faults.model_copy(update={"seed": seed})

@@ -53,7 +53,9 @@ __all__ = [
     "contact",
     "contact_item",
     "iter_updates",
+    "message_item",
     "parse_webhook",
+    "profile_contact_item",
     "webhook_body",
 ]
 
@@ -222,15 +224,18 @@ def webhook_body(
     waba_id: str,
     phone_number_id: str,
     display_phone_number: str,
-    statuses: Sequence[dict[str, Any]],
+    statuses: Sequence[dict[str, Any]] = (),
     contacts: Sequence[dict[str, Any]] = (),
+    messages: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
-    """The body :func:`build_webhook` makes for ``statuses`` already dumped as dicts.
+    """The body :func:`build_webhook` makes for statuses or messages already dumped as dicts.
 
-    The items are taken as they are (built by ``statuses.status_item`` and
-    :func:`contact_item`): nothing is validated or copied.
+    The items are taken as they are (built by ``statuses.status_item``,
+    :func:`contact_item` or :func:`message_item`): nothing is validated or copied.
     """
-    if not statuses:
+    if messages and statuses:
+        raise ValueError("Meta sends messages and statuses in separate changes, not one value")
+    if not (statuses or messages):
         raise ValueError("a webhook value needs at least one message, status or error")
     value: dict[str, Any] = {
         "messaging_product": "whatsapp",
@@ -241,8 +246,47 @@ def webhook_body(
     }
     if contacts:
         value["contacts"] = list(contacts)
-    value["statuses"] = list(statuses)
+    if messages:
+        value["messages"] = list(messages)
+    else:
+        value["statuses"] = list(statuses)
     return _envelope(waba_id, value)
+
+
+def profile_contact_item(wa_id: str, name: str) -> dict[str, Any]:
+    """The contact :func:`contact` builds for a user with a profile name, as a dict."""
+    return {"profile": {"name": name}, "wa_id": wa_id}
+
+
+def message_item(
+    wamid: str,
+    from_: str,
+    timestamp: int,
+    body: str,
+    *,
+    context: tuple[str, str] | None = None,
+    reply: tuple[str, str, str] | None = None,
+) -> dict[str, Any]:
+    """A user's message as the message models dump it, built directly as a dict.
+
+    ``body`` is the text, or with ``reply`` (``button_reply`` or ``list_reply``,
+    then the id and title) the message is that interactive reply instead.
+    ``context`` is the business number and the wamid of the message replied to.
+    """
+    item: dict[str, Any] = {}
+    if context is not None:
+        item["context"] = {"from": context[0], "id": context[1]}
+    item["from"] = from_
+    item["id"] = wamid
+    item["timestamp"] = str(timestamp)
+    if reply is None:
+        item["type"] = "text"
+        item["text"] = {"body": body}
+    else:
+        kind, reply_id, title = reply
+        item["type"] = "interactive"
+        item["interactive"] = {"type": kind, kind: {"id": reply_id, "title": title}}
+    return item
 
 
 def _envelope(waba_id: str, value: dict[str, Any]) -> dict[str, Any]:

@@ -43,7 +43,7 @@ import re
 import sys
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, Protocol
 
@@ -55,6 +55,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from channels.whatsapp._graph_app import GraphApp, SuccessJSON
 from channels.whatsapp._request_body import (
     FORM_TYPES,
     JSON_BODY_LIMIT,
@@ -331,20 +332,20 @@ class _GraphAPI:
             else:
                 body = await _form(raw, request.headers)
             await self.store.load(media_id_in(body))  # uploaded through another process, maybe
-            send = self.validator.validate(phone_number_id, body)
+            # One string for every send through a version, not one each (each send is kept).
+            version = sys.intern(request.path_params["version"])
+            send = self.validator.validate(phone_number_id, body, api_version=version)
             nul = nul_in(body)
             if nul is not None:
                 problem = "must not hold the NUL character (U+0000)"
                 raise ParameterInvalid(details=f"{nul}: {problem}" if nul else problem)
-            # One string for every send through a version, not one each (each send is kept).
-            send = replace(send, api_version=sys.intern(request.path_params["version"]))
             outcome = await self.on_send(send)
         except GraphAPIError as exc:
             if self.on_refuse is not None:
                 seen = body if isinstance(body, dict) else {"raw": raw.decode("utf-8", "replace")}
                 self.on_refuse(phone_number_id, seen, exc)
             raise
-        return JSONResponse(success_body(send, outcome))
+        return SuccessJSON(success_body(send, outcome))
 
     async def upload(self, request: Request) -> Response:
         """``POST /{version}/{phone_number_id}/media`` (multipart form)."""
@@ -525,10 +526,11 @@ def create_graph_app(
         ),
         on_refuse=on_refuse,
     )
+    send = api.guarded(api.send)
     graph_routes = [
         Route("/openapi.json", api.guarded(api.document), methods=_ANY_METHOD),
         Route("/_media/{token}", api.guarded(api.download), methods=_ANY_METHOD),
-        Route("/{version}/{phone_number_id}/messages", api.guarded(api.send), methods=["POST"]),
+        Route("/{version}/{phone_number_id}/messages", send, methods=["POST"]),
         Route("/{version}/{phone_number_id}/media", api.guarded(api.upload), methods=["POST"]),
         Route("/{version}/{media_id}", api.guarded(api.media), methods=["GET", "DELETE"]),
         *(
@@ -536,8 +538,10 @@ def create_graph_app(
             for path in ("/{phone_number_id}/messages", "/{phone_number_id}/media", "/{object_id}")
         ),
     ]
-    app = Starlette(
+    app = GraphApp(
+        send=send,
         routes=[*routes, *graph_routes],
+        extra=routes,
         exception_handlers={HTTPException: api.http_error, Exception: api.internal_error},
     )
     app.state.validator = api.validator

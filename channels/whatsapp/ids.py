@@ -26,6 +26,7 @@ __all__ = [
     "BSUID_PATTERN",
     "WAMID_PATTERN",
     "bsuid_for",
+    "bulk_wamid",
     "country_of",
     "id_source",
     "is_bsuid",
@@ -104,9 +105,24 @@ def new_wamid(rng: random.Random, wa_id: str = "", *, outbound: bool = False) ->
     picks the shorter key Meta's send responses show. Equal ``rng`` states
     give equal ids.
     """
-    number = wa_id.encode("ascii")
     key_length = 18 if outbound else 20
-    key = "".join(rng.choice(_HEX) for _ in range(key_length)).encode("ascii")
+    key = "".join(rng.choice(_HEX) for _ in range(key_length))
+    return _wamid(wa_id, key, outbound)
+
+
+def bulk_wamid(rng: random.Random, wa_id: str = "", *, outbound: bool = False) -> str:
+    """A wamid like :func:`new_wamid`'s, its key drawn from ``rng`` at once.
+
+    For a run that makes thousands a second and never replays them (a load
+    run): equal ``rng`` states give equal ids here too, but not the ids
+    :func:`new_wamid` would have drawn, so recorded runs keep that one.
+    """
+    key_length = 18 if outbound else 20
+    return _wamid(wa_id, f"{rng.getrandbits(4 * key_length):0{key_length}X}", outbound)
+
+
+def _wamid(wa_id: str, key: str, outbound: bool) -> str:
+    number = wa_id.encode("ascii")
     kind = b"\x11" if outbound else b"\x12"
     blob = (
         b"\x1c\x18"
@@ -116,7 +132,7 @@ def new_wamid(rng: random.Random, wa_id: str = "", *, outbound: bool = False) ->
         + kind
         + b"\x18"
         + bytes([len(key)])
-        + key
+        + key.encode("ascii")
         + b"\x00"
     )
     return "wamid." + base64.b64encode(blob).decode("ascii")

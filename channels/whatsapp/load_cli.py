@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from channels.whatsapp._event_loop import loop_factory, loop_option, run_on
-from channels.whatsapp._limit_options import throughput_option
+from channels.whatsapp._limit_options import limit_options
 from harness.exceptions import ConfigError
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ def _seconds(text: str, option: str) -> float:
     type=int,
     help="The first user's WhatsApp number; the others follow it (one each).",
 )
-@throughput_option
+@limit_options
 @click.option(
     "--statuses/--no-statuses",
     default=True,
@@ -141,6 +141,7 @@ def load_command(
     webhook_timeout: str,
     first_wa_id: int,
     throughput_mps: int,
+    rate_limits: bool,
     statuses: bool,
     graph_host: str,
     graph_port: int,
@@ -181,6 +182,7 @@ def load_command(
             **given,
             "public_url": f"http://{graph_host}:{graph_port}",
             "throughput_mps": throughput_mps,
+            "rate_limits": rate_limits,
         }
     )
     result = run_on(factory, _run(plan, config, graph_host, graph_port))

@@ -21,9 +21,16 @@ _GRACE = 3
 
 
 class BackgroundServer:
-    """Uvicorn serving ``app`` on ``host:port`` (0 picks a free port) as an asyncio task."""
+    """Uvicorn serving ``app`` on ``host:port`` (0 picks a free port) as an asyncio task.
 
-    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+    ``proxy_headers``: whether the client's address and scheme are read from a
+    trusted proxy's ``X-Forwarded-*`` headers (uvicorn's default); an app that
+    reads neither can turn it off and skip that work on every request.
+    """
+
+    def __init__(
+        self, app: Any, host: str = "127.0.0.1", port: int = 0, *, proxy_headers: bool = True
+    ) -> None:
         config = uvicorn.Config(
             app,
             host=host,
@@ -31,6 +38,7 @@ class BackgroundServer:
             log_level="warning",
             lifespan="auto",
             access_log=False,
+            proxy_headers=proxy_headers,
             # A client still in a request when the server stops gets this long, not forever.
             timeout_graceful_shutdown=_GRACE,
         )

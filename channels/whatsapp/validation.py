@@ -202,8 +202,13 @@ class SendValidator:
         self.media_exists = media_exists
         self.payments = payments
 
-    def validate(self, phone_number_id: str, body: object) -> ValidatedSend:
-        """Validate one decoded body sent to ``phone_number_id``'s messages endpoint."""
+    def validate(
+        self, phone_number_id: str, body: object, *, api_version: str | None = None
+    ) -> ValidatedSend:
+        """Validate one decoded body sent to ``phone_number_id``'s messages endpoint.
+
+        ``api_version`` is the Graph API version of the path it came through.
+        """
         context = SendContext(self.limits, self.media_exists)
         try:
             send = SEND_REQUEST.validate_python(body, context=context)
@@ -224,7 +229,9 @@ class SendValidator:
             )
         # The model took the body, so it is a JSON object.
         body = cast(Mapping[str, Any], body)
-        return ValidatedSend(phone_number_id, send.action, body, **send.summary())
+        return ValidatedSend(
+            phone_number_id, send.action, body, **send.summary(), api_version=api_version
+        )
 
     def _unknown_template(self, body: object, error: GraphAPIError) -> TemplateNotFound | None:
         """132001 for a template the business lacks, when ``error`` is about its language code."""

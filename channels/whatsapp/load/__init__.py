@@ -36,7 +36,7 @@ from channels.whatsapp.load.runner import Gate, LoadResult, check_target, run_lo
 from channels.whatsapp.load.stats import LATENCY_BINS, LoadStats, Second, percentile
 from channels.whatsapp.load.statuses import StatusSender
 from channels.whatsapp.load.users import Choice, LoadUser
-from channels.whatsapp.load.webhooks import WebhookPoster, sent_trace
+from channels.whatsapp.load.webhooks import WebhookPoster
 
 __all__ = [
     "LATENCY_BINS",
@@ -63,7 +63,6 @@ __all__ = [
     "percentile",
     "render_load_html",
     "run_load",
-    "sent_trace",
     "templates_from",
     "write_load_html",
     "write_load_json",

@@ -20,7 +20,7 @@ import orjson
 
 from channels.whatsapp.errors import GraphAPIError
 from channels.whatsapp.graph import SendOutcome
-from channels.whatsapp.ids import new_wamid
+from channels.whatsapp.ids import bulk_wamid
 from channels.whatsapp.load.rules import MetaRules
 from channels.whatsapp.load.stats import LoadStats
 from channels.whatsapp.load.users import Choice, LoadUser
@@ -67,7 +67,7 @@ class Inbox:
             return SendOutcome()  # a read receipt or typing indicator answers nothing
         failure = None if self.rules is None else await self.rules.check(send)
         to = send.user or ""
-        wamid = new_wamid(self.rng, to, outbound=True)
+        wamid = bulk_wamid(self.rng, to, outbound=True)
         user = self.users.get(to)
         if failure is not None:
             self.stats.send_refused(at, failure.code)

@@ -32,7 +32,7 @@ from channels.whatsapp.load.rules import MetaRules
 from channels.whatsapp.load.stats import LoadStats
 from channels.whatsapp.load.statuses import StatusSender
 from channels.whatsapp.load.users import LoadUser
-from channels.whatsapp.load.webhooks import WebhookPoster, sent_trace
+from channels.whatsapp.load.webhooks import WebhookPoster
 from channels.whatsapp.media import MediaStore
 from channels.whatsapp.server import BackgroundServer
 from harness.clock import SystemClock
@@ -151,6 +151,7 @@ async def _play(
                 stats.message_sent(at)
                 await rules.opened(user.wa_id)
                 failure = await poster.post(body, user)
+                del body  # not held while the user waits for the reply and thinks
                 if failure is None:
                     stats.webhook_answered(loop.time() - user.last_post)
                 else:
@@ -214,9 +215,10 @@ async def run_load(
         public_url=public_url,
         on_refuse=inbox.refused,
     )
-    server = BackgroundServer(app, graph_host, graph_port)
+    # The load run's Graph API reads no client address: no proxy headers to look at.
+    server = BackgroundServer(app, graph_host, graph_port, proxy_headers=False)
     connector = aiohttp.TCPConnector(limit=plan.connections)
-    async with aiohttp.ClientSession(connector=connector, trace_configs=[sent_trace()]) as session:
+    async with aiohttp.ClientSession(connector=connector) as session:
         await _reachable(session, plan.target_url, config)
         await server.start()
         try:
@@ -228,6 +230,7 @@ async def run_load(
                 config,
                 timeout=plan.webhook_timeout,
                 rng=id_source(purpose="load messages"),
+                connections=plan.connections,
             )
             if plan.statuses:
                 lanes = min(plan.connections, _STATUS_LANES)

@@ -92,12 +92,12 @@ async def test_harness_serve_with_a_token_from_the_environment_wants_it_on_the_c
     assert "(with a control token)" in out.decode()
 
 
-@pytest.mark.network
-async def test_harness_serve_sends_at_the_throughput_it_is_given() -> None:
+async def _eight_sends_at_once(*options: str) -> tuple[list[object], float]:
+    """The codes ``harness serve *options`` answers eight template sends made at once with."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     process = await asyncio.create_subprocess_exec(
-        *(sys.executable, "-m", "harness", "serve", "--port", str(port), "--throughput-mps", "3"),
+        *(sys.executable, "-m", "harness", "serve", "--port", str(port), *options),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
@@ -109,7 +109,7 @@ async def test_harness_serve_sends_at_the_throughput_it_is_given() -> None:
             await _started(client, process)
             codes = []
             started = time.monotonic()
-            for n in range(8):  # at once: three fit in one second's budget, then one per 1/3 s
+            for n in range(8):
                 answer = await client.post(
                     f"/v25.0/{config.phone_number_id}/messages",
                     headers={"Authorization": f"Bearer {config.access_token}"},
@@ -125,6 +125,19 @@ async def test_harness_serve_sends_at_the_throughput_it_is_given() -> None:
     finally:
         process.terminate()
         await process.communicate()
+    return codes, took
+
+
+@pytest.mark.network
+async def test_harness_serve_sends_at_the_throughput_it_is_given() -> None:
+    # At once: three fit in one second's budget, then one per 1/3 s.
+    codes, took = await _eight_sends_at_once("--throughput-mps", "3")
     assert codes[:3] == [200, 200, 200]
     assert set(codes) == {200, 130429}
     assert codes.count(200) <= 3 + int(took * 3)
+
+
+@pytest.mark.network
+async def test_harness_serve_without_rate_limits_takes_every_send() -> None:
+    codes, _ = await _eight_sends_at_once("--throughput-mps", "3", "--no-rate-limits")
+    assert codes == [200] * 8

@@ -9,6 +9,7 @@ import pytest
 
 from channels.whatsapp.ids import (
     bsuid_for,
+    bulk_wamid,
     country_of,
     id_source,
     is_bsuid,
@@ -49,6 +50,27 @@ def test_wamid_form() -> None:
     assert new_wamid(random.Random(1), "5511987654321", outbound=True).startswith(
         "wamid.HBgNNTUxMTk4NzY1NDMyMRUCABEYE"
     )
+
+
+@pytest.mark.parametrize("outbound", [False, True])
+def test_a_bulk_wamid_has_the_shape_of_a_drawn_one(outbound: bool) -> None:
+    rng = random.Random(4)
+    ids = [bulk_wamid(rng, "5511987654321", outbound=outbound) for _ in range(300)]
+    assert len(set(ids)) == 300
+    again = random.Random(4)
+    assert ids[:5] == [bulk_wamid(again, "5511987654321", outbound=outbound) for _ in range(5)]
+    length = 18 if outbound else 20
+    drawn = base64.b64decode(new_wamid(rng, "5511987654321", outbound=outbound)[6:])
+    keys = []
+    for wamid in ids:
+        assert is_wamid(wamid)
+        blob = base64.b64decode(wamid.removeprefix("wamid."), validate=True)
+        assert len(blob) == len(drawn)
+        assert blob[: -length - 1] == drawn[: -length - 1]
+        keys.append(blob[-length - 1 : -1].decode("ascii"))
+    # Every hex digit turns up in every place of the key.
+    for place in zip(*keys, strict=True):
+        assert set(place) == set("0123456789ABCDEF")
 
 
 def test_known_ids_are_recognised() -> None:

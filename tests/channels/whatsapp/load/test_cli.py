@@ -127,7 +127,7 @@ async def test_a_run_against_a_bot_in_another_process_with_the_rules_options_wri
             *(sys.executable, "-m", "harness", "load", "--target-url", f"{bot}/webhook"),
             *("--graph-port", str(graph_port), "--scenario", str(chat), "--users", "2"),
             *("--rate", "20", "--duration", "1s", "--think", "0.1s"),
-            *("--no-statuses", "--throughput-mps", "500"),
+            *("--no-statuses", "--throughput-mps", "500", "--no-rate-limits"),
             *("--json", str(tmp_path / "load.json"), "--html", str(tmp_path / "load.html")),
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -137,7 +137,12 @@ async def test_a_run_against_a_bot_in_another_process_with_the_rules_options_wri
     report = json.loads((tmp_path / "load.json").read_text())
     assert report["passed"] is True
     assert report["results"]["replies"] == report["results"]["messages_sent"] > 0
-    assert (report["settings"]["statuses"], report["settings"]["throughput_mps"]) == (False, 500)
+    settings = report["settings"]
+    assert (settings["statuses"], settings["throughput_mps"], settings["rate_limits"]) == (
+        False,
+        500,
+        False,
+    )
     assert report["results"]["statuses_answered"] == {}
     assert "lost 0, duplicated 0, late 0, refused 0, errors 0" in out.decode()
     assert (tmp_path / "load.html").read_text().startswith("<!doctype html>")

@@ -192,6 +192,16 @@ async def test_the_46th_message_to_one_user_within_6_seconds_is_refused_with_131
     assert (stats.replied, stats.lost) == (45, 0)
 
 
+async def test_without_rate_limits_the_46th_message_to_one_user_goes_out(port: int) -> None:
+    config = SimulatorConfig(rate_limits=False, throughput_mps=1)
+    result, _ = await _run(
+        inline.create_app(_settings(port)), port, config, users=1, max_messages=46
+    )
+    stats = result.stats
+    assert (stats.sent, stats.replied, stats.lost) == (46, 46, 0)
+    assert stats.refused == {}
+
+
 async def test_a_reply_after_the_window_closed_fails_on_a_status_with_131047(
     port: int, tmp_path: Path
 ) -> None:

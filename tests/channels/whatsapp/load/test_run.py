@@ -23,7 +23,7 @@ from channels.whatsapp.load import (
     write_load_html,
     write_load_json,
 )
-from tests.bots import inline, pizza, unreliable
+from tests.bots import debounce, inline, per_fragment, pizza, unreliable
 from tests.bots.loopback import free_port, serve_in_process
 
 pytestmark = pytest.mark.network
@@ -83,7 +83,7 @@ async def echo_bot() -> AsyncIterator[Bot]:
         yield bot
 
 
-async def _run(bot: Bot, **plan: Any) -> LoadResult:
+async def _run(bot: Bot, templates: tuple[Template, ...] = (TEMPLATE,), **plan: Any) -> LoadResult:
     settings: Mapping[str, Any] = {
         "users": 3,
         "rate": 40.0,
@@ -93,7 +93,7 @@ async def _run(bot: Bot, **plan: Any) -> LoadResult:
         **plan,
     }
     return await run_load(
-        LoadPlan(target_url=bot.webhook, templates=(TEMPLATE,), **settings),
+        LoadPlan(target_url=bot.webhook, templates=templates, **settings),
         CONFIG,
         graph_port=bot.graph_port,
     )
@@ -123,6 +123,41 @@ async def test_a_bot_that_answers_everything_once_passes(echo_bot: Bot) -> None:
     assert (stats.lost, stats.duplicated, stats.errors) == (0, 0, 0)
     assert len(stats.latencies) == stats.replied
     assert not result.failed
+
+
+BURST = Template(
+    "a thought in three messages", (TurnSpec("say", ("so", "about", "tomorrow"), 0.05),)
+)
+
+
+async def test_a_bot_that_waits_for_the_burst_to_end_answers_each_turn_once() -> None:
+    # The debounce bot answers once, 0.3 s after a user's last fragment: one reply per turn,
+    # its latency counted from the last fragment, not the first.
+    port = free_port()
+    app = debounce.create_app(_settings(port, BOT_DEBOUNCE_SECONDS="0.3"))
+    async for bot in _served(app, port):
+        result = await _run(bot, (BURST,), rate=60.0, reply_timeout=3.0)
+    stats = result.stats
+    assert stats.turns >= 3
+    # Each user's last burst may be cut short by the end of the run, and is still one turn.
+    assert 3 * (stats.turns - 3) < stats.sent <= 3 * stats.turns
+    assert stats.replied == stats.turns
+    assert (stats.lost, stats.duplicated, stats.extra, stats.errors) == (0, 0, 0, 0)
+    assert all(0.3 <= latency < 1.3 for latency in stats.latencies)
+
+
+async def test_a_bot_that_answers_each_fragment_sends_extra_parts() -> None:
+    port = free_port()
+    async for bot in _served(per_fragment.create_app(_settings(port)), port):
+        result = await _run(bot, (BURST,), users=2, rate=60.0, duration=0.6, think=0.3)
+    stats = result.stats
+    assert stats.turns >= 2
+    assert stats.replied == stats.turns
+    # Every fragment after a turn's first gets an answer of its own (the run's end may cut a
+    # last burst short).
+    assert stats.sent > stats.turns
+    assert stats.extra == stats.sent - stats.turns
+    assert (stats.lost, stats.duplicated, stats.errors) == (0, 0, 0)
 
 
 async def test_a_tap_picks_the_button_the_bot_offered() -> None:
