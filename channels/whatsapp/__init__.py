@@ -432,6 +432,7 @@ _OWNERS: dict[str, str] = {
     "serve_command": "channels.whatsapp.cli",
     "serve_proxy": "channels.whatsapp.proxy_cli",
     "serve_recording": "channels.whatsapp.model_options",
+    "share_constants": "channels.whatsapp.envelope",
     "shared_graph": "channels.whatsapp.router",
     "sign": "channels.whatsapp.signing",
     "simulator_options": "channels.whatsapp.cli",

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -34,7 +33,7 @@ from channels.whatsapp.delivery import (
     WebhookTarget,
     handshake,
 )
-from channels.whatsapp.envelope import Contact, build_webhook, contact
+from channels.whatsapp.envelope import Contact, build_webhook, contact, share_constants
 from channels.whatsapp.errors import ErrorObject
 from channels.whatsapp.faults import FaultDice, FaultProfile, split_fragments
 from channels.whatsapp.graph import create_graph_app
@@ -380,7 +379,7 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages, SharedHooks):
             contacts=contacts,
             errors=errors,
         )
-        self._metadata = _share_constants(payload, self._metadata)
+        self._metadata = share_constants(payload, self._metadata)
         self._inbound[wamid] = ReceivedMessage.of(who, payload)
         self._burst_of[wamid] = burst or f"burst-{next(self._burst_ids)}"
         await self._share_inbound(wamid, who.key, payload, self._burst_of[wamid])
@@ -575,31 +574,6 @@ def _profile_name(key: str) -> str:
     """The profile name of a user registered without one: ``User`` and the number's last digits."""
     digits = "".join(c for c in key if c.isdigit())
     return f"User {digits[-4:] or key}"
-
-
-def _share_constants(payload: dict[str, Any], metadata: dict[str, Any]) -> dict[str, Any]:
-    """Let a user's new webhook hold what every one of them holds once: the same objects.
-
-    Its ``metadata`` (the business number, the same in every webhook: the
-    trace's envelopes keep it) becomes ``metadata`` when equal to it, keys in
-    the same order; the product and the message's type become the shared
-    strings. Nothing else sees the payload before this, and nothing changes a
-    webhook once built, so the bytes signed are the same. Returns the
-    metadata to share from now on (this payload's, if ``metadata`` differs).
-    """
-    value = payload["entry"][0]["changes"][0]["value"]
-    if value.get("messaging_product") == "whatsapp":
-        value["messaging_product"] = "whatsapp"
-    for item in value.get("messages") or ():
-        if isinstance(item.get("type"), str):
-            item["type"] = sys.intern(item["type"])
-    own = value.get("metadata")
-    if not isinstance(own, dict):
-        return metadata
-    if list(own.items()) == list(metadata.items()):
-        value["metadata"] = metadata
-        return metadata
-    return own
 
 
 def _list(value: object) -> list[Any]:
