@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from channels.whatsapp.simuser import SentMessage, SimUser
+from channels.whatsapp.simuser import ReceivedMessage, SentMessage, SimUser
 from channels.whatsapp.validation import ValidatedSend
 from harness.trace import EVENT_ADAPTER, Event
 
@@ -73,7 +73,7 @@ class Shares(Protocol):
     pair_limit: PairRateLimiter
     windows: SessionWindows
     _users: dict[str, SimUser]
-    _inbound: dict[str, tuple[SimUser, dict[str, Any]]]
+    _inbound: dict[str, ReceivedMessage]
     _last_inbound: dict[str, str]
     _sent: dict[str, SentMessage]
     _burst_of: dict[str, str]
@@ -99,7 +99,7 @@ def keep_inbound(sim: Shares, change: Mapping[str, Any]) -> None:
     if user is None:
         return  # the user's own change comes first; nothing to attach this to otherwise
     wamid = change["wamid"]
-    sim._inbound[wamid] = (user, dict(change["payload"]))
+    sim._inbound[wamid] = ReceivedMessage.of(user, change["payload"])
     sim._burst_of[wamid] = change["burst"]
     sim._last_inbound[user.key] = wamid
 

@@ -38,7 +38,7 @@ from channels.whatsapp.errors import error_object
 from channels.whatsapp.media import MediaStore, is_animated_webp, media_kind
 from channels.whatsapp.messages import check_inbound, refusal
 from channels.whatsapp.retention import Retention
-from channels.whatsapp.simuser import SentMessage, SimUser
+from channels.whatsapp.simuser import ReceivedMessage, SentMessage, SimUser
 from channels.whatsapp.summary import interactive_options
 from harness.exceptions import StepError
 from harness.references import MessageRef, refer
@@ -98,7 +98,7 @@ class UserMessages:
     events: list[Event]
     retention: Retention
     _sent: dict[str, SentMessage]
-    _inbound: dict[str, tuple[SimUser, dict[str, Any]]]
+    _inbound: dict[str, ReceivedMessage]
 
     def _last_interactive(self, who: SimUser) -> SentMessage | None:
         """The agent's last interactive message to ``who`` (the outbound rules define it)."""
@@ -143,9 +143,8 @@ class UserMessages:
             if sent.send.type == "reaction":
                 raise refusal(field, f"{wamid} is a reaction; a reaction can't be answered")
             return wamid
-        if received is not None and received[0] is who:
-            item = received[1]["entry"][0]["changes"][0]["value"]["messages"][0]
-            if item.get("type") == "reaction":
+        if received is not None and received.user is who:
+            if received.item.get("type") == "reaction":
                 raise refusal(field, f"{wamid} is a reaction; a reaction can't be answered")
             return wamid
         raise refusal(field, f"no message {wamid} in the chat with user {who.key}")

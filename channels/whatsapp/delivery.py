@@ -19,7 +19,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol
 from urllib.parse import urlencode
@@ -200,9 +200,47 @@ class PendingUpdate:
     unsent: list[str] = field(default_factory=list, repr=False)
     #: Set once a copy has gone out (by ``on_sending``): any later copy is a duplicate.
     sent: bool = False
-    #: Set on the copy kept for a redelivery once the update went out alone: its payload is
-    #: then its signed body's JSON, read back if it is redelivered, and not kept twice.
-    resting: bool = field(default=False, repr=False)
+
+
+class _Resting:
+    """What is kept of an update that went out alone, for a redelivery: its signed body aside.
+
+    Its payload is its signed body's JSON, read back if it is ever redelivered;
+    when it was due, its place in the queue and its counters no longer matter.
+    A run keeps one per message and status it delivered, so it holds no more.
+    """
+
+    __slots__ = ("faults", "kind", "on_sending", "sent", "user")
+
+    def __init__(self, update: PendingUpdate) -> None:
+        self.kind = update.kind
+        self.user = update.user
+        self.faults = update.faults
+        self.on_sending = update.on_sending
+        self.sent = update.sent
+
+    def same_as(self, update: PendingUpdate) -> bool:
+        """True when this record is what would be kept of ``update``."""
+        return (
+            self.on_sending is update.on_sending
+            and self.user == update.user
+            and self.kind == update.kind
+            and self.sent is update.sent
+            and self.faults == update.faults
+        )
+
+    def wake(self, item_id: str, body: SignedBody, due: datetime) -> PendingUpdate:
+        """The update again, its payload read back from ``body``, to go out once more."""
+        return PendingUpdate(
+            kind=self.kind,
+            item_id=item_id,
+            user=self.user,
+            payload=json.loads(body.body),
+            due=due,
+            faults=self.faults,
+            on_sending=self.on_sending,
+            sent=self.sent,
+        )
 
 
 Emit = Callable[[Any], None]
@@ -234,7 +272,8 @@ class Deliverer:
         self._tasks: set[asyncio.Task[None]] = set()
         self._batch: list[PendingUpdate] = []
         self._batch_task: asyncio.Task[None] | None = None
-        self._latest: dict[str, PendingUpdate] = {}
+        self._latest: dict[str, PendingUpdate | _Resting] = {}
+        self._last_resting: _Resting | None = None
         self._offsets = (0.0, *config.retry_offsets())
         self.in_flight = 0
         #: User messages on their way (scheduled, in flight or waiting for a retry).
@@ -340,13 +379,18 @@ class Deliverer:
         body = self.sent_bodies.get(item_id)
         if body is None:
             return False
-        latest = self._latest.get(item_id)
-        if latest is not None and latest.resting:
-            latest = replace(latest, payload=json.loads(body.body), resting=False)
-            self._latest[item_id] = latest
+        latest = self.latest_update(item_id, body)
         updates = [] if latest is None else [latest]
         self._spawn(self._send(body, [item_id], updates, (reason,), 0.0, self._count(updates)))
         return True
+
+    def latest_update(self, item_id: str, body: SignedBody) -> PendingUpdate | None:
+        """The update last delivered as ``item_id`` (its signed body ``body``), to send again."""
+        latest = self._latest.get(item_id)
+        if isinstance(latest, _Resting):
+            latest = latest.wake(item_id, body, self.clock.now())
+            self._latest[item_id] = latest
+        return latest
 
     def forget(self, keep: Callable[[str], bool]) -> None:
         """Forget the signed bodies of the items ``keep`` refuses: they can't be redelivered.
@@ -357,6 +401,17 @@ class Deliverer:
             del self.sent_bodies[item_id]
         for item_id in [i for i in self._latest if not keep(i)]:
             del self._latest[item_id]
+
+    def _resting(self, update: PendingUpdate) -> _Resting:
+        """What to keep of ``update``: the record kept last, when it is the same in every value.
+
+        A record never changes once kept (a redelivery wakes a new update from
+        it), so the statuses of one send, or a user's messages, share one.
+        """
+        last = self._last_resting
+        if last is None or not last.same_as(update):
+            last = self._last_resting = _Resting(update)
+        return last
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(coro)
@@ -405,7 +460,7 @@ class Deliverer:
         await self._send(body, [u.item_id for u in updates], list(updates), faults, 0.0, unsent)
         if len(updates) == 1 and self._latest.get(updates[0].item_id) is updates[0]:
             # Kept as it is for a redelivery, its payload would hold the signed body twice.
-            self._latest[updates[0].item_id] = replace(updates[0], payload={}, resting=True)
+            self._latest[updates[0].item_id] = self._resting(updates[0])
         if self.dice.roll("duplicate", self.dice.profile.duplicate):
             self._spawn(
                 self._send(

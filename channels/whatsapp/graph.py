@@ -40,6 +40,7 @@ import functools
 import logging
 import random
 import re
+import sys
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -303,7 +304,7 @@ class _GraphAPI:
         phone_number_id: str = request.path_params["phone_number_id"]
         if phone_number_id not in self.phone_numbers:
             raise _unknown_object(request.method, phone_number_id)
-        return phone_number_id
+        return sys.intern(phone_number_id)  # one of a few: one string each, for every send
 
     # -- endpoints --------------------------------------------------------------
 
@@ -331,7 +332,8 @@ class _GraphAPI:
             else:
                 body = await _form(raw, request.headers)
             await self.store.load(media_id_in(body))  # uploaded through another process, maybe
-            version = request.path_params["version"]
+            # One string for every send through a version, not one each (each send is kept).
+            version = sys.intern(request.path_params["version"])
             send = self.validator.validate(phone_number_id, body, api_version=version)
             nul = nul_in(body)
             if nul is not None:

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +42,7 @@ from channels.whatsapp.graph import SendOutcome
 from channels.whatsapp.ids import new_conversation_id, new_wamid
 from channels.whatsapp.limits import PairRateLimiter, ThroughputLimiter
 from channels.whatsapp.payloads import format_timestamp
-from channels.whatsapp.simuser import SentMessage, SimUser
+from channels.whatsapp.simuser import ReceivedMessage, SentMessage, SimUser
 from channels.whatsapp.statuses import (
     Conversation,
     ConversationOrigin,
@@ -72,12 +74,15 @@ class OutboundRules:
     _rng: random.Random
     _users: dict[str, SimUser]
     _sent: dict[str, SentMessage]
-    _inbound: dict[str, tuple[SimUser, dict[str, Any]]]
-    _status_seen: set[tuple[str, str]]
+    _inbound: dict[str, ReceivedMessage]
+    #: The statuses the agent was sent, as ``wamid:status``: a redelivered one is not news.
+    _status_seen: set[str]
     #: The open conversation of each (user, category): its id and when it expires.
     _conversations: dict[tuple[str, str], tuple[str, datetime]]
     _deliverer: Deliverer | None
     shared: SharedMeta | None
+    #: ``_on_status_sending``, bound once: every status on its way carries it.
+    _status_sending: Callable[[PendingUpdate, str], None]
 
     def record(self, event: Event) -> None:
         """Append an event to the log (the simulator defines it)."""
@@ -99,7 +104,7 @@ class OutboundRules:
 
     def _on_status_sending(self, update: PendingUpdate, delivery: str) -> None:
         item = update.payload["entry"][0]["changes"][0]["value"]["statuses"][0]
-        key = (item["id"], item["status"])
+        key = update.item_id  # ``wamid:status``, the string its deliveries name it by
         if key in self._status_seen:
             return
         self._status_seen.add(key)
@@ -153,8 +158,9 @@ class OutboundRules:
         if reachable and not in_window and not template and self.config.window_error == "sync":
             raise ReEngagementRequired()
         wamid = new_wamid(self._rng, who.wa_id or "" if who else "", outbound=True)
+        send = _sharing_strings(send, who)
         self._sent[wamid] = SentMessage(wamid=wamid, user=who, send=send, at=now)
-        self.outbox.append(dict(send.body))
+        self.outbox.append(_request(send))
         if self.shared is not None:
             self.shared.sent_added(self._sent[wamid])
             self.shared.outbox_added(send.body)
@@ -192,7 +198,7 @@ class OutboundRules:
             key = recipient
         if key is None and isinstance(body.get("message_id"), str):
             inbound = self._inbound.get(body["message_id"])
-            key = inbound[0].key if inbound else None
+            key = inbound.user.key if inbound else None
         who = self._users.get(key or "")
         kind = body.get("type") if isinstance(body.get("type"), str) else None
         if body.get("status") == "read":
@@ -222,7 +228,7 @@ class OutboundRules:
                 details=f"message_id {send.message_id!r} is not a message this number received"
             )
             raise error
-        who = target[0]
+        who = target.user
         self._record_send(send, who, None, None, None)
         return SendOutcome(wamid=None)
 
@@ -247,7 +253,7 @@ class OutboundRules:
                 user=who.key if who else send.user,
                 type=kind,
                 text=send.text,
-                request=dict(send.body),
+                request=_request(send),
                 wamid=wamid,
                 error=error,
                 in_window=in_window,
@@ -294,7 +300,7 @@ class OutboundRules:
                 payload=self._status_payload(item, who_key),
                 due=due,
                 faults=faults,
-                on_sending=self._on_status_sending,
+                on_sending=self._status_sending,
             )
         )
 
@@ -393,6 +399,51 @@ def _conversation_of(opened: tuple[str, datetime], category: str, name: str) -> 
         expiration_timestamp=format_timestamp(expires) if name == "sent" else None,
         origin=ConversationOrigin(type=category),
     ).to_dict()
+
+
+# The body's fields whose strings every send repeats: the product, the type, the recipient.
+_SHARED_FIELDS = ("messaging_product", "recipient_type", "type", "to", "recipient")
+_SHARED_SUMMARY = ("type", "to", "input", "recipient")
+
+
+def _sharing_strings(send: ValidatedSend, who: SimUser | None) -> ValidatedSend:
+    """``send`` holding the strings the simulator holds already, where equal: its own are let go.
+
+    The recipient becomes the user's own wa_id or BSUID, the product and the
+    type one string for every send. Equal strings for equal strings: the
+    request, the trace and the outbox read the same values, and the send is
+    kept for as long as the run.
+    """
+    body = send.body
+    if type(body) is not dict:
+        return send
+    pool: dict[str, str] = {"whatsapp": "whatsapp", "individual": "individual"}
+    if send.type is not None:
+        pool[send.type] = sys.intern(send.type)  # a type the validation knows: one of a few
+    if who is not None:
+        for own in (who.wa_id, who.user_id):
+            if own is not None:
+                pool[own] = own
+    for name in _SHARED_FIELDS:
+        value = body.get(name)
+        if isinstance(value, str) and value in pool:
+            body[name] = pool[value]
+    changes: dict[str, Any] = {}
+    for name in _SHARED_SUMMARY:
+        value = getattr(send, name)
+        if isinstance(value, str) and value in pool and pool[value] is not value:
+            changes[name] = pool[value]
+    return replace(send, **changes) if changes else send
+
+
+def _request(send: ValidatedSend) -> dict[str, Any]:
+    """The send's body as the trace and the outbox keep it: the request's parsed JSON itself.
+
+    Nothing changes a send once validated, so the two and the send itself hold one dict
+    (a copy where the body is some other mapping).
+    """
+    body = send.body
+    return body if type(body) is dict else dict(body)
 
 
 def _json_safe(body: Mapping[str, Any]) -> dict[str, Any]:

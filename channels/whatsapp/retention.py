@@ -53,7 +53,7 @@ from harness.trace import Event, InboundMessage, OutboundSend
 if TYPE_CHECKING:
     from channels.whatsapp.delivery import Deliverer
     from channels.whatsapp.media import MediaStore
-    from channels.whatsapp.simuser import SentMessage, SimUser
+    from channels.whatsapp.simuser import ReceivedMessage, SentMessage
 
 __all__ = ["SERVE_RETENTION", "Retention", "RetentionPolicy", "Snapshot", "Window"]
 
@@ -71,10 +71,10 @@ class _Remembers(Protocol):
     outbox: list[dict[str, Any]]
     media: MediaStore
     _sent: dict[str, SentMessage]
-    _inbound: dict[str, tuple[SimUser, dict[str, Any]]]
+    _inbound: dict[str, ReceivedMessage]
     _sent_items: set[str]
     _burst_of: dict[str, str]
-    _status_seen: set[tuple[str, str]]
+    _status_seen: set[str]
     _conversations: dict[tuple[str, str], tuple[str, datetime]]
     _deliverer: Deliverer | None
 
@@ -257,7 +257,7 @@ class Retention:
         inbound = sim._inbound
         while inbound:
             wamid = next(iter(inbound))
-            old = horizon is not None and _received_at(inbound[wamid][1]) < horizon
+            old = horizon is not None and _received_at(inbound[wamid].item) < horizon
             if not old and (cap is None or len(inbound) <= cap):
                 break
             del inbound[wamid]
@@ -273,7 +273,7 @@ class Retention:
             self.messages_forgotten += 1
         # What hangs off the messages goes with them (statuses may come after a message left).
         sim._sent_items.intersection_update(inbound)
-        seen = {key for key in sim._status_seen if key[0] in sent}
+        seen = {key for key in sim._status_seen if key.rpartition(":")[0] in sent}
         if len(seen) != len(sim._status_seen):
             sim._status_seen.clear()
             sim._status_seen.update(seen)
@@ -383,7 +383,6 @@ def _replies_by_user(events: Sequence[Event]) -> dict[str, int]:
     return {user: count for user, count in counts.items() if count}
 
 
-def _received_at(payload: dict[str, Any]) -> datetime:
-    """When a user's message was sent, from its webhook's ``timestamp``."""
-    item = payload["entry"][0]["changes"][0]["value"]["messages"][0]
+def _received_at(item: dict[str, Any]) -> datetime:
+    """When a user's message was sent, from its ``timestamp``."""
     return datetime.fromtimestamp(int(item["timestamp"]), UTC)

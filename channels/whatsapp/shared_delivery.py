@@ -140,7 +140,7 @@ class SharedDeliverer(Deliverer):
         body = self.sent_bodies.get(item_id)
         if body is None:
             return False
-        latest = self._latest.get(item_id)
+        latest = self.latest_update(item_id, body)
         updates = [] if latest is None else [latest]
         job = self._job(updates, self.clock.now(), [item_id], faults=(reason,), body=body)
         self._spawn(self._deliver_own(job["id"], 0.0, self._count(updates)))

@@ -21,7 +21,7 @@ from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.delivery import Deliverer, PendingUpdate, WebhookTarget
 from channels.whatsapp.faults import FaultDice
 from channels.whatsapp.shared_delivery import SharedDeliverer
-from channels.whatsapp.simuser import SimUser
+from channels.whatsapp.simuser import ReceivedMessage, SimUser
 from harness.clock import Clock
 from harness.exceptions import ConfigError
 from harness.trace import Event
@@ -40,7 +40,7 @@ class SharedHooks:
     config: SimulatorConfig
     clock: Clock
     dice: FaultDice
-    _inbound: dict[str, tuple[SimUser, dict[str, Any]]]
+    _inbound: dict[str, ReceivedMessage]
     _last_inbound: dict[str, str]
 
     def user(self, key: str) -> SimUser:
@@ -122,4 +122,4 @@ class SharedHooks:
     def sender_of(self, wamid: str) -> str | None:
         """The user (as the trace names them) who sent message ``wamid``, if a user did."""
         found = self._inbound.get(wamid)
-        return None if found is None else found[0].key
+        return None if found is None else found.user.key

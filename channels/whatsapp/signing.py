@@ -19,7 +19,7 @@ import hmac
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import FrozenInstanceError
 from typing import Any
 
 from harness.exceptions import SignatureError
@@ -111,12 +111,60 @@ def is_valid(body: bytes, header: str | None, app_secret: str | bytes) -> bool:
     return True
 
 
-@dataclass(frozen=True, slots=True)
 class SignedBody:
-    """A webhook body serialized once, with its signature; resend the same object to redeliver."""
+    """A webhook body serialized once, with its signature; resend the same object to redeliver.
 
-    body: bytes
-    signature: str
+    ``SignedBody(body, signature)``, frozen, equal when both are. A well-formed
+    signature (``sha256=`` and 64 lowercase hex digits) is kept as its 32
+    bytes and written out when read: a run keeps the signed body of every
+    webhook it delivered, and the text takes twice the room. Any other
+    signature is kept as given.
+    """
+
+    __slots__ = ("_body", "_mac")
+    __match_args__ = ("body", "signature")
+
+    _body: bytes
+    _mac: bytes | str
+
+    def __init__(self, body: bytes, signature: str) -> None:
+        object.__setattr__(self, "_body", body)
+        packed: bytes | str = signature
+        if signature.startswith(_PREFIX) and _HEX_DIGEST.fullmatch(signature, len(_PREFIX)):
+            packed = bytes.fromhex(signature[len(_PREFIX) :])
+        object.__setattr__(self, "_mac", packed)
+
+    @property
+    def body(self) -> bytes:
+        """The bytes POSTed, exactly as signed."""
+        return self._body
+
+    @property
+    def signature(self) -> str:
+        """The X-Hub-Signature-256 value: ``sha256=`` and the lowercase hex HMAC of ``body``."""
+        mac = self._mac
+        return mac if isinstance(mac, str) else _PREFIX + mac.hex()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, SignedBody)
+        return (self.body, self.signature) == (other.body, other.signature)
+
+    def __hash__(self) -> int:
+        return hash((self.body, self.signature))
+
+    def __repr__(self) -> str:
+        return f"SignedBody(body={self.body!r}, signature={self.signature!r})"
+
+    def __reduce__(self) -> tuple[type[SignedBody], tuple[bytes, str]]:
+        return (SignedBody, (self.body, self.signature))
 
     @classmethod
     def create(cls, payload: Mapping[str, Any] | bytes, app_secret: str | bytes) -> SignedBody:

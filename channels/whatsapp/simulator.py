@@ -33,7 +33,7 @@ from channels.whatsapp.delivery import (
     WebhookTarget,
     handshake,
 )
-from channels.whatsapp.envelope import Contact, build_webhook, contact
+from channels.whatsapp.envelope import Contact, build_webhook, contact, share_constants
 from channels.whatsapp.errors import ErrorObject
 from channels.whatsapp.faults import FaultDice, FaultProfile, split_fragments
 from channels.whatsapp.graph import create_graph_app
@@ -50,7 +50,7 @@ from channels.whatsapp.messages import (
 from channels.whatsapp.outbound import OutboundRules
 from channels.whatsapp.retention import Retention, RetentionPolicy
 from channels.whatsapp.sharing import SharedHooks
-from channels.whatsapp.simuser import SentMessage, SimUser
+from channels.whatsapp.simuser import ReceivedMessage, SentMessage, SimUser
 from channels.whatsapp.summary import interactive_options, message_reply_id, message_text
 from channels.whatsapp.timekeeping import Timekeeping
 from channels.whatsapp.url_target import UrlTarget
@@ -139,13 +139,18 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages, SharedHooks):
         self.on_inbound: Callable[[str], None] | None = None
         self._users: dict[str, SimUser] = {}
         self._sent: dict[str, SentMessage] = {}
-        self._inbound: dict[str, tuple[SimUser, dict[str, Any]]] = {}
+        self._inbound: dict[str, ReceivedMessage] = {}
         self._last_inbound: dict[str, str] = {}
         self._sent_items: set[str] = set()
         self._burst_of: dict[str, str] = {}
         self._burst_ids = itertools.count(1)
-        self._status_seen: set[tuple[str, str]] = set()
+        self._status_seen: set[str] = set()
+        # The business number's ``metadata``, one dict for every user's message (see below).
+        self._metadata: dict[str, Any] = {}
         self._conversations: dict[tuple[str, str], tuple[str, datetime]] = {}
+        # Each update on its way carries what to call as it goes out: one bound method for all.
+        self._inbound_sending = self._on_inbound_sending
+        self._status_sending = self._on_status_sending
         self._target: WebhookTarget | None = None
         self._deliverer: Deliverer | None = None
         #: Set once the connected webhook has passed the verification handshake.
@@ -374,7 +379,8 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages, SharedHooks):
             contacts=contacts,
             errors=errors,
         )
-        self._inbound[wamid] = (who, payload)
+        self._metadata = share_constants(payload, self._metadata)
+        self._inbound[wamid] = ReceivedMessage.of(who, payload)
         self._burst_of[wamid] = burst or f"burst-{next(self._burst_ids)}"
         await self._share_inbound(wamid, who.key, payload, self._burst_of[wamid])
         if self.on_inbound is not None:
@@ -388,7 +394,7 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages, SharedHooks):
                 user=who.key,
                 payload=payload,
                 due=now,
-                on_sending=self._on_inbound_sending,
+                on_sending=self._inbound_sending,
             )
         )
         self._last_activity = now
@@ -493,7 +499,7 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages, SharedHooks):
         found = self._inbound.get(wamid)
         if found is None:
             return None
-        item = found[1]["entry"][0]["changes"][0]["value"]["messages"][0]
+        item = found.item
         media = item.get(item.get("type", ""))
         if not isinstance(media, Mapping) or "id" not in media:
             return None
@@ -539,7 +545,7 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages, SharedHooks):
         simulator has forgotten the message (:mod:`channels.whatsapp.retention`).
         """
         payload = update.payload
-        item = payload["entry"][0]["changes"][0]["value"]["messages"][0]
+        item = ReceivedMessage.item_of(payload)
         duplicate = update.sent or update.item_id in self._sent_items
         self._sent_items.add(update.item_id)
         update.sent = True

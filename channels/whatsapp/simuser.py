@@ -1,14 +1,16 @@
-"""A simulated WhatsApp user, and what the simulator remembers of each message the agent sent."""
+"""A simulated WhatsApp user, and what the simulator remembers of each message either side sent."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from channels.whatsapp.validation import ValidatedSend
 from harness.trace import Participant
 
-__all__ = ["SentMessage", "SimUser"]
+__all__ = ["ReceivedMessage", "SentMessage", "SimUser"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,3 +45,27 @@ class SentMessage:
     user: SimUser | None
     send: ValidatedSend
     at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivedMessage:
+    """A message a user sent, as the simulator remembers it: who sent it, and the message.
+
+    ``item`` is the message object of its webhook (``entry[0].changes[0].value.messages[0]``),
+    the same dict the trace's event holds as its body; what went around it is in the trace's
+    envelope and, byte for byte, in the signed body kept for a redelivery.
+    """
+
+    user: SimUser
+    item: dict[str, Any]
+
+    @classmethod
+    def of(cls, user: SimUser, payload: Mapping[str, Any]) -> ReceivedMessage:
+        """The message ``user``'s webhook ``payload`` carries, remembered."""
+        return cls(user, cls.item_of(payload))
+
+    @staticmethod
+    def item_of(payload: Mapping[str, Any]) -> dict[str, Any]:
+        """The message a user's webhook carries (``entry[0].changes[0].value.messages[0]``)."""
+        item: dict[str, Any] = payload["entry"][0]["changes"][0]["value"]["messages"][0]
+        return item

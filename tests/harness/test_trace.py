@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import copy
+import gc
 import json
+import pickle
+import tracemalloc
 import typing
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pydantic import JsonValue, ValidationError
+from pydantic import BaseModel, JsonValue, ValidationError
 
 from harness.trace import (
     EVENT_ADAPTER,
@@ -190,6 +194,69 @@ def test_events_given_the_same_fields_share_one_record_of_them(
     copied = event.model_copy(update={"user": "someone else"})
     assert copied.model_fields_set == given_names | {"user"}
     assert event.model_fields_set == given_names  # the shared set is never written to
+
+
+@pytest.mark.parametrize("kind", sorted(EVENT_STRATEGIES))
+@given(data=st.data())
+def test_an_event_built_from_trusted_values_is_the_one_pydantic_builds(
+    kind: str, data: st.DataObject
+) -> None:
+    event = data.draw(EVENT_STRATEGIES[kind])
+    cls = type(event)
+    values = {name: getattr(event, name) for name in event.model_fields_set}
+    trusted = cls.model_construct(**values)
+    plain = BaseModel.model_construct.__func__(cls, **values)  # type: ignore[attr-defined]
+    assert trusted == plain == event
+    assert type(trusted) is cls
+    assert list(trusted.__dict__.items()) == list(plain.__dict__.items())  # same order too
+    assert trusted.model_fields_set == plain.model_fields_set
+    assert trusted.model_dump_json() == plain.model_dump_json()
+    assert repr(trusted) == repr(plain)
+    assert pickle.loads(pickle.dumps(trusted)) == event
+    assert copy.deepcopy(trusted) == event
+    assert trusted.model_copy(update={"user": "u9"}) == plain.model_copy(update={"user": "u9"})
+    with pytest.raises(ValidationError):
+        trusted.user = "someone"  # type: ignore[misc]  # frozen, as any event
+    named = cls.model_construct({"at"}, **values)
+    assert (
+        named.model_fields_set
+        == {"at"}
+        == plain.__class__.model_construct({"at"}, **values).model_fields_set
+    )
+    odd: dict[str, typing.Any] = {"at": T0, "surprise": 1}
+    pydantics = BaseModel.model_construct.__func__(cls, **odd)  # type: ignore[attr-defined]
+    assert cls.model_construct(**odd) == pydantics  # unknown names dropped, as pydantic does
+
+
+def _held(make: typing.Callable[[], object], count: int = 2000) -> float:
+    """Bytes held per object ``make`` returns, measured with tracemalloc."""
+    for _ in range(50):
+        make()  # first-use caches, outside the measure
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        kept = [make() for _ in range(count)]
+        after = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert len(kept) == count
+    return (after - before) / count
+
+
+def test_an_event_built_from_trusted_values_holds_far_less_than_a_validated_one() -> None:
+    values: dict[str, typing.Any] = {
+        "at": T0,
+        "user": "u1",
+        "delivery": "d1",
+        "items": ("wamid.1",),
+        "status_code": 200,
+        "latency_ms": 1.5,
+    }
+    trusted = _held(lambda: DeliveryAttempt.model_construct(**values))
+    validated = _held(lambda: DeliveryAttempt(**values))
+    # Ten values as attributes of the object, not a dict of its own: about half.
+    assert trusted < 0.65 * validated, (trusted, validated)
 
 
 def test_models_are_frozen_and_strict() -> None:

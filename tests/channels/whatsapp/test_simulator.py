@@ -145,7 +145,10 @@ async def test_a_delivered_update_is_kept_as_its_signed_bytes_and_redelivered_th
     assert deliverer is not None
     kept = {item: deliverer.sent_bodies[item].body for item in (wamid, f"{reply}:read")}
     # What is kept to redeliver is the signed bytes, not a second copy of the payload as dicts.
-    assert [u.payload for u in deliverer._latest.values()] == [{}] * 4
+    resting = list(deliverer._latest.values())
+    assert len(resting) == 4
+    assert not any(hasattr(u, "payload") for u in resting)
+    assert len({id(u) for u in resting}) == 2  # the three statuses of the reply share one
     first = sim.conversation()
     for item in kept:
         await sim.redeliver(item)
@@ -156,7 +159,54 @@ async def test_a_delivered_update_is_kept_as_its_signed_bytes_and_redelivered_th
     original, copy = copies
     assert (copy.body, copy.envelope, copy.text) == (original.body, original.envelope, "book 9am")
     assert sim.conversation().statuses() == first.statuses()  # a status seen is seen once
-    assert json.loads(kept[wamid]) == sim._inbound[wamid][1]
+    # What the simulator remembers of the message is the message its signed bytes carry.
+    received = sim._inbound[wamid]
+    assert received.user is sim.user(WA_ID)
+    assert (
+        received.item == json.loads(kept[wamid])["entry"][0]["changes"][0]["value"]["messages"][0]
+    )
+    assert received.item is original.body  # one dict, shared with the trace
+
+
+async def test_what_is_kept_of_a_message_shares_the_objects_the_simulator_holds_already(
+    pair: tuple[WhatsAppSimulator, EchoBot],
+) -> None:
+    sim, _ = pair
+    await sim.say(WA_ID, "one")
+    await sim.settle()
+    await sim.say(WA_ID, "two")
+    await sim.settle()
+    user = sim.user(WA_ID)
+    first, second = sim.conversation().inbound()
+    # The business number's metadata: one dict for every message, equal to what was sent.
+    assert first.envelope is not None
+    assert second.envelope is not None
+    assert first.envelope["metadata"] is second.envelope["metadata"]
+    assert first.envelope["metadata"] == {
+        "display_phone_number": sim.config.display_phone_number,
+        "phone_number_id": sim.config.phone_number_id,
+    }
+    # The agent's send: the trace, the outbox and the send hold one body, and its recipient
+    # is the user's own string.
+    replies = sim.conversation().replies()
+    for reply, kept, sent in zip(replies, sim.outbox, sim._sent.values(), strict=True):
+        assert reply.request is kept
+        assert kept is sent.send.body
+        assert kept["to"] is user.wa_id
+        assert sent.send.to is user.wa_id
+        assert kept["type"] is sent.send.type is reply.type
+    assert [r.request["text"] for r in replies] == [
+        {"preview_url": False, "body": "echo: one"},
+        {"preview_url": False, "body": "echo: two"},
+    ]
+    # Each send's version and number: one string for all sends.
+    sends = [sent.send for sent in sim._sent.values()]
+    assert len({id(send.api_version) for send in sends}) == 1
+    assert len({id(send.phone_number_id) for send in sends}) == 1
+    # A status seen is named by the very string its delivery names it by.
+    named = {item: item for d in sim.conversation().deliveries() for item in d.items}
+    assert len(sim._status_seen) == 6
+    assert all(named.get(key) is key for key in sim._status_seen)
 
 
 async def test_handshake_happens_once_before_the_first_delivery() -> None:
