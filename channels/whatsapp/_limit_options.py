@@ -7,14 +7,14 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["limit_options", "throughput_option"]
+__all__ = ["limit_options"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def throughput_option(command: F) -> F:
-    """Add ``--throughput-mps``: the command gets its value as ``throughput_mps``."""
-    option = click.option(
+def limit_options(command: F) -> F:
+    """Add ``--throughput-mps`` and ``--rate-limits/--no-rate-limits`` (as ``rate_limits``)."""
+    throughput = click.option(
         "--throughput-mps",
         default=80,
         show_default=True,
@@ -22,16 +22,11 @@ def throughput_option(command: F) -> F:
         help="Messages per second the business number may send before 130429 (Meta: 80, "
         "1000 once upgraded).",
     )
-    return option(command)
-
-
-def limit_options(command: F) -> F:
-    """Add ``--throughput-mps`` and ``--rate-limits/--no-rate-limits`` (as ``rate_limits``)."""
-    option = click.option(
+    limits = click.option(
         "--rate-limits/--no-rate-limits",
         default=True,
         show_default=True,
         help="Apply Meta's throughput (130429) and pair rate (131056) limits; without them, "
         "every send within the window goes out, to measure the agent alone.",
     )
-    return throughput_option(option(command))
+    return throughput(limits(command))

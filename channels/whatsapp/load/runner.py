@@ -145,13 +145,12 @@ async def _play(
                     user.start_turn()
                     opened = True
                 choice = user.choice(text) if turn.kind == "tap" else None
-                body = poster.body(user.wa_id, text, choice)
                 at = loop.time()
                 user.posting(at)
                 stats.message_sent(at)
                 await rules.opened(user.wa_id)
-                failure = await poster.post(body, user)
-                del body  # not held while the user waits for the reply and thinks
+                # Built for the call alone: no name holds it while the user waits and thinks.
+                failure = await poster.post(poster.body(user.wa_id, text, choice), user)
                 if failure is None:
                     stats.webhook_answered(loop.time() - user.last_post)
                 else:
