@@ -31,18 +31,38 @@ def free_port() -> int:
     The port is closed again before the caller's server binds it. Taken from the
     system's ephemeral range, it could meanwhile be handed to any server started
     on port 0 (the fake model, a bot), which would then answer in its place; a
-    port below that range is never handed out that way.
+    port below that range is never handed out that way. A port is handed out at
+    most once per process, so two servers a test starts one after the other never
+    race for the same one; parallel test workers draw from disjoint slices.
     """
     low, _ = _ephemeral_range()
+    start, stop = _slice(10_000, max(low, 10_001))
     for _ in range(200):
-        port = _chooser.randrange(10_000, max(low, 10_001))
+        port = _chooser.randrange(start, stop)
+        if port in _handed_out:
+            continue
         with socket.socket() as probe:
             try:
                 probe.bind(("127.0.0.1", port))
             except OSError:
                 continue
-            return port
-    raise RuntimeError("no free port below the ephemeral range after 200 tries")
+        _handed_out.add(port)
+        return port
+    raise RuntimeError(f"no free port in {start}-{stop} after 200 tries")
+
+
+def _slice(low: int, high: int) -> tuple[int, int]:
+    """This test worker's share of ``[low, high)``: all of it unless pytest-xdist runs several."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # "gw0", "gw1", ...
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    if not worker.startswith("gw") or count < 2:
+        return low, high
+    index = int(worker[2:]) % count
+    width = (high - low) // count
+    return low + index * width, low + (index + 1) * width
+
+
+_handed_out: set[int] = set()
 
 
 def _ephemeral_range() -> tuple[int, int]:
