@@ -24,13 +24,10 @@ time, as a person watching the phone would.
 from __future__ import annotations
 
 import asyncio
-import functools
-import multiprocessing
 import os
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -45,6 +42,7 @@ from harness.plugins import ChannelPlugin, load_channel_plugins
 from harness.recording import Recording
 from harness.results import RunResult, ScenarioResult, ScenarioStatus, Skip, Violation
 from harness.store import Store, check_store, open_store
+from harness.suites._spread import PROCESS_THRESHOLD, spread
 from harness.suites.expectations import check_expectation
 from harness.suites.fit import ChannelFit
 from harness.suites.invariants import BoundInvariant
@@ -182,10 +180,7 @@ class Runner:
                 await store.close()
 
         processes = min(workers, os.cpu_count() or 1)
-        # Starting a worker process costs about a second; it pays off on large suites.
-        many = len(scenarios) >= _PROCESS_THRESHOLD
-        # Worker processes are handed every scenario at once: stopping early needs threads.
-        stop_early = self.options.fail_fast
+        many = len(scenarios) >= PROCESS_THRESHOLD
         if self.options.target_url is not None:
             # An agent at a URL lives on real time: its scenarios wait for it rather than
             # compute, so they share this loop and the run's one fake Graph API server.
@@ -193,20 +188,26 @@ class Runner:
                 await self._run_remote(
                     scenarios, bound, run_id, results, report, shared, workers, next_index
                 )
-        elif workers > 1 and processes > 1 and many and self._own_plugins and not stop_early:
-            # In-process scenarios are CPU-bound: worker processes run them side by side.
-            loop = asyncio.get_running_loop()
-            context = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=processes, mp_context=context) as pool:
-                futures = [
-                    loop.run_in_executor(
-                        pool, _run_elsewhere, self.options, scenario, run_id, index
-                    )
-                    for index, scenario in enumerate(scenarios)
-                ]
-                for index, future in enumerate(futures):
-                    future.add_done_callback(functools.partial(_finished, index, results, report))
-                await asyncio.gather(*futures)
+        elif workers > 1 and processes > 1 and many and self._own_plugins:
+            # In-process scenarios are CPU-bound: this process and worker processes run
+            # them side by side, one core each.
+
+            def finished(index: int, result: ScenarioResult) -> None:
+                results[index] = result
+                report(result)
+
+            await spread(
+                lambda: asyncio.to_thread(asyncio.run, work(in_main_loop=False)),
+                Runner,
+                processes - 1,
+                self.options,
+                scenarios,
+                run_id,
+                next_index,
+                finished,
+                stop,
+            )
+            await asyncio.sleep(0)  # deliver the last reports queued from the thread
         elif workers == 1:
             await work(in_main_loop=True)
         else:
@@ -547,44 +548,6 @@ class Runner:
         if real:
             # The scenario ends when its agent has gone quiet; what comes later is late.
             await session.quiet(self.options.quiet, self.options.expect_timeout)
-
-
-#: Suites at least this large run in worker processes (smaller ones on threads).
-_PROCESS_THRESHOLD = 100
-
-#: The runner of each run a worker process serves, by the run's id. The options arrive as a
-#: new object with every scenario (they are pickled), so they cannot be the key.
-_WORKER_RUNNERS: dict[str, Runner] = {}
-
-
-def _run_elsewhere(
-    options: RunOptions, scenario: Scenario, run_id: str, index: int
-) -> ScenarioResult:
-    """Run one scenario in a worker process (its runner is built once per process and run)."""
-    runner = _WORKER_RUNNERS.get(run_id)
-    if runner is None:
-        runner = _WORKER_RUNNERS[run_id] = Runner(options)
-
-    async def go() -> ScenarioResult:
-        store = open_store(options.store_url)
-        try:
-            return await runner.run_scenario(scenario, store=store, namespace=f"{run_id}:{index}")
-        finally:
-            await store.close()
-
-    return asyncio.run(go())
-
-
-def _finished(
-    index: int,
-    results: list[ScenarioResult | None],
-    report: Callable[[ScenarioResult], None],
-    done: asyncio.Future[ScenarioResult],
-) -> None:
-    if done.cancelled() or done.exception() is not None:
-        return
-    results[index] = done.result()
-    report(done.result())
 
 
 def _faults_of(scenario: Scenario) -> dict[str, Any]:

@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 
 from harness.exceptions import ConfigError
+from harness.suites import _spread
 from harness.suites import runner as runner_module
-from harness.suites.runner import RunOptions, _run_elsewhere
+from harness.suites._spread import _run_elsewhere
+from harness.suites.runner import Runner, RunOptions
 from harness.suites.scenario import parse_scenario
 from harness.suites.target import importable, load_target
 
@@ -93,7 +95,7 @@ def test_a_folder_named_like_an_installed_package_is_not_imported_and_the_error_
 
 def _spawned(options: RunOptions, scenario_text: str) -> tuple[str, str | None, list[str]]:
     """In a fresh process: run one scenario as a worker of a large suite does."""
-    result = _run_elsewhere(options, parse_scenario(scenario_text), "worker", 0)
+    result = _run_elsewhere(Runner, options, parse_scenario(scenario_text), "worker", 0)
     return result.status, result.error, list(sys.path)
 
 
@@ -130,13 +132,13 @@ def test_a_worker_builds_its_runner_once_per_run(monkeypatch: pytest.MonkeyPatch
         original(self, options)
 
     monkeypatch.setattr(runner_module.Runner, "__init__", counting)
-    monkeypatch.setattr(runner_module, "_WORKER_RUNNERS", {})
+    monkeypatch.setattr(_spread, "_WORKER_RUNNERS", {})
     options = RunOptions(channel="direct")
     scenario = parse_scenario("steps:\n  - say: hello\n  - expect: {replies: 1}\n")
     for index in range(3):
         as_sent = pickle.loads(pickle.dumps(options))
-        result = _run_elsewhere(as_sent, scenario, "run-a", index)
+        result = _run_elsewhere(Runner, as_sent, scenario, "run-a", index)
         assert result.status == "passed", result.error
     assert len(built) == 1
-    _run_elsewhere(pickle.loads(pickle.dumps(options)), scenario, "run-b", 0)
+    _run_elsewhere(Runner, pickle.loads(pickle.dumps(options)), scenario, "run-b", 0)
     assert len(built) == 2  # another run, another runner
