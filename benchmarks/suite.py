@@ -13,6 +13,9 @@ The ratio is what scales with cores: about 2 on an idle two-core machine.
 Other processes on the machine take cores from the parallel run first, so
 note the load (``uptime``) beside the figure.
 
+The garbage collector runs at the thresholds the ``harness`` command sets
+(``--python-gc`` keeps Python's own); worker processes take them from this one.
+
 Run: ``python benchmarks/suite.py`` (``--runs 1400 --rounds 3`` by default;
 ``--quick`` for 200 runs, 2 rounds).
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import resource
 import statistics
@@ -31,7 +35,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.suites.runner import Runner, RunOptions  # noqa: E402  # after the path tweak
+from harness.cli.main import GC_THRESHOLDS  # noqa: E402  # after the path tweak
+from harness.suites.runner import Runner, RunOptions  # noqa: E402
 from harness.suites.scenario import load_scenarios  # noqa: E402
 
 
@@ -66,7 +71,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1400)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="200 runs, 2 rounds")
+    parser.add_argument(
+        "--python-gc", action="store_true", help="Python's collector thresholds, not the command's"
+    )
     args = parser.parse_args()
+    if not args.python_gc:
+        gc.set_threshold(*GC_THRESHOLDS)
     runs = 200 if args.quick else args.runs
     rounds = 2 if args.quick else args.rounds
     cores = os.cpu_count() or 1

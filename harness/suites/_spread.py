@@ -5,24 +5,33 @@ process runs scenarios on a thread of its own (its interpreter is warm, so it
 starts at once), and one spawned worker process per further core runs the
 rest. Each takes the next scenario when it is done with one, so a worker still
 starting (a spawned interpreter imports the harness and the agent, about a
-second) or one given the long scenarios never leaves the others idle. Each
-worker process keeps two scenarios in hand, so it never waits on the pipe
-between them.
+second) or one given the long scenarios never leaves the others idle.
+
+A worker is handed the run once, when it starts: the options, every scenario
+(already checked here) and the run's id. It builds the runner, binds each
+scenario's invariants and opens its store and event loop once; after that a
+scenario costs the pipe its index one way and its result the other, and each
+worker keeps two in hand so it never waits on the pipe between them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
+import gc
 import multiprocessing
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from harness.store import Store, open_store
+from harness.suites.preflight import bind_invariants
 
 if TYPE_CHECKING:
     from harness.results import ScenarioResult
+    from harness.suites.invariants import BoundInvariant
     from harness.suites.run_options import RunOptions
     from harness.suites.scenario import Scenario
 
@@ -35,16 +44,17 @@ PROCESS_THRESHOLD = 100
 #: Scenarios each worker process holds at once: one running, one waiting in its pipe.
 _IN_HAND = 2
 
-#: The runner of each run a worker process serves, by the run's id. The options arrive as a
-#: new object with every scenario (they are pickled), so they cannot be the key.
-_WORKER_RUNNERS: dict[str, ScenarioRunner] = {}
-
 
 class ScenarioRunner(Protocol):
     """What a worker process needs of the runner: to play one scenario."""
 
     async def run_scenario(
-        self, scenario: Scenario, *, store: Store | None = None, namespace: str = ""
+        self,
+        scenario: Scenario,
+        invariants: Sequence[BoundInvariant] | None = None,
+        *,
+        store: Store | None = None,
+        namespace: str = "",
     ) -> ScenarioResult: ...
 
 
@@ -63,20 +73,22 @@ async def spread(
 
     ``next_index`` hands out the scenarios, to this process and the workers
     alike; a worker builds its runner with ``make`` (a class or function it can
-    import) once per run, and ``finished`` hears of each scenario it ran. When
-    anything fails, ``stop`` is set so no scenario starts after it, and what is
-    still running is waited for before the failure is raised.
+    import), and ``finished`` hears of each scenario it ran. When anything
+    fails, ``stop`` is set so no scenario starts after it, and what is still
+    running is waited for before the failure is raised.
     """
     loop = asyncio.get_running_loop()
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=processes, mp_context=context) as pool:
+    with ProcessPoolExecutor(
+        max_workers=processes,
+        mp_context=context,
+        initializer=_start_worker,
+        initargs=(make, options, tuple(scenarios), run_id, gc.get_threshold()),
+    ) as pool:
 
         async def feed() -> None:
             while (index := next_index()) is not None:
-                result = await loop.run_in_executor(
-                    pool, _run_elsewhere, make, options, scenarios[index], run_id, index
-                )
-                finished(index, result)
+                finished(index, await loop.run_in_executor(pool, _run_in_worker, index))
 
         tasks = [
             asyncio.ensure_future(here()),
@@ -90,23 +102,72 @@ async def spread(
             raise
 
 
-def _run_elsewhere(
+@dataclass
+class _Worker:
+    """What a worker process keeps for the run it serves."""
+
+    runner: ScenarioRunner
+    scenarios: tuple[Scenario, ...]
+    bound: list[Sequence[BoundInvariant]]
+    run_id: str
+    loop: asyncio.AbstractEventLoop
+    store: Store
+
+    def close(self) -> None:
+        self.loop.run_until_complete(self.store.close())
+        self.loop.close()
+
+
+#: The run this worker process serves, or why it could not be set up for it.
+_worker: _Worker | Exception | None = None
+
+
+def _start_worker(
     make: Callable[[RunOptions], ScenarioRunner],
     options: RunOptions,
-    scenario: Scenario,
+    scenarios: tuple[Scenario, ...],
     run_id: str,
-    index: int,
-) -> ScenarioResult:
-    """Run one scenario in a worker process (its runner is built once per process and run)."""
-    runner = _WORKER_RUNNERS.get(run_id)
-    if runner is None:
-        runner = _WORKER_RUNNERS[run_id] = make(options)
+    collector: tuple[int, ...],
+) -> None:
+    """Set up a worker process for one run: its runner, invariants, event loop and store.
 
-    async def go() -> ScenarioResult:
-        store = open_store(options.store_url)
-        try:
-            return await runner.run_scenario(scenario, store=store, namespace=f"{run_id}:{index}")
-        finally:
-            await store.close()
+    The garbage collector runs at ``collector``'s thresholds, as it does in the
+    process that started the run (the command sets its own).
+    """
+    global _worker
+    gc.set_threshold(*collector)
+    if isinstance(_worker, _Worker):  # a process set up twice (a test): let the first go
+        atexit.unregister(_worker.close)
+        _worker.close()
+    try:
+        runner = make(options)
+    except Exception as exc:  # raised again with each scenario handed over, as it is
+        _worker = exc
+        return
+    loop = asyncio.new_event_loop()
+    _worker = _Worker(
+        runner=runner,
+        scenarios=scenarios,
+        bound=[bind_invariants(s) for s in scenarios],
+        run_id=run_id,
+        loop=loop,
+        store=open_store(options.store_url),
+    )
+    atexit.register(_worker.close)
 
-    return asyncio.run(go())
+
+def _run_in_worker(index: int) -> ScenarioResult:
+    """Run the run's scenario ``index`` in this worker process."""
+    worker = _worker
+    if worker is None:
+        raise RuntimeError("this worker process was not started for a run")
+    if isinstance(worker, Exception):
+        raise worker
+    return worker.loop.run_until_complete(
+        worker.runner.run_scenario(
+            worker.scenarios[index],
+            worker.bound[index],
+            store=worker.store,
+            namespace=f"{worker.run_id}:{index}",
+        )
+    )

@@ -6,6 +6,7 @@ another's module already imported; ``sys.path`` is restored after each.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import pickle
 import sys
@@ -16,9 +17,7 @@ from pathlib import Path
 import pytest
 
 from harness.exceptions import ConfigError
-from harness.suites import _spread
-from harness.suites import runner as runner_module
-from harness.suites._spread import _run_elsewhere
+from harness.suites._spread import _run_in_worker, _start_worker
 from harness.suites.runner import Runner, RunOptions
 from harness.suites.scenario import parse_scenario
 from harness.suites.target import importable, load_target
@@ -95,7 +94,8 @@ def test_a_folder_named_like_an_installed_package_is_not_imported_and_the_error_
 
 def _spawned(options: RunOptions, scenario_text: str) -> tuple[str, str | None, list[str]]:
     """In a fresh process: run one scenario as a worker of a large suite does."""
-    result = _run_elsewhere(Runner, options, parse_scenario(scenario_text), "worker", 0)
+    _start_worker(Runner, options, (parse_scenario(scenario_text),), "worker", (700, 10, 10))
+    result = _run_in_worker(0)
     return result.status, result.error, list(sys.path)
 
 
@@ -121,24 +121,22 @@ def test_a_worker_process_imports_the_target_itself(
     assert str(folder) in path
 
 
-def test_a_worker_builds_its_runner_once_per_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The options reach a worker pickled with every scenario, a new object each time: the
-    # runner (and the agent it builds) must still be made once for the run, not per scenario.
+def test_a_worker_builds_its_runner_once_and_runs_the_scenarios_it_is_handed() -> None:
+    # The options reach a worker once, pickled: the runner (and the agent it builds) is made
+    # once for the run, not per scenario, and each scenario runs in a namespace of its own.
     built: list[RunOptions] = []
-    original = runner_module.Runner.__init__
 
-    def counting(self: runner_module.Runner, options: RunOptions) -> None:
+    def make(options: RunOptions) -> Runner:
         built.append(options)
-        original(self, options)
+        return Runner(options)
 
-    monkeypatch.setattr(runner_module.Runner, "__init__", counting)
-    monkeypatch.setattr(_spread, "_WORKER_RUNNERS", {})
-    options = RunOptions(channel="direct")
-    scenario = parse_scenario("steps:\n  - say: hello\n  - expect: {replies: 1}\n")
-    for index in range(3):
-        as_sent = pickle.loads(pickle.dumps(options))
-        result = _run_elsewhere(Runner, as_sent, scenario, "run-a", index)
-        assert result.status == "passed", result.error
+    options = pickle.loads(pickle.dumps(RunOptions(channel="direct")))
+    scenarios = tuple(
+        parse_scenario(f"name: s{i}\nsteps:\n  - say: hello {i}\n  - expect: {{replies: 1}}\n")
+        for i in range(3)
+    )
+    _start_worker(make, options, scenarios, "run-a", gc.get_threshold())
+    results = [_run_in_worker(index) for index in (2, 0, 1)]
+    assert [r.name for r in results] == ["s2", "s0", "s1"]
+    assert all(r.status == "passed" for r in results), [r.error for r in results]
     assert len(built) == 1
-    _run_elsewhere(Runner, pickle.loads(pickle.dumps(options)), scenario, "run-b", 0)
-    assert len(built) == 2  # another run, another runner
