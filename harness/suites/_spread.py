@@ -8,10 +8,11 @@ starting (a spawned interpreter imports the harness and the agent, about a
 second) or one given the long scenarios never leaves the others idle.
 
 A worker is handed the run once, when it starts: the options, every scenario
-(already checked here) and the run's id. It builds the runner, binds each
-scenario's invariants and opens its store and event loop once; after that a
-scenario costs the pipe its index one way and its result the other, and each
-worker keeps two in hand so it never waits on the pipe between them.
+(already checked here) and the run's id. It builds the runner and opens its
+store and event loop once, and binds the invariants of the scenarios it runs; a
+scenario costs the pipe its index one way and its result the other, four at a
+time, and each worker keeps two such batches in hand so it never waits on the
+pipe between them.
 """
 
 from __future__ import annotations
@@ -41,8 +42,19 @@ __all__ = ["PROCESS_THRESHOLD", "ScenarioRunner", "spread"]
 #: worker process costs about a second, which pays off on large suites only.
 PROCESS_THRESHOLD = 100
 
-#: Scenarios each worker process holds at once: one running, one waiting in its pipe.
+#: Batches each worker process holds at once: one running, one waiting in its pipe.
 _IN_HAND = 2
+#: Scenarios handed to a worker process at a time. Each hand-over wakes three threads of this
+#: process, which take the interpreter from the scenarios running here for a moment.
+_CHUNK = 4
+
+
+def _take(next_index: Callable[[], int | None], count: int) -> tuple[int, ...]:
+    """Up to ``count`` scenarios' indexes, fewer at the end of the run."""
+    taken: list[int] = []
+    while len(taken) < count and (index := next_index()) is not None:
+        taken.append(index)
+    return tuple(taken)
 
 
 class ScenarioRunner(Protocol):
@@ -79,27 +91,32 @@ async def spread(
     """
     loop = asyncio.get_running_loop()
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(
+    pool = ProcessPoolExecutor(
         max_workers=processes,
         mp_context=context,
         initializer=_start_worker,
         initargs=(make, options, tuple(scenarios), run_id, gc.get_threshold()),
-    ) as pool:
+    )
 
-        async def feed() -> None:
-            while (index := next_index()) is not None:
-                finished(index, await loop.run_in_executor(pool, _run_in_worker, index))
+    async def feed() -> None:
+        while indexes := _take(next_index, _CHUNK):
+            ran = await loop.run_in_executor(pool, _run_in_worker, indexes)
+            for index, result in zip(indexes, ran, strict=True):
+                finished(index, result)
 
-        tasks = [
-            asyncio.ensure_future(here()),
-            *(asyncio.ensure_future(feed()) for _ in range(processes * _IN_HAND)),
-        ]
-        try:
-            await asyncio.gather(*tasks)
-        except BaseException:
-            stop.set()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
+    tasks = [
+        asyncio.ensure_future(here()),
+        *(asyncio.ensure_future(feed()) for _ in range(processes * _IN_HAND)),
+    ]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        stop.set()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    finally:
+        # Every result is in: the workers exit on their own, without the run waiting on them.
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 @dataclass
@@ -108,7 +125,6 @@ class _Worker:
 
     runner: ScenarioRunner
     scenarios: tuple[Scenario, ...]
-    bound: list[Sequence[BoundInvariant]]
     run_id: str
     loop: asyncio.AbstractEventLoop
     store: Store
@@ -148,7 +164,6 @@ def _start_worker(
     _worker = _Worker(
         runner=runner,
         scenarios=scenarios,
-        bound=[bind_invariants(s) for s in scenarios],
         run_id=run_id,
         loop=loop,
         store=open_store(options.store_url),
@@ -156,17 +171,23 @@ def _start_worker(
     atexit.register(_worker.close)
 
 
-def _run_in_worker(index: int) -> ScenarioResult:
+def _run_in_worker(indexes: tuple[int, ...]) -> list[ScenarioResult]:
+    """Run the run's scenarios ``indexes`` in this worker process, one after the other."""
+    return [_run_one(index) for index in indexes]
+
+
+def _run_one(index: int) -> ScenarioResult:
     """Run the run's scenario ``index`` in this worker process."""
     worker = _worker
     if worker is None:
         raise RuntimeError("this worker process was not started for a run")
     if isinstance(worker, Exception):
         raise worker
+    scenario = worker.scenarios[index]
     return worker.loop.run_until_complete(
         worker.runner.run_scenario(
-            worker.scenarios[index],
-            worker.bound[index],
+            scenario,
+            bind_invariants(scenario),
             store=worker.store,
             namespace=f"{worker.run_id}:{index}",
         )

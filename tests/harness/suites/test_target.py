@@ -95,7 +95,7 @@ def test_a_folder_named_like_an_installed_package_is_not_imported_and_the_error_
 def _spawned(options: RunOptions, scenario_text: str) -> tuple[str, str | None, list[str]]:
     """In a fresh process: run one scenario as a worker of a large suite does."""
     _start_worker(Runner, options, (parse_scenario(scenario_text),), "worker", (700, 10, 10))
-    result = _run_in_worker(0)
+    result = _run_in_worker((0,))[0]
     return result.status, result.error, list(sys.path)
 
 
@@ -136,7 +136,7 @@ def test_a_worker_builds_its_runner_once_and_runs_the_scenarios_it_is_handed() -
         for i in range(3)
     )
     _start_worker(make, options, scenarios, "run-a", gc.get_threshold())
-    results = [_run_in_worker(index) for index in (2, 0, 1)]
+    results = _run_in_worker((2, 0, 1))
     assert [r.name for r in results] == ["s2", "s0", "s1"]
     assert all(r.status == "passed" for r in results), [r.error for r in results]
     assert len(built) == 1
