@@ -11,7 +11,8 @@ Scenarios are isolated from each other: each has its own channel session
 can share one Redis. Results do not depend on ``--concurrency``: the same
 seed gives the same conversations, each run with message ids of its own (the
 channel derives them from the seed and the run's namespaces). Concurrent scenarios of a large suite
-run in worker processes (in-process scenarios are CPU-bound); a small suite,
+run on every core, in this process and in worker processes (in-process scenarios
+are CPU-bound: :mod:`harness.suites._spread`); a small suite,
 or one with channel plugins handed in directly, runs on worker threads. Each
 worker has its own event loop, because a virtual clock moves only when its
 loop has nothing else to do.
