@@ -1,8 +1,9 @@
-"""A large suite runs in worker processes, with the same results as one at a time."""
+"""A large suite runs on every core, with the same results as one at a time."""
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 from pathlib import Path
 
 import pytest
@@ -38,4 +39,5 @@ async def test_worker_processes_give_the_results_of_a_sequential_run() -> None:
     assert [_outcome(r) for r in parallel.scenarios] == [_outcome(r) for r in sequential.scenarios]
     assert sorted(reported) == sorted(s.name for s in scenarios)
     assert parallel.failed == sequential.failed > 0  # the regression is caught either way
-    assert max(workers) >= 2  # the results came from worker processes
+    # This process ran some, and one worker process per further core (up to 4) the others.
+    assert max(workers) == min(4, os.cpu_count() or 1) - 1
