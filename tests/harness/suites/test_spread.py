@@ -16,7 +16,8 @@ from harness.suites import _spread
 from harness.suites.runner import Runner, RunOptions
 from harness.suites.scenario import parse_scenario
 
-# The agent writes down which process ran it, one file per process, a line per scenario.
+# The agent writes down which process ran it, one file per process, a line per scenario. In the
+# test's own process it first pauses: a worker still starting on a busy machine gets its share.
 FACTORY = """\
 import os
 import time
@@ -26,7 +27,8 @@ from agents.booking import agent_factory
 
 
 def factory(env):
-    time.sleep(float(os.environ.get("SPREAD_TEST_PAUSE", "0")))
+    if str(os.getpid()) == os.environ["SPREAD_TEST_PARENT"]:
+        time.sleep(float(os.environ["SPREAD_TEST_PAUSE"]))
     folder = Path(os.environ["SPREAD_TEST_PIDS"])
     with (folder / str(os.getpid())).open("a") as ran:
         ran.write("x\\n")
@@ -44,6 +46,8 @@ def agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, Path]:
     pids = tmp_path / "pids"
     pids.mkdir()
     monkeypatch.setenv("SPREAD_TEST_PIDS", str(pids))
+    monkeypatch.setenv("SPREAD_TEST_PARENT", str(os.getpid()))
+    monkeypatch.setenv("SPREAD_TEST_PAUSE", "0.05")
     monkeypatch.setattr(sys, "path", list(sys.path))
     monkeypatch.setattr(os, "cpu_count", lambda: 2)  # as on the machine it is measured on
     return f"{name}:factory", tmp_path
@@ -91,7 +95,6 @@ async def test_a_worker_that_fails_stops_this_process_taking_scenarios_and_raise
     )
     # Scenarios here take 0.1 s each, so this process is still busy when the worker fails.
     monkeypatch.setenv("SPREAD_TEST_PAUSE", "0.1")
-    monkeypatch.setenv("SPREAD_TEST_PARENT", str(os.getpid()))
     monkeypatch.setattr("harness.suites.runner.Runner", _Unbuildable)
     with pytest.raises(TypeError, match="no runner in a worker process"):
         await Runner(options).run(scenarios)
