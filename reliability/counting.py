@@ -1,13 +1,15 @@
 """A pytest plugin that counts what the generative tests tried, for RELIABILITY.md.
 
 Loaded by :mod:`reliability.suite_probes` as ``-p reliability.counting
---counts-out FILE``. It makes the runs repeatable (Hypothesis derandomized,
-with no example database, no deadline and no speed check, so the same code
-tries the same examples on any machine, loaded or not), keeps only the tests
-it is asked for (``--generative`` keeps those Hypothesis drives, ``--also
-NODEID`` adds others), and writes one JSON object a line to FILE per test:
-its node id, its outcome, how many test cases Hypothesis ran for it and how
-many failed, and what the test recorded itself with ``record_property``.
+--counts-out FILE``. It makes the runs repeatable: Hypothesis derandomized,
+with no example database, no deadline and no speed check, and without the
+constants Hypothesis reads from the project's own modules, so the same tests
+try the same examples on any machine, loaded or not, whatever the code under
+test holds. It keeps only the tests it is asked for (``--generative`` keeps
+those Hypothesis drives, ``--also NODEID`` adds others), and writes one JSON
+object a line to FILE per test: its node id, its outcome, how many test cases
+Hypothesis ran for it and how many failed, and what the test recorded itself
+with ``record_property``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.internal import observability
+from hypothesis.internal.conjecture import providers
+from hypothesis.internal.constants_ast import Constants
 from hypothesis.internal.observability import (
     add_observability_callback,
     remove_observability_callback,
@@ -31,6 +35,7 @@ PROFILE = "reliability"
 _RESULTS = pytest.StashKey[list[dict[str, Any]]]()
 _COUNTS = pytest.StashKey[dict[str, int]]()
 _NONE: dict[str, int] = {"examples": 0, "failed": 0}
+_EMPTY = Constants()
 _lock = threading.Lock()
 _current: dict[str, int] | None = None
 
@@ -61,7 +66,16 @@ def pytest_configure(config: pytest.Config) -> None:
     # Counting needs no line coverage of each example (on Python 3.11 it triples the time);
     # Hypothesis exposes this switch for that reason.
     observability.OBSERVABILITY_COLLECT_COVERAGE = False
+    # Hypothesis also tries literal constants it finds in the project's modules imported so
+    # far: an edit anywhere in the code, or another test run first, would move every count.
+    # The counted run draws from its strategies and Hypothesis's own constants only.
+    providers._get_local_constants = _no_local_constants
     config.stash[_RESULTS] = []
+
+
+def _no_local_constants() -> Constants:
+    """An empty pool of the project's own constants, in place of the one read from its code."""
+    return _EMPTY
 
 
 def _generative(item: pytest.Item) -> bool:
