@@ -130,6 +130,7 @@ class _Worker:
     store: Store
 
     def close(self) -> None:
+        """Close the store and the event loop (when the process exits)."""
         self.loop.run_until_complete(self.store.close())
         self.loop.close()
 
@@ -145,7 +146,7 @@ def _start_worker(
     run_id: str,
     collector: tuple[int, ...],
 ) -> None:
-    """Set up a worker process for one run: its runner, invariants, event loop and store.
+    """Set up a worker process for one run: its runner, event loop and store.
 
     The garbage collector runs at ``collector``'s thresholds, as it does in the
     process that started the run (the command sets its own).
