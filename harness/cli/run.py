@@ -315,7 +315,10 @@ def run_command(
         run = asyncio.run(_play(runner, scenarios, broker_url, None))
     else:
         with SuiteProgress(
-            len(scenarios), console=console, enabled=False if verbose else None
+            len(scenarios),
+            console=console,
+            enabled=False if verbose else None,
+            from_first_result=runner.in_processes(len(scenarios)),
         ) as progress:
             run = asyncio.run(_play(runner, scenarios, broker_url, progress.advance))
     run = _judged(run, scenarios, key if judge else None)

@@ -115,6 +115,9 @@ class SuiteProgress:
     result when it ends. On a terminal it draws a rich progress bar and
     prints failures above it as they happen; elsewhere (``enabled=False``,
     or a console that is not a terminal) it prints one line per scenario.
+    With ``from_first_result`` the bar (and the thread that redraws it)
+    starts with the first result instead of on entry: a run in worker
+    processes forks them first, and only while no other thread is alive.
     """
 
     def __init__(
@@ -124,6 +127,7 @@ class SuiteProgress:
         console: Console | None = None,
         enabled: bool | None = None,
         transient: bool = False,
+        from_first_result: bool = False,
     ) -> None:
         self.console = console if console is not None else make_console()
         self.total = total
@@ -135,6 +139,7 @@ class SuiteProgress:
         self._running: list[str] = []
         self._progress: Progress | None = None
         self._task: TaskID | None = None
+        self._waiting = from_first_result
         if self.enabled:
             self._progress = Progress(
                 SpinnerColumn(),
@@ -157,12 +162,18 @@ class SuiteProgress:
         return self.passed + self.failed + self.errors + self.skipped
 
     def __enter__(self) -> SuiteProgress:
+        if not self._waiting:
+            self._draw()
+        return self
+
+    def _draw(self) -> None:
+        """Start the bar (and rich's thread that redraws it)."""
+        self._waiting = False
         if self._progress is not None:
             self._progress.start()
             self._task = self._progress.add_task(
                 self._description(), total=self.total, passed=0, failed=0, errors=0
             )
-        return self
 
     def __exit__(
         self,
@@ -182,6 +193,8 @@ class SuiteProgress:
 
     def advance(self, result: ScenarioResult) -> None:
         """Count one finished scenario and show its outcome."""
+        if self._waiting:
+            self._draw()
         if result.status == "passed":
             self.passed += 1
         elif result.status == "failed":

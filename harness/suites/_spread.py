@@ -1,11 +1,17 @@
 """A large in-process suite spread over this process and worker processes.
 
 In-process scenarios are CPU-bound, so a large suite runs on every core: this
-process runs scenarios on a thread of its own (its interpreter is warm, so it
-starts at once), and one spawned worker process per further core runs the
-rest. Each takes the next scenario when it is done with one, so a worker still
-starting (a spawned interpreter imports the harness and the agent, about a
-second) or one given the long scenarios never leaves the others idle.
+process runs scenarios in its own event loop (its interpreter is warm, so it
+starts at once), and one worker process per further core runs the rest. Each
+takes the next scenario when it is done with one, so a worker still starting or
+one given the long scenarios never leaves the others idle.
+
+On Linux, when this process has no thread but its main one, the workers are
+forked before this process plays its first scenario: they start with the harness
+and the agent already imported, in a few milliseconds. Otherwise (another
+thread is alive, which a fork would copy mid-step, or another platform) they are
+spawned, and a fresh interpreter imports the harness and the agent first, about
+half a second.
 
 A worker is handed the run once, when it starts: the options, every scenario
 (already checked here) and the run's id. It builds the runner and opens its
@@ -18,13 +24,15 @@ pipe between them.
 from __future__ import annotations
 
 import asyncio
-import atexit
 import gc
 import multiprocessing
+import signal
+import sys
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from multiprocessing.util import Finalize
 from typing import TYPE_CHECKING, Protocol
 
 from harness.store import Store, open_store
@@ -36,7 +44,7 @@ if TYPE_CHECKING:
     from harness.suites.run_options import RunOptions
     from harness.suites.scenario import Scenario
 
-__all__ = ["PROCESS_THRESHOLD", "ScenarioRunner", "spread"]
+__all__ = ["PROCESS_THRESHOLD", "ScenarioRunner", "spread", "start_method"]
 
 #: Suites at least this large run in worker processes (smaller ones on threads): starting a
 #: worker process costs about a second, which pays off on large suites only.
@@ -44,9 +52,27 @@ PROCESS_THRESHOLD = 100
 
 #: Batches each worker process holds at once: one running, one waiting in its pipe.
 _IN_HAND = 2
-#: Scenarios handed to a worker process at a time. Each hand-over wakes three threads of this
+#: Scenarios handed to a worker process at a time. Each hand-over wakes two threads of this
 #: process, which take the interpreter from the scenarios running here for a moment.
 _CHUNK = 4
+
+
+#: Scenarios handed to a worker process, and their results to come.
+_Batch = tuple[tuple[int, ...], "asyncio.Future[list[ScenarioResult]]"]
+
+
+def start_method() -> str:
+    """How worker processes start here and now: ``"fork"`` when that is safe, else ``"spawn"``.
+
+    A fork copies the process as it is, warm, but only the thread that forks:
+    a lock another thread holds at that moment (a progress bar writing to the
+    terminal, a logging handler) stays held forever in the copy. So only on
+    Linux, and only while the main thread is the only one.
+    """
+    alone = threading.active_count() == 1 and threading.current_thread() is threading.main_thread()
+    if sys.platform == "linux" and alone:
+        return "fork"
+    return "spawn"
 
 
 def _take(next_index: Callable[[], int | None], count: int) -> tuple[int, ...]:
@@ -90,7 +116,7 @@ async def spread(
     running is waited for before the failure is raised.
     """
     loop = asyncio.get_running_loop()
-    context = multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context(start_method())
     pool = ProcessPoolExecutor(
         max_workers=processes,
         mp_context=context,
@@ -98,16 +124,24 @@ async def spread(
         initargs=(make, options, tuple(scenarios), run_id, gc.get_threshold()),
     )
 
-    async def feed() -> None:
-        while indexes := _take(next_index, _CHUNK):
-            ran = await loop.run_in_executor(pool, _run_in_worker, indexes)
-            for index, result in zip(indexes, ran, strict=True):
-                finished(index, result)
+    def hand_over() -> _Batch | None:
+        indexes = _take(next_index, _CHUNK)
+        if not indexes:
+            return None
+        return indexes, loop.run_in_executor(pool, _run_in_worker, indexes)
 
-    tasks = [
-        asyncio.ensure_future(here()),
-        *(asyncio.ensure_future(feed()) for _ in range(processes * _IN_HAND)),
-    ]
+    async def feed(batch: _Batch | None) -> None:
+        while batch is not None:
+            indexes, ran = batch
+            for index, result in zip(indexes, await ran, strict=True):
+                finished(index, result)
+            batch = hand_over()
+
+    # The first batches go out before this process plays anything: a forked worker is a
+    # copy of this process as it is now, with no scenario half played and no other thread.
+    firsts = [hand_over() for _ in range(processes * _IN_HAND)]
+    tasks = [asyncio.ensure_future(feed(first)) for first in firsts]
+    tasks.append(asyncio.ensure_future(here()))
     try:
         await asyncio.gather(*tasks)
     except BaseException:
@@ -137,6 +171,8 @@ class _Worker:
 
 #: The run this worker process serves, or why it could not be set up for it.
 _worker: _Worker | Exception | None = None
+#: Closes the worker's store and loop, once: as the process exits, or when it is set up again.
+_closing: Finalize | None = None
 
 
 def _start_worker(
@@ -151,11 +187,16 @@ def _start_worker(
     The garbage collector runs at ``collector``'s thresholds, as it does in the
     process that started the run (the command sets its own).
     """
-    global _worker
+    global _worker, _closing
     gc.set_threshold(*collector)
-    if isinstance(_worker, _Worker):  # a process set up twice (a test): let the first go
-        atexit.unregister(_worker.close)
-        _worker.close()
+    if multiprocessing.parent_process() is not None:
+        # A forked worker inherits the run's handling of Ctrl-C (asyncio's, which would only
+        # cancel the run's task, in the run's process); it takes Python's own, as a spawned one.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.set_wakeup_fd(-1)
+    if _closing is not None:  # a process set up twice (a test): let the first go
+        _closing()
+        _closing = None
     try:
         runner = make(options)
     except Exception as exc:  # raised again with each scenario handed over, as it is
@@ -169,7 +210,8 @@ def _start_worker(
         loop=loop,
         store=open_store(options.store_url),
     )
-    atexit.register(_worker.close)
+    # Run as the worker exits, however it started (a forked one skips the atexit hooks).
+    _closing = Finalize(None, _worker.close, exitpriority=0)
 
 
 def _run_in_worker(indexes: tuple[int, ...]) -> list[ScenarioResult]:

@@ -181,7 +181,6 @@ class Runner:
                 await store.close()
 
         processes = min(workers, os.cpu_count() or 1)
-        many = len(scenarios) >= PROCESS_THRESHOLD
         if self.options.target_url is not None:
             # An agent at a URL lives on real time: its scenarios wait for it rather than
             # compute, so they share this loop and the run's one fake Graph API server.
@@ -189,16 +188,17 @@ class Runner:
                 await self._run_remote(
                     scenarios, bound, run_id, results, report, shared, workers, next_index
                 )
-        elif workers > 1 and processes > 1 and many and self._own_plugins:
+        elif self.in_processes(len(scenarios)):
             # In-process scenarios are CPU-bound: this process and worker processes run
-            # them side by side, one core each.
+            # them side by side, one core each. This process plays its share in this loop,
+            # one scenario at a time; the hand-overs to the workers wait here for results.
 
             def finished(index: int, result: ScenarioResult) -> None:
                 results[index] = result
                 report(result)
 
             await spread(
-                lambda: asyncio.to_thread(asyncio.run, work(in_main_loop=False)),
+                lambda: work(in_main_loop=True),
                 Runner,
                 processes - 1,
                 self.options,
@@ -208,7 +208,6 @@ class Runner:
                 finished,
                 stop,
             )
-            await asyncio.sleep(0)  # deliver the last reports queued from the thread
         elif workers == 1:
             await work(in_main_loop=True)
         else:
@@ -225,6 +224,24 @@ class Runner:
             target=self.target,
             channel=self.options.channel,
             seed=self.options.seed,
+        )
+
+    def in_processes(self, count: int) -> bool:
+        """Whether a run of ``count`` scenarios plays in worker processes beside this one.
+
+        A large in-process suite does, at a concurrency above one on a machine
+        with more than one core. The workers start before the first scenario
+        plays, forked when no other thread is alive (see
+        :mod:`harness.suites._spread`): a caller that draws progress from a
+        thread of its own starts drawing after the first result.
+        """
+        workers = max(1, min(self.options.concurrency, count))
+        processes = min(workers, os.cpu_count() or 1)
+        return (
+            self.options.target_url is None
+            and processes > 1
+            and count >= PROCESS_THRESHOLD
+            and self._own_plugins
         )
 
     def _stops_after(self, result: ScenarioResult) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from io import StringIO
 
 from rich.console import Console
@@ -68,6 +69,32 @@ def test_on_a_terminal_progress_draws_a_bar_and_prints_failures() -> None:
     assert "PASS  happy booking" not in text  # passes only move the bar
     assert "3/3" in text
     assert "1 passed 1 failed 1 errors" in text
+
+
+def test_a_bar_from_the_first_result_starts_no_thread_before_it() -> None:
+    # A run in worker processes forks them before its first result, and only while this
+    # process has no thread but its main one: rich redraws a bar from a thread of its own.
+    out = StringIO()
+    console = Console(file=out, width=120, force_terminal=True, color_system=None)
+    before = set(threading.enumerate())  # an earlier bar's thread may still be ending
+    with SuiteProgress(2, console=console, from_first_result=True) as progress:
+        progress.start("happy booking")
+        assert set(threading.enumerate()) - before == set()
+        assert out.getvalue() == ""
+        progress.advance(happy_booking())
+        assert len(set(threading.enumerate()) - before) == 1
+        progress.advance(double_booking())
+    text = out.getvalue()
+    assert "FAIL  double booking: no_repeated_side_effects" in text
+    assert "2/2" in text
+
+
+def test_a_bar_waiting_for_a_result_that_never_comes_ends_quietly() -> None:
+    out = StringIO()
+    console = Console(file=out, width=120, force_terminal=True, color_system=None)
+    with SuiteProgress(2, console=console, from_first_result=True):
+        pass
+    assert out.getvalue() == ""
 
 
 def test_progress_can_be_forced_off_on_a_terminal() -> None:
