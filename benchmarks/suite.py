@@ -15,6 +15,8 @@ note the load (``uptime``) beside the figure.
 
 The garbage collector runs at the thresholds the ``harness`` command sets
 (``--python-gc`` keeps Python's own); worker processes take them from this one.
+Worker processes are forked, as a run with no other thread alive forks them;
+``--spawn`` starts them as a run with another thread alive does.
 
 Run: ``python benchmarks/suite.py`` (``--runs 1400 --rounds 3`` by default;
 ``--quick`` for 200 runs, 2 rounds).
@@ -37,6 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harness.cli.main import GC_THRESHOLDS  # noqa: E402  # after the path tweak
+from harness.suites import _spread as spreading  # noqa: E402
 from harness.suites.runner import Runner, RunOptions  # noqa: E402
 from harness.suites.scenario import load_scenarios  # noqa: E402
 
@@ -75,7 +78,12 @@ def main() -> None:
     parser.add_argument(
         "--python-gc", action="store_true", help="Python's collector thresholds, not the command's"
     )
+    parser.add_argument(
+        "--spawn", action="store_true", help="spawn the worker processes instead of forking them"
+    )
     args = parser.parse_args()
+    if args.spawn:
+        spreading.start_method = lambda: "spawn"
     if not args.python_gc:
         gc.set_threshold(*GC_THRESHOLDS)
     runs = 200 if args.quick else args.runs
@@ -96,7 +104,9 @@ def main() -> None:
             passed[concurrency] = (ok, total)
     ratios = [many / one for one, many in zip(rates[1], rates[cores], strict=True)]
 
+    started = "spawned" if args.spawn else spreading.start_method()
     print(f"{runs} scenario runs of the bundled suite, in-process, {rounds} rounds interleaved")
+    print(f"worker processes {started}")
     print(f"load average before the last round: {os.getloadavg()[0]:.1f} on {cores} cores")
     print("{:>12} {:>24} {:>12}".format("concurrency", "scenarios/s", "passed"))
     for concurrency in (1, cores):
