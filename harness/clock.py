@@ -287,19 +287,25 @@ class VirtualClock:
             raise ClockError(f"can't advance a clock by a negative amount ({amount!r})")
         return await self.run_until(self._later(delta), reason=reason)
 
-    async def run_until(self, deadline: datetime, *, reason: str = "advance") -> datetime:
+    async def run_until(
+        self, deadline: datetime, *, reason: str = "advance", settled: bool = False
+    ) -> datetime:
         """Move time to ``deadline``, stopping at each sleeper's deadline on the way.
 
         At each stop the sleepers due there wake and run until the event loop
         is idle again, so they see ``now()`` equal to their own deadline and
-        anything they schedule before ``deadline`` is honoured too.
+        anything they schedule before ``deadline`` is honoured too. With
+        ``settled``, the caller says that a ``run_until`` of its own has just
+        returned and it has awaited nothing since: the loop is idle as that
+        call left it, so the first wait for idleness is skipped.
         """
         deadline = _aware(deadline, "deadline")
         if deadline < self._now:
             raise ClockError(
                 f"can't run the clock back from {self._now.isoformat()} to {deadline.isoformat()}"
             )
-        await self._settle()
+        if not settled:
+            await self._settle()
         real_budget = _REAL_TIMER_HORIZON  # real time this call may spend on real-time timers
         while True:
             sleeper = self.next_deadline

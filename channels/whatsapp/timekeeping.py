@@ -100,15 +100,17 @@ class Timekeeping:
             await self._quiesce(max(real_quiet, 0.05))
             self.raise_undelivered()
             return
+        settled = False
         while True:
-            await self._quiesce(real_quiet)
+            settled = await self._quiesce(real_quiet, settled=settled)
             self.raise_undelivered()
             if not isinstance(clock, VirtualClock):
                 return
             nxt = clock.next_event()
             if nxt is None or (nxt - self._last_activity).total_seconds() > quiet:
                 return
-            await clock.run_until(nxt, reason="settle")
+            await clock.run_until(nxt, reason="settle", settled=settled)
+            settled = True  # it returned just now, with the loop idle
 
     async def settle_user(self, user: str, *, quiet: float = QUIET, within: float = 60.0) -> None:
         """Wait until ``user``'s conversation is quiet, ignoring every other user's.
@@ -223,13 +225,20 @@ class Timekeeping:
         if failure is not None:
             raise failure
 
-    async def _quiesce(self, real_quiet: float) -> None:
+    async def _quiesce(self, real_quiet: float, *, settled: bool = False) -> bool:
+        """Wait until nothing is in flight (and ``real_quiet`` real seconds of quiet).
+
+        ``settled``: the caller's own ``run_until`` has just returned and it
+        has awaited nothing since. Returns whether the same holds on return
+        (the loop was last found idle by a ``run_until`` with no wait after it).
+        """
         clock = self.clock
         while True:
             if isinstance(clock, VirtualClock):
-                await clock.run_until(clock.now())
+                await clock.run_until(clock.now(), settled=settled)
             else:
                 await asyncio.sleep(0)
+            settled = False
             deliverer = self._deliverer
             if deliverer is None or not deliverer.in_flight:
                 break
@@ -245,7 +254,7 @@ class Timekeeping:
                     continue
             await asyncio.sleep(0.001)  # a POST to a remote agent is on the wire
         if real_quiet <= 0:
-            return
+            return isinstance(clock, VirtualClock)
         loop = asyncio.get_running_loop()
         quiet_since = loop.time()
         marker = self.activity.count  # not the log's length: retention shortens the log
@@ -255,3 +264,4 @@ class Timekeeping:
             if busy or len(self.events) != marker:
                 marker = self.activity.count  # not the log's length: retention shortens the log
                 quiet_since = loop.time()
+        return False

@@ -376,3 +376,23 @@ def test_offset_clock_reports_its_base_jumps_shifted() -> None:
     assert seen == [ClockJump(at=at(10) + HOUR, previous=T0 + HOUR, reason="advance")]
     with pytest.raises(ClockError, match="does not report"):
         OffsetClock(SystemClock(), 0).add_listener(seen.append)
+
+
+async def test_run_until_after_a_settled_return_moves_without_waiting_for_idleness_first() -> None:
+    # The loop was idle when the caller's last run_until returned and it has awaited nothing
+    # since: run_until(settled=True) moves at once. Without it, run_until first lets anything
+    # already queued run, at the old time.
+    for settled, seen_at in ((False, T0), (True, T0 + timedelta(seconds=1))):
+        clock = VirtualClock()
+        seen: list[datetime] = []
+
+        async def sleeper(clock: VirtualClock = clock) -> None:
+            await clock.sleep(1)
+
+        task = asyncio.ensure_future(sleeper())
+        await clock.run_until(clock.now())  # the sleeper is asleep; the loop is idle
+        asyncio.get_running_loop().call_soon(lambda c=clock, s=seen: s.append(c.now()))
+        await clock.run_until(T0 + timedelta(seconds=2), settled=settled)
+        assert seen == [seen_at]
+        assert task.done()
+        assert clock.now() == T0 + timedelta(seconds=2)
