@@ -153,9 +153,12 @@ class SystemClock:
 class _Sleeper:
     deadline: datetime
     seq: int
-    future: asyncio.Future[None] = field(compare=False)
+    #: Resolved at the deadline, for a task in :meth:`VirtualClock.sleep`; None for a timer.
+    future: asyncio.Future[None] | None = field(compare=False)
     #: Taken off the heap by its deadline: nothing is left to remove when its sleep ends.
     woken: bool = field(default=False, compare=False)
+    #: Called at the deadline, for a timer (:meth:`VirtualClock.call_later`).
+    callback: Callable[[], object] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,7 +219,7 @@ class VirtualClock:
 
     @property
     def sleeping(self) -> int:
-        """How many sleepers are waiting for their deadline."""
+        """How many sleepers (and timers) are waiting for their deadline."""
         return len(self._sleepers)
 
     def is_asleep(self, task: asyncio.Task[Any]) -> bool:
@@ -340,18 +343,43 @@ class VirtualClock:
             await asyncio.sleep(0)
             return
         loop = asyncio.get_running_loop()
-        sleeper = _Sleeper(deadline, next(self._order), loop.create_future())
+        future = loop.create_future()
+        sleeper = _Sleeper(deadline, next(self._order), future)
         heapq.heappush(self._sleepers, sleeper)
-        self._sleeping.add(sleeper.future)
+        self._sleeping.add(future)
         if self._auto_advance:
             self._start_driver(loop)
         self._notify()  # a task holding the clock may have just gone to sleep on it
         try:
-            await sleeper.future
+            await future
         finally:
-            self._sleeping.discard(sleeper.future)
+            self._sleeping.discard(future)
             if not sleeper.woken:  # cancelled: still in the heap, where nothing will pop it
                 self._forget(sleeper)
+
+    def call_later(self, seconds: float, callback: Callable[[], object]) -> Callable[[], None]:
+        """Call ``callback`` once virtual time has moved ``seconds`` forward; returns a canceller.
+
+        A timer waits on the clock as a sleeper does, in the same order (its
+        deadline, then the order of calls among sleepers and timers due at the
+        same instant), but it costs no task: at its deadline the clock calls
+        ``callback`` where it would wake a sleeper, so whatever it starts
+        (a task, say) is queued where that sleeper's wake-up would be. The
+        callback must not raise. A zero or negative delay fires at the next
+        move of the clock (:meth:`run_until` to now will do).
+        """
+        deadline = self._later(_as_delta(max(_seconds(seconds), 0.0)))
+        timer = _Sleeper(deadline, next(self._order), None, callback=callback)
+        heapq.heappush(self._sleepers, timer)
+        if self._auto_advance:
+            self._start_driver(asyncio.get_running_loop())
+
+        def cancel() -> None:
+            if not timer.woken:
+                timer.woken = True
+                self._forget(timer)
+
+        return cancel
 
     @contextmanager
     def hold(self, what: str = "real work") -> Iterator[None]:
@@ -412,7 +440,9 @@ class VirtualClock:
         while self._sleepers and self._sleepers[0].deadline <= self._now:
             sleeper = heapq.heappop(self._sleepers)
             sleeper.woken = True
-            if not sleeper.future.done():
+            if sleeper.callback is not None:
+                sleeper.callback()
+            elif sleeper.future is not None and not sleeper.future.done():
                 sleeper.future.set_result(None)
 
     def _forget(self, sleeper: _Sleeper) -> None:

@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any, Literal, Protocol
 from urllib.parse import urlencode
 
@@ -30,7 +31,7 @@ from channels.whatsapp.faults import FaultDice
 from channels.whatsapp.inprocess import call_asgi
 from channels.whatsapp.signing import SIGNATURE_HEADER, SignedBody
 from channels.whatsapp.url_target import META_USER_AGENT, PostResult, elapsed_ms
-from harness.clock import Clock
+from harness.clock import Clock, VirtualClock
 from harness.exceptions import HandshakeError
 from harness.redaction import REDACTED
 from harness.trace import DeliveryAttempt, Event, Verification
@@ -270,6 +271,8 @@ class Deliverer:
         self._ids = itertools.count(1)
         self._seq = itertools.count(1)
         self._tasks: set[asyncio.Task[None]] = set()
+        #: Updates waiting on the virtual clock for their instant, by queue number: cancellers.
+        self._timers: dict[int, Callable[[], None]] = {}
         self._batch: list[PendingUpdate] = []
         self._batch_task: asyncio.Task[None] | None = None
         self._latest: dict[str, PendingUpdate | _Resting] = {}
@@ -289,7 +292,7 @@ class Deliverer:
     @property
     def busy(self) -> bool:
         """True while a delivery is scheduled, in flight or waiting for a retry."""
-        return bool(self._tasks) or bool(self._batch)
+        return bool(self._tasks) or bool(self._batch) or bool(self._timers)
 
     def busy_for(self, user: str) -> bool:
         """True while a message of ``user`` waits for its first POST, or a POST of one is out.
@@ -303,8 +306,9 @@ class Deliverer:
     def _count(self, updates: Sequence[PendingUpdate]) -> list[str]:
         """Count the user messages among ``updates`` as on their way; their users, to release."""
         users = [u.user for u in updates if u.kind == "message"]
-        self.pending_messages += len(users)
-        self._unsent.update(users)
+        if users:  # statuses, most updates, count for no one
+            self.pending_messages += len(users)
+            self._unsent.update(users)
         return users
 
     async def _post_counted(
@@ -318,7 +322,8 @@ class Deliverer:
         """
         self.in_flight += 1
         about = [u.user for u in updates if u.kind == "message"]
-        self._posting.update(about)
+        if about:
+            self._posting.update(about)
         task = asyncio.current_task()
         if task is not None:
             self.posting_tasks.add(task)
@@ -327,14 +332,17 @@ class Deliverer:
         finally:
             self.in_flight -= 1
             self.posting_tasks.discard(task)
-            self._posting.subtract(about)
-            for user in about:
-                if self._posting[user] <= 0:
-                    del self._posting[user]
+            if about:
+                self._posting.subtract(about)
+                for user in about:
+                    if self._posting[user] <= 0:
+                        del self._posting[user]
             self._release(unsent)
 
     def _release(self, users: list[str]) -> None:
         """The first POST of these messages is over (or won't happen): they are no longer unsent."""
+        if not users:
+            return
         self._unsent.subtract(users)
         for user in users:
             if self._unsent[user] <= 0:
@@ -343,6 +351,9 @@ class Deliverer:
 
     async def aclose(self) -> None:
         """Cancel what is still scheduled (late statuses, retries) and wait for it to stop."""
+        timers, self._timers = self._timers, {}
+        for cancel in timers.values():
+            cancel()
         tasks = [t for t in self._tasks if not t.done()]
         for task in tasks:
             task.cancel()
@@ -372,7 +383,17 @@ class Deliverer:
             if self._batch_task is None:
                 self._batch_task = self._spawn(self._flush_batches())
             return
+        if delay > 0 and isinstance(self.clock, VirtualClock):
+            # Until it is due the update waits on the clock itself, as a timer: no task sleeps
+            # for it (a send's three statuses wait seconds, and most turns make one).
+            self._timers[update.seq] = self.clock.call_later(delay, partial(self._due, update))
+            return
         self._spawn(self._deliver_later([update], delay))
+
+    def _due(self, update: PendingUpdate) -> None:
+        """An update's instant has come (its timer fired): deliver it."""
+        del self._timers[update.seq]
+        self._spawn(self._deliver_now([update]))
 
     def redeliver(self, item_id: str, *, reason: str = "redelivery") -> bool:
         """Send an item's last signed body again, byte for byte; False if never sent."""

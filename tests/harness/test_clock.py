@@ -396,3 +396,54 @@ async def test_run_until_after_a_settled_return_moves_without_waiting_for_idlene
         assert seen == [seen_at]
         assert task.done()
         assert clock.now() == T0 + timedelta(seconds=2)
+
+
+async def test_a_timer_fires_at_its_deadline_in_turn_with_sleepers() -> None:
+    clock = VirtualClock()
+    order: list[tuple[str, datetime]] = []
+
+    async def sleeper(name: str, seconds: float) -> None:
+        await clock.sleep(seconds)
+        order.append((name, clock.now()))
+
+    first = asyncio.ensure_future(sleeper("sleeper 1", 1))
+    await asyncio.sleep(0)  # asleep now: it went to sleep before the timers were set
+    clock.call_later(1, lambda: order.append(("timer 1", clock.now())))
+    clock.call_later(0.5, lambda: order.append(("timer 0.5", clock.now())))
+    second = asyncio.ensure_future(sleeper("sleeper 2", 1))
+    await asyncio.sleep(0)
+    assert clock.sleeping == 4
+    assert clock.next_deadline == T0 + timedelta(seconds=0.5)
+    await clock.run_until(T0 + timedelta(seconds=2))
+    # A timer is called where a sleeper's wake-up would be queued: deadline, then order set.
+    one = T0 + timedelta(seconds=1)
+    assert order == [
+        ("timer 0.5", T0 + timedelta(seconds=0.5)),
+        ("timer 1", one),
+        ("sleeper 1", one),
+        ("sleeper 2", one),
+    ]
+    assert first.done()
+    assert second.done()
+    assert clock.sleeping == 0
+
+
+async def test_a_cancelled_timer_never_fires_and_holds_no_deadline() -> None:
+    clock = VirtualClock()
+    fired: list[datetime] = []
+    cancel = clock.call_later(3, lambda: fired.append(clock.now()))
+    clock.call_later(5, lambda: fired.append(clock.now()))
+    assert clock.next_deadline == T0 + timedelta(seconds=3)
+    cancel()
+    cancel()  # twice is once
+    assert clock.next_deadline == T0 + timedelta(seconds=5)
+    await clock.run_until(T0 + timedelta(seconds=10))
+    assert fired == [T0 + timedelta(seconds=5)]
+    cancel()  # after the others fired: still nothing
+
+
+async def test_an_auto_advancing_clock_runs_to_a_timer_by_itself() -> None:
+    clock = VirtualClock(auto_advance=True)
+    fired = asyncio.get_running_loop().create_future()
+    clock.call_later(3600, lambda: fired.set_result(clock.now()))
+    assert await asyncio.wait_for(fired, 5) == T0 + timedelta(hours=1)

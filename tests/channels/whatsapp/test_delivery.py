@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -170,3 +171,28 @@ async def test_an_agent_at_a_url_that_fails_the_handshake_stops_its_scenario() -
     await client.aclose()
     assert echo.statuses == []
     assert channel.conversation().deliveries() == []
+
+
+async def test_statuses_wait_on_the_clock_without_a_task_until_they_are_due() -> None:
+    sim, echo, _ = _setup()
+    await sim.say(WA_ID, "hello")
+    await sim.run_until(sim.clock.now())  # the echo is sent; its statuses are due in 1, 2, 5 s
+    deliverer = sim.deliverer
+    assert deliverer is not None
+    assert deliverer.busy
+    assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
+    await sim.settle()
+    assert [s["status"] for s in echo.statuses] == ["sent", "delivered", "read"]
+    assert not deliverer.busy
+    await sim.aclose()
+
+
+async def test_closing_drops_the_statuses_still_waiting_for_their_instant() -> None:
+    sim, echo, _ = _setup()
+    await sim.say(WA_ID, "hello")
+    await sim.run_until(sim.clock.now())
+    assert sim.clock.next_deadline is not None
+    await sim.aclose()
+    assert sim.clock.next_deadline is None
+    await sim.clock.run_until(sim.clock.now() + timedelta(seconds=10))
+    assert echo.statuses == []
