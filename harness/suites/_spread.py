@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import multiprocessing
+import os
 import signal
 import sys
 import threading
@@ -35,6 +36,7 @@ from dataclasses import dataclass
 from multiprocessing.util import Finalize
 from typing import TYPE_CHECKING, Protocol
 
+from harness.exceptions import ConfigError
 from harness.store import Store, open_store
 from harness.suites.preflight import bind_invariants
 
@@ -44,7 +46,7 @@ if TYPE_CHECKING:
     from harness.suites.run_options import RunOptions
     from harness.suites.scenario import Scenario
 
-__all__ = ["PROCESS_THRESHOLD", "ScenarioRunner", "spread", "start_method"]
+__all__ = ["PROCESS_THRESHOLD", "START_VARIABLE", "ScenarioRunner", "spread", "start_method"]
 
 #: Suites at least this large run in worker processes (smaller ones on threads): starting a
 #: worker process costs about a second, which pays off on large suites only.
@@ -57,6 +59,9 @@ _IN_HAND = 2
 _CHUNK = 4
 
 
+#: The environment variable that can make every worker process start fresh (``spawn``).
+START_VARIABLE = "HARNESS_WORKER_START"
+
 #: Scenarios handed to a worker process, and their results to come.
 _Batch = tuple[tuple[int, ...], "asyncio.Future[list[ScenarioResult]]"]
 
@@ -67,10 +72,18 @@ def start_method() -> str:
     A fork copies the process as it is, warm, but only the thread that forks:
     a lock another thread holds at that moment (a progress bar writing to the
     terminal, a logging handler) stays held forever in the copy. So only on
-    Linux, and only while the main thread is the only one.
+    Linux, and only while the main thread is the only one. It also shares
+    whatever the agent's module opened when imported (a connection made at
+    import time, against the factory's contract): ``HARNESS_WORKER_START=spawn``
+    starts every worker fresh.
     """
+    asked = os.environ.get(START_VARIABLE, "auto")
+    if asked not in ("auto", "spawn"):
+        raise ConfigError(
+            f"{START_VARIABLE}={asked!r}: use auto (fork where that is safe) or spawn"
+        )
     alone = threading.active_count() == 1 and threading.current_thread() is threading.main_thread()
-    if sys.platform == "linux" and alone:
+    if asked == "auto" and sys.platform == "linux" and alone:
         return "fork"
     return "spawn"
 

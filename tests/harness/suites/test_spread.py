@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.exceptions import ConfigError
 from harness.results import ScenarioResult
 from harness.suites import _spread
 from harness.suites.runner import Runner, RunOptions
@@ -207,3 +208,17 @@ def test_a_runner_says_which_runs_play_in_worker_processes(
     assert not Runner(at_url).in_processes(large)
     monkeypatch.setattr(os, "cpu_count", lambda: 1)
     assert not Runner(RunOptions(concurrency=2)).in_processes(large)
+
+
+def test_the_environment_can_make_every_worker_start_fresh(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    monkeypatch.setenv(_spread.START_VARIABLE, "spawn")
+    assert _spread.start_method() == "spawn"
+    monkeypatch.setenv(_spread.START_VARIABLE, "auto")
+    assert _spread.start_method() == "fork"
+    monkeypatch.setenv(_spread.START_VARIABLE, "forkserver")
+    with pytest.raises(ConfigError, match=r"^HARNESS_WORKER_START='forkserver': use auto "):
+        _spread.start_method()
