@@ -391,7 +391,11 @@ async def test_run_until_after_a_settled_return_moves_without_waiting_for_idlene
 
         task = asyncio.ensure_future(sleeper())
         await clock.run_until(clock.now())  # the sleeper is asleep; the loop is idle
-        asyncio.get_running_loop().call_soon(lambda c=clock, s=seen: s.append(c.now()))
+
+        def note(clock: VirtualClock = clock, seen: list[datetime] = seen) -> None:
+            seen.append(clock.now())
+
+        asyncio.get_running_loop().call_soon(note)
         await clock.run_until(T0 + timedelta(seconds=2), settled=settled)
         assert seen == [seen_at]
         assert task.done()

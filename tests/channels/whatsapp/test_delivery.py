@@ -177,22 +177,28 @@ async def test_statuses_wait_on_the_clock_without_a_task_until_they_are_due() ->
     sim, echo, _ = _setup()
     await sim.say(WA_ID, "hello")
     await sim.run_until(sim.clock.now())  # the echo is sent; its statuses are due in 1, 2, 5 s
-    deliverer = sim.deliverer
-    assert deliverer is not None
-    assert deliverer.busy
+    assert _busy(sim)
     assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
     await sim.settle()
     assert [s["status"] for s in echo.statuses] == ["sent", "delivered", "read"]
-    assert not deliverer.busy
+    assert not _busy(sim)
     await sim.aclose()
+
+
+def _busy(sim: WhatsAppSimulator) -> bool:
+    deliverer = sim.deliverer
+    assert deliverer is not None
+    return deliverer.busy
 
 
 async def test_closing_drops_the_statuses_still_waiting_for_their_instant() -> None:
     sim, echo, _ = _setup()
+    clock = sim.clock
+    assert isinstance(clock, VirtualClock)
     await sim.say(WA_ID, "hello")
-    await sim.run_until(sim.clock.now())
-    assert sim.clock.next_deadline is not None
+    await sim.run_until(clock.now())
+    assert clock.sleeping == 3  # sent, delivered, read
     await sim.aclose()
-    assert sim.clock.next_deadline is None
-    await sim.clock.run_until(sim.clock.now() + timedelta(seconds=10))
+    assert clock.sleeping == 0
+    await clock.run_until(clock.now() + timedelta(seconds=10))
     assert echo.statuses == []
