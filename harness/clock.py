@@ -19,7 +19,8 @@ An idle event loop does not mean nothing is happening: a task may be waiting
 for a model, a database or another process. Such real work is announced with
 :meth:`VirtualClock.hold` (usually through :func:`harness.inflight.busy`,
 which the harness's model recorders, its Redis store and its HTTP transports
-call for you), and virtual time never moves while real work is in flight;
+call for you; the bookkeeping is in ``harness._real_work``), and virtual time
+never moves while real work is in flight;
 deadlines due later still fire in order once it ends. Work that outlives
 ``real_work_limit`` real seconds raises :class:`~harness.exceptions.RealWorkTimeout`
 naming it, instead of hanging the run. A task that holds the clock and then
@@ -38,16 +39,15 @@ import asyncio
 import heapq
 import itertools
 import math
-import threading
-import time
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Protocol, runtime_checkable
 
+from harness._real_work import RealWork
 from harness.durations import format_duration, parse_duration
-from harness.exceptions import ClockError, RealWorkTimeout
+from harness.exceptions import ClockError
 from harness.trace import ClockJump
 
 __all__ = [
@@ -161,15 +161,6 @@ class _Sleeper:
     callback: Callable[[], object] | None = field(default=None, compare=False)
 
 
-@dataclass(frozen=True, slots=True)
-class _Work:
-    """One piece of real work in flight: what it is, since when, and the task doing it."""
-
-    what: str
-    started: float  # time.monotonic()
-    task: asyncio.Task[object] | None
-
-
 class VirtualClock:
     """Time that only moves when told to (or, with ``auto_advance``, when all are asleep).
 
@@ -195,15 +186,10 @@ class VirtualClock:
         self._sleepers: list[_Sleeper] = []  # a heap: deadline, then order of sleep()
         self._order = itertools.count()
         self._listeners: list[JumpListener] = [] if on_jump is None else [on_jump]
-        #: Real seconds a piece of real work may stay in flight before it is reported as hung.
-        self.real_work_limit = real_work_limit
         #: Whether a real-time timer due soon in the loop (an ``asyncio.sleep`` of code that
         #: does not use this clock) is an event to move to, at the pace of real time.
         self.watch_real_timers = watch_real_timers
-        self._work: dict[int, _Work] = {}
-        self._work_ids = itertools.count()
-        self._work_lock = threading.Lock()
-        self._watchers: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self._holds = RealWork(real_work_limit)
         self._sleeping: set[asyncio.Future[None]] = set()
         self._driver: asyncio.Task[None] | None = None
         #: The latest jumps, oldest first (every one of the last hundred, at least).
@@ -349,7 +335,7 @@ class VirtualClock:
         self._sleeping.add(future)
         if self._auto_advance:
             self._start_driver(loop)
-        self._notify()  # a task holding the clock may have just gone to sleep on it
+        self._holds.notify()  # a task holding the clock may have just gone to sleep on it
         try:
             await future
         finally:
@@ -381,36 +367,26 @@ class VirtualClock:
 
         return cancel
 
-    @contextmanager
-    def hold(self, what: str = "real work") -> Iterator[None]:
+    @property
+    def real_work_limit(self) -> float:
+        """Real seconds a piece of real work may stay in flight before it is reported as hung."""
+        return self._holds.limit
+
+    def hold(self, what: str = "real work") -> AbstractContextManager[None]:
         """Keep virtual time still while real work the event loop can't see is in flight.
 
         Use it around a request to a model, a database or another process, or
         a call into a worker thread (it may be entered and left from any
-        thread); ``what`` names the work in a :class:`RealWorkTimeout`. Holds
+        thread); ``what`` names the work in a
+        :class:`~harness.exceptions.RealWorkTimeout`. Holds
         nest, and explicit :meth:`advance` ignores them.
         """
-        try:
-            task: asyncio.Task[object] | None = asyncio.current_task()
-        except RuntimeError:  # entered from a thread with no event loop
-            task = None
-        with self._work_lock:
-            key = next(self._work_ids)
-            self._work[key] = _Work(what, time.monotonic(), task)
-        try:
-            yield
-        finally:
-            with self._work_lock:
-                del self._work[key]
-            self._notify()
+        return self._holds.hold(what)
 
     @property
     def in_flight(self) -> list[tuple[str, float]]:
         """The real work in flight now, oldest first: what it is and for how many seconds."""
-        now = time.monotonic()
-        with self._work_lock:
-            works = sorted(self._work.values(), key=lambda w: w.started)
-        return [(w.what, round(now - w.started, 3)) for w in works]
+        return self._holds.in_flight
 
     # -- internals ---------------------------------------------------------
 
@@ -456,10 +432,10 @@ class VirtualClock:
         """Return once the loop is idle and no real work is in flight (see the module docstring)."""
         while True:
             await self._drain()
-            working = self._real_work()
+            working = self._holds.unfinished(self._sleeping)
             if not working:
                 return
-            await self._wait_for_work(working)
+            await self._holds.wait(working, self._sleeping)
 
     def _real_timer_delay(self) -> float | None:
         """Real seconds until the loop's next real-time timer, if one is due within the horizon.
@@ -505,57 +481,6 @@ class VirtualClock:
             await asyncio.sleep(0)
             if ready is not None and not ready:
                 return
-
-    def _real_work(self) -> list[_Work]:
-        """The holds whose task is not asleep on this clock (that one waits for virtual time)."""
-        with self._work_lock:
-            works = list(self._work.values())
-        return [
-            w
-            for w in works
-            if w.task is None or getattr(w.task, "_fut_waiter", None) not in self._sleeping
-        ]
-
-    async def _wait_for_work(self, working: list[_Work]) -> None:
-        """Wait until some real work ends (or a holder sleeps); past the limit, raise."""
-        oldest = min(w.started for w in working)
-        remaining = oldest + self.real_work_limit - time.monotonic()
-        if remaining > 0:
-            loop = asyncio.get_running_loop()
-            changed: asyncio.Future[None] = loop.create_future()
-            entry = (loop, changed)
-            self._watchers.append(entry)
-            try:
-                # Something may have changed between the check and now: look again first.
-                if [id(w) for w in self._real_work()] == [id(w) for w in working]:
-                    await asyncio.wait_for(changed, remaining)
-                return
-            except TimeoutError:
-                pass
-            finally:
-                self._watchers.remove(entry)
-        now = time.monotonic()
-        hung = tuple((w.what, round(now - w.started, 1)) for w in self._real_work())
-        listed = "; ".join(f"{what} (in flight {seconds:g} s)" for what, seconds in hung)
-        raise RealWorkTimeout(
-            f"real work outlived the {self.real_work_limit:g} s limit, so virtual time "
-            f"can't move on: {listed or 'it ended as the limit passed'}",
-            work=hung,
-        )
-
-    def _notify(self) -> None:
-        """Wake whoever waits for real work to change (from any thread)."""
-        for loop, changed in list(self._watchers):
-            if changed.done():
-                continue
-            try:
-                running = asyncio.get_running_loop()
-            except RuntimeError:
-                running = None
-            if running is loop:
-                changed.set_result(None)
-            else:
-                loop.call_soon_threadsafe(_resolve, changed)
 
     def _start_driver(self, loop: asyncio.AbstractEventLoop) -> None:
         driver = self._driver
@@ -619,8 +544,3 @@ def virtual_base(clock: Clock) -> VirtualClock | None:
     while isinstance(clock, OffsetClock):
         clock = clock.base
     return clock if isinstance(clock, VirtualClock) else None
-
-
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)

@@ -31,7 +31,7 @@ from channels.whatsapp.faults import FaultDice
 from channels.whatsapp.inprocess import call_asgi
 from channels.whatsapp.signing import SIGNATURE_HEADER, SignedBody
 from channels.whatsapp.url_target import META_USER_AGENT, PostResult, elapsed_ms
-from harness.clock import Clock, VirtualClock
+from harness.clock import Clock, virtual_base
 from harness.exceptions import HandshakeError
 from harness.redaction import REDACTED
 from harness.trace import DeliveryAttempt, Event, Verification
@@ -383,10 +383,11 @@ class Deliverer:
             if self._batch_task is None:
                 self._batch_task = self._spawn(self._flush_batches())
             return
-        if delay > 0 and isinstance(self.clock, VirtualClock):
+        clock = virtual_base(self.clock)  # through any skew: an offset moves no deadline
+        if delay > 0 and clock is not None:
             # Until it is due the update waits on the clock itself, as a timer: no task sleeps
             # for it (a send's three statuses wait seconds, and most turns make one).
-            self._timers[update.seq] = self.clock.call_later(delay, partial(self._due, update))
+            self._timers[update.seq] = clock.call_later(delay, partial(self._due, update))
             return
         self._spawn(self._deliver_later([update], delay))
 

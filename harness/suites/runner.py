@@ -180,7 +180,7 @@ class Runner:
             finally:
                 await store.close()
 
-        processes = min(workers, os.cpu_count() or 1)
+        processes = self._processes(len(scenarios))
         if self.options.target_url is not None:
             # An agent at a URL lives on real time: its scenarios wait for it rather than
             # compute, so they share this loop and the run's one fake Graph API server.
@@ -235,14 +235,16 @@ class Runner:
         :mod:`harness.suites._spread`): a caller that draws progress from a
         thread of its own starts drawing after the first result.
         """
-        workers = max(1, min(self.options.concurrency, count))
-        processes = min(workers, os.cpu_count() or 1)
         return (
             self.options.target_url is None
-            and processes > 1
+            and self._processes(count) > 1
             and count >= PROCESS_THRESHOLD
             and self._own_plugins
         )
+
+    def _processes(self, count: int) -> int:
+        """Processes a run of ``count`` scenarios may use: one per core, up to its concurrency."""
+        return max(1, min(self.options.concurrency, count, os.cpu_count() or 1))
 
     def _stops_after(self, result: ScenarioResult) -> bool:
         """Whether no scenario should start after this one: -x and a failure, or an outage."""
