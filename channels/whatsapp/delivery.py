@@ -436,10 +436,22 @@ class Deliverer:
         return last
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-        task = asyncio.get_running_loop().create_task(coro)
+        task = asyncio.get_running_loop().create_task(self._tracked(coro))
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
         return task
+
+    async def _tracked(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run ``coro``, then leave the set of tasks on the way, as the task's last step.
+
+        Not from a done callback: that would run in a turn of the loop of its own
+        after each delivery, one more for the clock to wait out before it is idle.
+        """
+        try:
+            await coro
+        finally:
+            task = asyncio.current_task()
+            if task is not None:
+                self._tasks.discard(task)
 
     async def _flush_batches(self) -> None:
         window = self.dice.profile.batch_window

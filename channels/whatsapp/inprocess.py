@@ -29,6 +29,8 @@ import httpx
 __all__ = ["InProcessClient", "call_asgi"]
 
 _log = logging.getLogger("httpx")  # the logger httpx reports each request to
+# URLs parsed, by their text: a bot sends to the same few again and again.
+_URLS_KEPT = 256
 
 Headers = list[tuple[bytes, bytes]]
 
@@ -82,7 +84,19 @@ class InProcessClient(httpx.AsyncClient):
     def __init__(self, app: Any, **kwargs: Any) -> None:
         self._app = app
         self._own = httpx.ASGITransport(app=app)
+        self._urls: dict[str, httpx.URL] = {}
         super().__init__(transport=self._own, **kwargs)
+
+    def build_request(self, method: str, url: httpx.URL | str, **kwargs: Any) -> httpx.Request:
+        """httpx's request, from a URL given as text parsed once (a URL never changes)."""
+        if isinstance(url, str):
+            parsed = self._urls.get(url)
+            if parsed is None:
+                if len(self._urls) >= _URLS_KEPT:
+                    self._urls.clear()
+                parsed = self._urls[url] = httpx.URL(url)
+            url = parsed
+        return super().build_request(method, url, **kwargs)
 
     async def send(
         self,

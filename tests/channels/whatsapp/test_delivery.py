@@ -202,3 +202,32 @@ async def test_closing_drops_the_statuses_still_waiting_for_their_instant() -> N
     assert clock.sleeping == 0
     await clock.run_until(clock.now() + timedelta(seconds=10))
     assert echo.statuses == []
+
+
+async def test_a_finished_delivery_is_off_the_books_in_the_turn_of_the_loop_it_ends() -> None:
+    # The clock waits for an idle loop after each delivery: a delivery that left the
+    # deliverer's books a turn later (a done callback) would cost it one more wait each.
+    async def quiet_agent(scope, receive, send):  # type: ignore[no-untyped-def]  # raw ASGI
+        await receive()
+        answer = b"ok"
+        if scope["method"] == "GET":  # the handshake: the challenge back
+            query = dict(p.split("=", 1) for p in scope["query_string"].decode().split("&"))
+            answer = query["hub.challenge"].encode()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": answer})
+
+    sim = WhatsAppSimulator(SimulatorConfig(), clock=VirtualClock())
+    sim.connect(quiet_agent)
+    sim.add_user(WA_ID, "Ana")
+    deliverer = sim.deliverer
+    assert deliverer is not None
+    await sim.say(WA_ID, "hello")
+    turns = 0
+    while not sim.conversation().deliveries():
+        assert deliverer.busy
+        await asyncio.sleep(0)
+        turns += 1
+        assert turns < 20, "the message was never delivered"
+    assert not deliverer.busy
+    assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
+    await sim.aclose()

@@ -86,6 +86,38 @@ async def test_a_request_reaches_the_app_as_httpx_would_send_it(
     got.raise_for_status()
 
 
+async def test_a_url_given_as_text_is_parsed_once_and_reaches_the_app_the_same_each_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen = Seen()
+    parsed: list[object] = []
+    real_url = httpx.URL
+
+    def counting_url(*args: Any, **kwargs: Any) -> httpx.URL:
+        parsed.append(args[0] if args else kwargs)
+        return real_url(*args, **kwargs)
+
+    async with InProcessClient(seen, base_url="http://graph.local") as client:
+        monkeypatch.setattr(httpx, "URL", counting_url)
+        for _ in range(3):
+            await client.post("/v25.0/1/messages?x=1", json={})
+            await client.post("http://other.local/v25.0/2/media", json={})
+        monkeypatch.undo()
+        texts = [p for p in parsed if isinstance(p, str)]
+        assert texts.count("/v25.0/1/messages?x=1") == 1
+        assert texts.count("http://other.local/v25.0/2/media") == 1
+        views = [_view(scope) for scope in seen.scopes]
+        assert views[0] == views[2] == views[4]
+        assert views[1] == views[3] == views[5]
+        assert (views[0]["path"], views[0]["query_string"]) == ("/v25.0/1/messages", b"x=1")
+        assert views[1]["server"] == ("other.local", None)
+        # Many different URLs: the parsed ones kept stay bounded, and each still arrives right.
+        for index in range(600):
+            await client.get(f"/v25.0/{index}")
+            assert seen.scopes[-1]["path"] == f"/v25.0/{index}"
+        assert len(client._urls) <= 256
+
+
 async def test_what_needs_the_clients_machinery_goes_the_ordinary_way() -> None:
     seen = Seen()
     hooked: list[str] = []
