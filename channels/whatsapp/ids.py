@@ -21,6 +21,7 @@ import random
 import re
 import secrets
 import string
+from collections.abc import Callable
 
 __all__ = [
     "BSUID_PATTERN",
@@ -106,8 +107,28 @@ def new_wamid(rng: random.Random, wa_id: str = "", *, outbound: bool = False) ->
     give equal ids.
     """
     key_length = 18 if outbound else 20
-    key = "".join(rng.choice(_HEX) for _ in range(key_length))
+    if type(rng) is random.Random:
+        key = _hex_key(rng.getrandbits, key_length)
+    else:  # a generator of its own kind may draw its choices otherwise
+        key = "".join(rng.choice(_HEX) for _ in range(key_length))
     return _wamid(wa_id, key, outbound)
+
+
+def _hex_key(getrandbits: Callable[[int], int], length: int) -> str:
+    """``length`` of ``random.Random.choice(_HEX)``, drawn as it draws them, without its calls.
+
+    It takes the smallest number of bits that can hold ``len(_HEX)`` and draws
+    again while the number is out of range; the same draws give the same key.
+    """
+    bits = len(_HEX).bit_length()
+    count = len(_HEX)
+    chars = []
+    for _ in range(length):
+        drawn = getrandbits(bits)
+        while drawn >= count:
+            drawn = getrandbits(bits)
+        chars.append(_HEX[drawn])
+    return "".join(chars)
 
 
 def bulk_wamid(rng: random.Random, wa_id: str = "", *, outbound: bool = False) -> str:

@@ -228,6 +228,23 @@ def test_an_event_built_from_trusted_values_is_the_one_pydantic_builds(
     assert cls.model_construct(**odd) == pydantics  # unknown names dropped, as pydantic does
 
 
+def test_events_built_from_trusted_values_get_defaults_of_their_own() -> None:
+    # The same call made again takes a plan kept from the first: a default made by a
+    # factory is still made anew for each event, never shared between two of them.
+    first = InboundMessage.model_construct(at=T0, wamid="wamid.1", type="text")
+    second = InboundMessage.model_construct(at=T0, wamid="wamid.2", type="text")
+    assert first.body == second.body == {}
+    assert first.body is not second.body
+    assert first.model_fields_set == {"at", "wamid", "type"}
+    named = InboundMessage.model_construct({"wamid"}, at=T0, wamid="wamid.3", type="text")
+    assert named.model_fields_set == {"wamid"}
+    assert InboundMessage.model_construct(at=T0, wamid="w", type="text").model_fields_set == {
+        "at",
+        "wamid",
+        "type",
+    }
+
+
 def _held(make: typing.Callable[[], object], count: int = 2000) -> float:
     """Bytes held per object ``make`` returns, measured with tracemalloc."""
     for _ in range(50):

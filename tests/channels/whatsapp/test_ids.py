@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import random
+import typing
 
 import pytest
 
@@ -151,3 +152,31 @@ def test_country_of_a_number(wa_id: str, country: str) -> None:
 def test_distinct_numbers_get_distinct_bsuids() -> None:
     numbers = [f"55119{n:08d}" for n in range(2000)]
     assert len({bsuid_for(n) for n in numbers}) == len(numbers)
+
+
+@pytest.mark.parametrize("outbound", [False, True])
+def test_a_wamid_draws_its_key_as_random_choice_does(outbound: bool) -> None:
+    # Recorded runs hold wamids drawn from seeded generators: a faster draw must give
+    # the ids the plain one gave, and leave the generator where it left it.
+    for seed in range(200):
+        fast, plain = random.Random(seed), random.Random(seed)
+        wamid = new_wamid(fast, "5511987654321", outbound=outbound)
+        key = "".join(plain.choice("0123456789ABCDEF") for _ in range(18 if outbound else 20))
+        blob = base64.b64decode(wamid.removeprefix("wamid."))
+        assert blob[-1 - len(key) : -1].decode() == key
+        assert fast.getstate() == plain.getstate()
+
+
+def test_a_generator_of_its_own_kind_draws_the_wamid_through_choice() -> None:
+    class Counted(random.Random):
+        def __init__(self, seed: int) -> None:
+            super().__init__(seed)
+            self.drawn = 0
+
+        def choice(self, seq: typing.Any) -> typing.Any:
+            self.drawn += 1
+            return super().choice(seq)
+
+    rng = Counted(7)
+    new_wamid(rng, "5511987654321")
+    assert rng.drawn == 20
