@@ -59,6 +59,13 @@ _POLL: Final = 1.0
 _RETRY_WAIT: Final = 30.0
 # Seconds without a job taken after which the run says that no worker may be running.
 _IDLE: Final = 10.0
+# A job whose worker stopped beating its heart and that no sweep can see any more (off the
+# queue's list of active jobs) is handed out again by the run after this many seconds: a
+# sweep aborts a job, waits up to 5 s for it, then hands it out, and a worker that dies in
+# between, or takes the job back a moment after the abort, leaves it there for good.
+_ORPHAN_GRACE: Final = 10.0
+# How often the run looks for such jobs among those it waits for.
+_ORPHAN_CHECK: Final = 2.0
 # Jobs queued at once (each is one round trip to the broker).
 _BATCH: Final = 50
 
@@ -154,6 +161,8 @@ class _Collector:
         self.heard: asyncio.Queue[str] = asyncio.Queue()
         self.stopping = False
         self.aborted_since: dict[int, float] = {}
+        self.orphaned_since: dict[int, float] = {}
+        self.checked = time.monotonic()
 
     @contextlib.asynccontextmanager
     async def listening(self) -> AsyncIterator[None]:
@@ -200,6 +209,43 @@ class _Collector:
             for job in jobs:
                 if job is not None:
                     await self._finished(job)
+            if self.pending and time.monotonic() - self.checked >= _ORPHAN_CHECK:
+                self.checked = time.monotonic()
+                keys = [job_key(self.run_id, i) for i in sorted(self.pending)]
+                await self._hand_out_orphans(await self.queue.jobs(keys))
+
+    async def _hand_out_orphans(self, jobs: Sequence[Job | None]) -> None:
+        """Hand out again the jobs of dead workers that the queue's sweep no longer sees.
+
+        The sweep looks only at the queue's list of active jobs; a job taken off
+        it (a sweep's abort) whose worker then dies before it is handed out again
+        would wait for ever, and the run with it.
+        """
+        from saq.job import Status
+
+        stuck = {
+            int(job.key.rpartition(":")[2]): job
+            for job in jobs
+            if job is not None and job.status in (Status.ACTIVE, Status.ABORTING) and job.stuck
+        }
+        for index in [i for i in self.orphaned_since if i not in stuck]:
+            del self.orphaned_since[index]
+        if not stuck:
+            return
+        listed = set(await self.queue.redis.lrange(self.queue.namespace("active"), 0, -1))
+        now = time.monotonic()
+        for index, job in stuck.items():
+            if job.id.encode() in listed:
+                self.orphaned_since.pop(index, None)  # the sweep sees it: the sweep's to retry
+                continue
+            if now - self.orphaned_since.setdefault(index, now) < _ORPHAN_GRACE:
+                continue
+            del self.orphaned_since[index]
+            lost = "its worker stopped, and the queue lost sight of its job"
+            if job.retryable:
+                await self.queue.retry(job, lost)
+            elif index in self.pending:
+                await self._settle(index, self._error(index, lost))
 
     async def _kept_results(self) -> None:
         """The results the workers kept for scenarios still pending (see :func:`result_key`)."""

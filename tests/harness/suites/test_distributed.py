@@ -215,6 +215,73 @@ async def test_a_job_aborted_by_the_sweep_with_attempts_left_waits_for_its_next_
     assert [r.status for r in done.scenarios] == ["passed"]
 
 
+async def _orphan(queue: Any, *, attempts: int) -> Any:
+    """Take a job as a worker would, then lose it as a worker that dies mid-sweep does.
+
+    The worker marks the job active, with a one-second heartbeat it never beats
+    again; a sweep took the job off the queue's list of active jobs (its abort)
+    and died before it handed the job out again.
+    """
+    from saq.job import Status
+
+    job = await queue.dequeue(timeout=10)
+    assert job is not None
+    job.attempts = attempts
+    await job.update(status=Status.ACTIVE, heartbeat=1)
+    await queue.redis.lrem(queue.namespace("active"), 0, job.id)
+    return job
+
+
+@pytest.mark.slow
+async def test_a_job_its_dead_worker_left_where_no_sweep_sees_it_is_handed_out_again(
+    redis_server: RedisServer,
+) -> None:
+    from saq.job import Status
+
+    scenarios = load_scenarios([SUITE / "cancel_booking.yaml"])
+    run = asyncio.create_task(run_distributed(Runner(OPTIONS), scenarios, redis_server.url))
+    queue = await open_queue(redis_server.url)
+    try:
+        lost = await _orphan(queue, attempts=1)
+        again = None
+        for _ in range(30):  # the run hands it out again, after a grace
+            again = await queue.dequeue(timeout=1)
+            if again is not None:
+                break
+        assert again is not None
+        assert again.key == lost.key
+        assert "lost sight of its job" in (again.error or "")
+        played = ScenarioJob.from_kwargs(again.kwargs or {})
+        result = await asyncio.to_thread(
+            asyncio.run, Runner(OPTIONS).run_scenario(played.scenario(), namespace=again.key)
+        )
+        await again.finish(Status.COMPLETE, result=result.model_dump(mode="json"))
+        done = await asyncio.wait_for(run, 30)
+    finally:
+        run.cancel()
+        await queue.disconnect()
+    assert [r.status for r in done.scenarios] == ["passed"]
+
+
+@pytest.mark.slow
+async def test_a_lost_job_with_no_attempt_left_is_an_error_not_a_wait(
+    redis_server: RedisServer,
+) -> None:
+    from harness.suites.queue import ATTEMPTS
+
+    scenarios = load_scenarios([SUITE / "cancel_booking.yaml"])
+    run = asyncio.create_task(run_distributed(Runner(OPTIONS), scenarios, redis_server.url))
+    queue = await open_queue(redis_server.url)
+    try:
+        await _orphan(queue, attempts=ATTEMPTS)
+        done = await asyncio.wait_for(run, 30)
+    finally:
+        run.cancel()
+        await queue.disconnect()
+    assert [r.status for r in done.scenarios] == ["error"]
+    assert "lost sight of its job" in (done.scenarios[0].error or "")
+
+
 @pytest.mark.slow
 async def test_a_run_that_no_worker_serves_says_so_once(redis_server: RedisServer) -> None:
     said: list[float] = []

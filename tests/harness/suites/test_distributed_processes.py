@@ -117,7 +117,15 @@ async def _harness(*args: str) -> tuple[int, str]:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
     )
-    out, _ = await asyncio.wait_for(process.communicate(), 180)
+    try:
+        out, _ = await asyncio.wait_for(process.communicate(), 180)
+    except TimeoutError:
+        process.kill()
+        out, _ = await process.communicate()
+        said = out.decode(errors="replace")
+        raise AssertionError(
+            f"harness {' '.join(args)} did not end in 180 s; it said:\n{said}"
+        ) from None
     assert process.returncode is not None
     return process.returncode, out.decode(errors="replace")
 
