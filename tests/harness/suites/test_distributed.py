@@ -7,6 +7,7 @@ processes, one of them killed mid-scenario, are in test_distributed_processes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -232,16 +233,26 @@ async def _orphan(queue: Any, *, attempts: int) -> Any:
     return job
 
 
+@contextlib.asynccontextmanager
+async def _one_scenario_run(url: str) -> AsyncIterator[tuple[asyncio.Task[RunResult], Any]]:
+    """A run of one scenario against the broker at ``url``, and the queue, as a worker sees it."""
+    scenarios = load_scenarios([SUITE / "cancel_booking.yaml"])
+    run = asyncio.create_task(run_distributed(Runner(OPTIONS), scenarios, url))
+    queue = await open_queue(url)
+    try:
+        yield run, queue
+    finally:
+        run.cancel()
+        await queue.disconnect()
+
+
 @pytest.mark.slow
 async def test_a_job_its_dead_worker_left_where_no_sweep_sees_it_is_handed_out_again(
     redis_server: RedisServer,
 ) -> None:
     from saq.job import Status
 
-    scenarios = load_scenarios([SUITE / "cancel_booking.yaml"])
-    run = asyncio.create_task(run_distributed(Runner(OPTIONS), scenarios, redis_server.url))
-    queue = await open_queue(redis_server.url)
-    try:
+    async with _one_scenario_run(redis_server.url) as (run, queue):
         lost = await _orphan(queue, attempts=1)
         again = None
         for _ in range(30):  # the run hands it out again, after a grace
@@ -257,9 +268,6 @@ async def test_a_job_its_dead_worker_left_where_no_sweep_sees_it_is_handed_out_a
         )
         await again.finish(Status.COMPLETE, result=result.model_dump(mode="json"))
         done = await asyncio.wait_for(run, 30)
-    finally:
-        run.cancel()
-        await queue.disconnect()
     assert [r.status for r in done.scenarios] == ["passed"]
 
 
@@ -269,15 +277,9 @@ async def test_a_lost_job_with_no_attempt_left_is_an_error_not_a_wait(
 ) -> None:
     from harness.suites.queue import ATTEMPTS
 
-    scenarios = load_scenarios([SUITE / "cancel_booking.yaml"])
-    run = asyncio.create_task(run_distributed(Runner(OPTIONS), scenarios, redis_server.url))
-    queue = await open_queue(redis_server.url)
-    try:
+    async with _one_scenario_run(redis_server.url) as (run, queue):
         await _orphan(queue, attempts=ATTEMPTS)
         done = await asyncio.wait_for(run, 30)
-    finally:
-        run.cancel()
-        await queue.disconnect()
     assert [r.status for r in done.scenarios] == ["error"]
     assert "lost sight of its job" in (done.scenarios[0].error or "")
 
