@@ -13,9 +13,9 @@ usually a virtual one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import Annotated, Any, Literal, NamedTuple, Self, TypeAlias, TypeVar, cast
+from typing import Annotated, Any, Literal, Self, TypeAlias, cast
 
 from pydantic import (
     AwareDatetime,
@@ -25,6 +25,9 @@ from pydantic import (
     JsonValue,
     TypeAdapter,
 )
+
+from harness._event_plans import FIELDS_SETS as _FIELDS_SETS
+from harness._event_plans import built_by_plan
 
 __all__ = [
     "EVENT_ADAPTER",
@@ -83,56 +86,9 @@ class Participant(_Model):
     user_id: str | None = None
 
 
-class _Plan(NamedTuple):
-    """Per field in declared order: its name, whether it is given, else its default's maker."""
-
-    steps: tuple[tuple[str, bool, Any, Callable[[], Any] | None], ...]
-    given: set[str]
-
-
-# The set of given field names each event keeps, one per combination (see ``_Event``).
-_FIELDS_SETS: dict[frozenset[str], set[str]] = {}
 # Each plain kind of event's field names, in declared order (see ``_Event.model_construct``).
 _FIELD_ORDER: dict[type[BaseModel], tuple[str, ...]] = {}
 _setattr = object.__setattr__
-# How ``_Event.model_construct`` fills an event in, by its kind and the names it is given in
-# the order given (a call site gives the same ones each time); None: pydantic's own way.
-_PLANS: dict[tuple[type[BaseModel], tuple[str, ...]], _Plan | None] = {}
-_PLANS_KEPT = 1024
-# Defaults of these types are shared as they are (pydantic copies none of them either).
-_SHARED_DEFAULTS = (type(None), bool, int, float, str, bytes)
-_UNPLANNED: Any = object()
-_E = TypeVar("_E", bound=BaseModel)
-
-
-def _plan(cls: type[BaseModel], names: tuple[str, ...], given: tuple[str, ...]) -> _Plan | None:
-    steps: list[tuple[str, bool, Any, Callable[[], Any] | None]] = []
-    for name in names:
-        field = cls.__pydantic_fields__[name]
-        if name in given:
-            steps.append((name, True, None, None))
-        elif field.is_required():
-            continue
-        elif field.default_factory is not None:
-            if field.default_factory_takes_validated_data:
-                return None  # it reads the fields before it: pydantic's own way
-            steps.append((name, False, None, cast(Callable[[], Any], field.default_factory)))
-        elif type(field.default) in _SHARED_DEFAULTS or field.default == ():
-            steps.append((name, False, field.default, None))
-        else:
-            return None  # a default pydantic copies for each event
-    fields_set = {name for name in given if name in names}
-    return _Plan(tuple(steps), _FIELDS_SETS.setdefault(frozenset(fields_set), fields_set))
-
-
-def _built(event: _E, plan: _Plan, values: dict[str, Any]) -> _E:
-    """``event``, a bare object of its kind, filled in from ``values`` as ``plan`` says."""
-    for name, given, default, make in plan.steps:
-        _setattr(event, name, values[name] if given else default if make is None else make())
-    _setattr(event, "__pydantic_fields_set__", plan.given)
-    _setattr(event, "__pydantic_extra__", None)
-    _setattr(event, "__pydantic_private__", None)
-    return event
 
 
 class _Event(_Model):
@@ -176,14 +132,9 @@ class _Event(_Model):
         if names is None:  # not a plain kind of event: pydantic's own way
             return cast(Self, super().model_construct(_fields_set, **values))
         if _fields_set is None:
-            key = (cls, tuple(values))
-            plan = _PLANS.get(key, _UNPLANNED)
-            if plan is _UNPLANNED:
-                if len(_PLANS) >= _PLANS_KEPT:
-                    _PLANS.clear()
-                plan = _PLANS[key] = _plan(cls, names, key[1])
-            if plan is not None:
-                return _built(cls.__new__(cls), plan, values)
+            planned = built_by_plan(cls, names, values)
+            if planned is not None:
+                return planned
         event = cls.__new__(cls)
         given: set[str] = set()
         fields = cls.__pydantic_fields__

@@ -46,6 +46,7 @@ BSUID_PATTERN = re.compile(r"[A-Z]{2}\.[0-9]+")
 """What a business-scoped user id looks like, e.g. ``US.13491208655302741918``."""
 
 _HEX = "0123456789ABCDEF"
+_HEX_BITS = len(_HEX).bit_length()  # the bits random.Random.choice draws to pick one of them
 _TRACE_ALPHABET = string.ascii_letters + string.digits + "_-"
 
 # Calling codes of the countries with the most WhatsApp users, and their ISO alpha-2 codes.
@@ -120,13 +121,11 @@ def _hex_key(getrandbits: Callable[[int], int], length: int) -> str:
     It takes the smallest number of bits that can hold ``len(_HEX)`` and draws
     again while the number is out of range; the same draws give the same key.
     """
-    bits = len(_HEX).bit_length()
-    count = len(_HEX)
     chars = []
     for _ in range(length):
-        drawn = getrandbits(bits)
-        while drawn >= count:
-            drawn = getrandbits(bits)
+        drawn = getrandbits(_HEX_BITS)
+        while drawn >= len(_HEX):
+            drawn = getrandbits(_HEX_BITS)
         chars.append(_HEX[drawn])
     return "".join(chars)
 

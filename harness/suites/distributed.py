@@ -211,8 +211,11 @@ class _Collector:
                     await self._finished(job)
             if self.pending and time.monotonic() - self.checked >= _ORPHAN_CHECK:
                 self.checked = time.monotonic()
-                keys = [job_key(self.run_id, i) for i in sorted(self.pending)]
-                await self._hand_out_orphans(await self.queue.jobs(keys))
+                if len(keys) < len(self.pending):  # only what was heard of: read the rest too
+                    jobs = await self.queue.jobs(
+                        [job_key(self.run_id, i) for i in sorted(self.pending)]
+                    )
+                await self._hand_out_orphans(jobs)
 
     async def _hand_out_orphans(self, jobs: Sequence[Job | None]) -> None:
         """Hand out again the jobs of dead workers that the queue's sweep no longer sees.
