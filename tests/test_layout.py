@@ -311,6 +311,7 @@ NOT_IMPORTED = {
     "httptools": "uvicorn parses HTTP with it when it is installed",
     "pytest-asyncio": "a pytest plugin, loaded through its entry point",
     "pytest-xdist": "a pytest plugin: -n spreads the tests over processes",
+    "pytest-timeout": "a pytest plugin: a test that hangs fails after `timeout` seconds",
     "mypy": "a command: the type check",
     "ruff": "a command: lint and format",
     "types-protobuf": "type stubs for the protobuf classes the OTLP receiver reads",

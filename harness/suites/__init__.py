@@ -61,12 +61,14 @@ if TYPE_CHECKING:
 #: The module that owns each public name.
 _OWNERS: dict[str, str] = {
     "JOB_FUNCTION": "harness.suites.jobs",
+    "NOT_PLAYED": "harness.suites.jobs",
     "ScenarioJob": "harness.suites.jobs",
     "decode_options": "harness.suites.jobs",
     "encode_options": "harness.suites.jobs",
     "job_key": "harness.suites.jobs",
     "result_from_json": "harness.suites.jobs",
     "result_key": "harness.suites.jobs",
+    "stopped_key": "harness.suites.jobs",
     "ATTEMPTS": "harness.suites.queue",
     "DEFAULT_HEARTBEAT": "harness.suites.queue",
     "QUEUE_NAME": "harness.suites.queue",

@@ -33,7 +33,15 @@ from typing import TYPE_CHECKING, Final
 from harness.exceptions import ConfigError
 from harness.results import RunResult, ScenarioResult
 from harness.store import check_store
-from harness.suites.jobs import JOB_FUNCTION, ScenarioJob, job_key, result_from_json, result_key
+from harness.suites.jobs import (
+    JOB_FUNCTION,
+    NOT_PLAYED,
+    ScenarioJob,
+    job_key,
+    result_from_json,
+    result_key,
+    stopped_key,
+)
 from harness.suites.preflight import bind_invariants
 from harness.suites.queue import ATTEMPTS, DEFAULT_HEARTBEAT, open_queue
 from harness.suites.runner import Runner
@@ -267,6 +275,9 @@ class _Collector:
         if index not in self.pending:
             return  # a second run of the same scenario: the first result stands
         if job.status == Status.COMPLETE:
+            if isinstance(job.result, dict) and NOT_PLAYED in job.result:
+                self.pending.discard(index)  # handed back unplayed: the run has stopped
+                return
             result = result_from_json(job.result)
         elif job.status == Status.FAILED:
             result = self._error(index, f"its worker failed: {_last_line(job.error)}")
@@ -307,6 +318,8 @@ class _Collector:
         from saq.job import Status
 
         self.stopping = True
+        # First, so that a job the sweep queues again after this is not played either.
+        await self.queue.redis.set(stopped_key(self.run_id), "1", ex=RESULT_TTL)
         # Every job of the run: one whose result is kept may be queued again by the sweep.
         keys = [job_key(self.run_id, i) for i in range(len(self.scenarios))]
         for job in await self.queue.jobs(keys):

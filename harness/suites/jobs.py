@@ -19,7 +19,7 @@ import json
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from harness.exceptions import ConfigError
 from harness.results import ScenarioResult
@@ -28,12 +28,14 @@ from harness.suites.scenario import Scenario, parse_scenario
 
 __all__ = [
     "JOB_FUNCTION",
+    "NOT_PLAYED",
     "ScenarioJob",
     "decode_options",
     "encode_options",
     "job_key",
     "result_from_json",
     "result_key",
+    "stopped_key",
 ]
 
 #: The name workers register the scenario job under.
@@ -53,6 +55,20 @@ def result_key(key: str) -> str:
     the attempt already running is then dropped from the job. This one stays.
     """
     return f"harness:distributed:result:{key}"
+
+
+def stopped_key(run_id: str) -> str:
+    """Set once run ``run_id`` has stopped early (``-x``, an outage): its jobs are not played.
+
+    Taking a stopped run's jobs off the queue can race the queue's sweep,
+    which may queue a job again a few seconds later; a worker that takes one
+    then finds this key and hands it back unplayed.
+    """
+    return f"harness:distributed:stopped:{run_id}"
+
+
+#: What a worker answers for a job of a stopped run, instead of a result.
+NOT_PLAYED: Final = "not_played"
 
 
 def encode_options(options: RunOptions) -> dict[str, Any]:

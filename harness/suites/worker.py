@@ -38,10 +38,12 @@ from harness.store import open_store
 from harness.suites.distributed import RESULT_TTL
 from harness.suites.jobs import (
     JOB_FUNCTION,
+    NOT_PLAYED,
     ScenarioJob,
     decode_options,
     encode_options,
     result_key,
+    stopped_key,
 )
 from harness.suites.queue import DEFAULT_HEARTBEAT, open_queue, safe_broker_url
 from harness.suites.runner import Runner, RunOptions
@@ -124,6 +126,9 @@ async def run_worker(
 
     async def run_scenario(ctx: Context, **kwargs: Any) -> dict[str, Any]:
         job = ctx["job"]
+        if await queue.redis.exists(stopped_key(job.key.rpartition(":")[0])):
+            say(f"not played {job.key}: its run stopped before it started")
+            return {NOT_PLAYED: "its run stopped before it started"}
         played = asyncio.Event()
         beat = asyncio.create_task(_beat(job, heartbeat, played))
         try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,8 @@ import pytest
 
 from harness.exceptions import ConfigError, StoreUnavailable
 from harness.results import RunResult, ScenarioResult
-from harness.suites.distributed import run_distributed
-from harness.suites.jobs import ScenarioJob, job_key
+from harness.suites.distributed import _enqueue, run_distributed
+from harness.suites.jobs import NOT_PLAYED, ScenarioJob, job_key, result_key, stopped_key
 from harness.suites.queue import open_queue
 from harness.suites.runner import Runner, RunOptions
 from harness.suites.scenario import load_scenarios
@@ -180,9 +181,78 @@ async def test_fail_fast_takes_the_scenarios_not_yet_started_off_the_queue(
     assert 1 <= len(run.scenarios) < len(scenarios)
     queue = await open_queue(redis_server.url)
     try:
+        # The queue's sweep may queue again, seconds later, a job the worker was only
+        # taking as the run stopped; the worker hands such a copy back unplayed.
+        for _ in range(100):
+            if await queue.count("queued") == 0 and await queue.count("active") == 0:
+                break
+            await asyncio.sleep(0.1)
         assert await queue.count("queued") == 0
     finally:
         await queue.disconnect()
+    started = [line.split()[1] for line in worker if line.startswith("started ")]
+    # The first scenario, and at most the one the worker had begun when it failed.
+    assert len(started) == len(set(started)) <= 2
+    assert all(key.endswith((":0", ":1")) for key in started), worker
+
+
+async def test_a_job_of_a_stopped_run_is_handed_back_unplayed(
+    redis_server: RedisServer, worker: list[str]
+) -> None:
+    from saq.job import Status
+
+    scenario = load_scenarios([SUITE / "cancel_booking.yaml"])[0]
+    job = ScenarioJob.of("run0-stopped", 0, scenario, OPTIONS)
+    queue = await open_queue(redis_server.url)
+    try:
+        await queue.redis.set(stopped_key("run0-stopped"), "1")
+        await _enqueue(queue, job)
+        for _ in range(100):
+            found = (await queue.jobs([job.key]))[0]
+            if found is not None and found.status == Status.COMPLETE:
+                break
+            await asyncio.sleep(0.1)
+        assert found is not None
+        assert found.status == Status.COMPLETE
+        assert found.result == {NOT_PLAYED: "its run stopped before it started"}
+        assert await queue.redis.get(result_key(job.key)) is None
+    finally:
+        await queue.disconnect()
+    # The queue's sweep may hand the job out twice (it takes one just handed out for lost).
+    assert set(worker[1:]) == {f"not played {job.key}: its run stopped before it started"}
+
+
+async def test_a_stopped_run_does_not_wait_for_a_job_handed_back_unplayed(
+    redis_server: RedisServer,
+) -> None:
+    # The test is the worker: it takes both jobs, fails the first (fail fast stops the
+    # run), and answers the second as a worker does for a stopped run.
+    from saq.job import Status
+
+    scenarios = load_scenarios([SUITE / "happy_confirm_button.yaml", SUITE / "cancel_booking.yaml"])
+    options = dataclasses.replace(OPTIONS, fail_fast=True)
+    run = asyncio.create_task(run_distributed(Runner(options), scenarios, redis_server.url))
+    queue = await open_queue(redis_server.url)
+    try:
+        first, second = await queue.dequeue(timeout=10), await queue.dequeue(timeout=10)
+        assert first is not None
+        assert second is not None
+        for taken in (first, second):
+            await taken.update(status=Status.ACTIVE)
+        failed = ScenarioResult(
+            name=scenarios[0].name, path="", channel="whatsapp", seed=0, status="failed"
+        )
+        await first.finish(Status.COMPLETE, result=failed.model_dump(mode="json"))
+        for _ in range(100):  # the run has stopped
+            if await queue.redis.exists(stopped_key(first.key.rpartition(":")[0])):
+                break
+            await asyncio.sleep(0.1)
+        await second.finish(Status.COMPLETE, result={NOT_PLAYED: "its run stopped"})
+        done = await asyncio.wait_for(run, 30)
+    finally:
+        run.cancel()
+        await queue.disconnect()
+    assert [r.status for r in done.scenarios] == ["failed"]
 
 
 async def test_a_job_aborted_by_the_sweep_with_attempts_left_waits_for_its_next_attempt(
