@@ -63,8 +63,9 @@ JOB_TIMEOUT: Final = 600
 # How often every unfinished job is read back, in case a notification was missed.
 _POLL: Final = 1.0
 # Seconds an aborted job that has attempts left may wait to be handed out again (the
-# sweep that aborted it waits up to 5 s for the job to answer, then queues it).
-_RETRY_WAIT: Final = 30.0
+# sweep that aborted it waits up to 5 s for the job to answer, then queues it); after
+# that, the run hands it out itself.
+_RETRY_WAIT: Final = 15.0
 # Seconds without a job taken after which the run says that no worker may be running.
 _IDLE: Final = 10.0
 # A job whose worker stopped beating its heart and that no sweep can see any more (off the
@@ -285,9 +286,15 @@ class _Collector:
             if self.stopping:  # taken off the queue by -x or an outage: not run
                 self.pending.discard(index)
                 return
-            if job.retryable and not self._given_up(index):
+            if job.retryable:
                 # The queue's sweep aborts a job it takes for lost, then hands it out again
                 # (it may take a job just handed out for one): wait for the next attempt.
+                if not self._given_up(index):
+                    return
+                # Aborted, and no one handed it out again: a worker's abort of a copy the
+                # queue had handed out twice ends so. Hand it out, as for a lost job.
+                del self.aborted_since[index]
+                await self.queue.retry(job, f"aborted ({_last_line(job.error)}), not retried")
                 return
             result = self._error(index, f"its job was aborted: {_last_line(job.error)}")
         else:

@@ -286,6 +286,37 @@ async def test_a_job_aborted_by_the_sweep_with_attempts_left_waits_for_its_next_
     assert [r.status for r in done.scenarios] == ["passed"]
 
 
+@pytest.mark.slow
+async def test_a_job_aborted_and_never_handed_out_again_is_handed_out_by_the_run(
+    redis_server: RedisServer,
+) -> None:
+    # A worker that cancels a copy of a job the queue handed out twice finishes it aborted,
+    # with no reason and no retry: the run hands it out again rather than wait or give up.
+    from saq.job import Status
+
+    async with _one_scenario_run(redis_server.url) as (run, queue):
+        job = await queue.dequeue(timeout=10)
+        assert job is not None
+        job.attempts = 1
+        await job.update(status=Status.ACTIVE)
+        await job.finish(Status.ABORTED, error=None)
+        again = None
+        for _ in range(30):  # the run hands it out again, after a wait
+            again = await queue.dequeue(timeout=1)
+            if again is not None:
+                break
+        assert again is not None
+        assert again.key == job.key
+        assert "not retried" in (again.error or "")
+        played = ScenarioJob.from_kwargs(again.kwargs or {})
+        result = await asyncio.to_thread(
+            asyncio.run, Runner(OPTIONS).run_scenario(played.scenario(), namespace=again.key)
+        )
+        await again.finish(Status.COMPLETE, result=result.model_dump(mode="json"))
+        done = await asyncio.wait_for(run, 30)
+    assert [r.status for r in done.scenarios] == ["passed"]
+
+
 async def _orphan(queue: Any, *, attempts: int) -> Any:
     """Take a job as a worker would, then lose it as a worker that dies mid-sweep does.
 
