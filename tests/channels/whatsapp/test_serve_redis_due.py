@@ -374,17 +374,23 @@ async def _advance(client: httpx.AsyncClient, duration: str) -> None:
     assert advanced.status_code == 200, advanced.text
 
 
-async def _read_alike(*clients: httpx.AsyncClient, within: float = 20.0) -> list[dict[str, Any]]:
-    """Each server's event log, read one after another until no event came in between.
+async def _read_alike(
+    *clients: httpx.AsyncClient, within: float = 20.0
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Each server's event log and conversation, read when no event came in between.
 
     Statuses of the last turn still fall due while the test reads (at +1, +2
     and +5 s): reads that straddle one differ by it, on any correct server.
+    The logs are read again after the conversations, until none has moved.
     """
     deadline = time.monotonic() + within
     while True:
         reads = [await _events(c) for c in clients]
-        if len({read["next"] for read in reads}) == 1 or time.monotonic() > deadline:
-            return reads
+        conversations = [(await c.get("/_harness/conversation")).json() for c in clients]
+        after = [await _events(c) for c in clients]
+        ends = {read["next"] for read in reads + after}
+        if len(ends) == 1 or time.monotonic() > deadline:
+            return reads, conversations
         await asyncio.sleep(0.2)
 
 
@@ -400,11 +406,10 @@ async def test_a_server_started_late_loads_what_the_others_did_and_answers_as_th
         tapped = await late.post("/_harness/tap", json={"user": ANA, "choice": "Confirm"})
         async with httpx.AsyncClient() as client:
             orders = (await client.get(f"{meta.bot_url}/orders")).json()["orders"]
-        reads = await _read_alike(a, b, late)
-        conversations = [(await c.get("/_harness/conversation")).json() for c in (a, late)]
+        reads, conversations = await _read_alike(a, b, late)
     assert again.status_code == 200, again.text
     assert again.json()["wamid"] == size
     assert tapped.status_code == 200, tapped.text
     assert [(o["user"], o["size"]) for o in orders] == [(ANA, "large")]
     assert reads[0] == reads[1] == reads[2]
-    assert conversations[0] == conversations[1]
+    assert conversations[0] == conversations[1] == conversations[2]
