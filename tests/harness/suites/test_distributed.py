@@ -331,20 +331,7 @@ async def test_a_job_aborted_and_never_handed_out_again_is_handed_out_by_the_run
         job.attempts = 1
         await job.update(status=Status.ACTIVE)
         await job.finish(Status.ABORTED, error=None)
-        again = None
-        for _ in range(30):  # the run hands it out again, after a wait
-            again = await queue.dequeue(timeout=1)
-            if again is not None:
-                break
-        assert again is not None
-        assert again.key == job.key
-        assert "not retried" in (again.error or "")
-        played = ScenarioJob.from_kwargs(again.kwargs or {})
-        result = await asyncio.to_thread(
-            asyncio.run, Runner(OPTIONS).run_scenario(played.scenario(), namespace=again.key)
-        )
-        await again.finish(Status.COMPLETE, result=result.model_dump(mode="json"))
-        done = await asyncio.wait_for(run, 30)
+        done = await _played_when_handed_out_again(run, queue, job.key, "not retried")
     assert [r.status for r in done.scenarios] == ["passed"]
 
 
@@ -365,6 +352,28 @@ async def _orphan(queue: Any, *, attempts: int) -> Any:
     return job
 
 
+async def _played_when_handed_out_again(
+    run: asyncio.Task[RunResult], queue: Any, key: str, why: str
+) -> RunResult:
+    """Wait for the run to hand job ``key`` out again (its error says ``why``), play it."""
+    from saq.job import Status
+
+    again = None
+    for _ in range(30):  # the run hands it out again, after a wait
+        again = await queue.dequeue(timeout=1)
+        if again is not None:
+            break
+    assert again is not None
+    assert again.key == key
+    assert why in (again.error or "")
+    played = ScenarioJob.from_kwargs(again.kwargs or {})
+    result = await asyncio.to_thread(
+        asyncio.run, Runner(OPTIONS).run_scenario(played.scenario(), namespace=again.key)
+    )
+    await again.finish(Status.COMPLETE, result=result.model_dump(mode="json"))
+    return await asyncio.wait_for(run, 30)
+
+
 @contextlib.asynccontextmanager
 async def _one_scenario_run(url: str) -> AsyncIterator[tuple[asyncio.Task[RunResult], Any]]:
     """A run of one scenario against the broker at ``url``, and the queue, as a worker sees it."""
@@ -382,24 +391,10 @@ async def _one_scenario_run(url: str) -> AsyncIterator[tuple[asyncio.Task[RunRes
 async def test_a_job_its_dead_worker_left_where_no_sweep_sees_it_is_handed_out_again(
     redis_server: RedisServer,
 ) -> None:
-    from saq.job import Status
 
     async with _one_scenario_run(redis_server.url) as (run, queue):
         lost = await _orphan(queue, attempts=1)
-        again = None
-        for _ in range(30):  # the run hands it out again, after a grace
-            again = await queue.dequeue(timeout=1)
-            if again is not None:
-                break
-        assert again is not None
-        assert again.key == lost.key
-        assert "lost sight of its job" in (again.error or "")
-        played = ScenarioJob.from_kwargs(again.kwargs or {})
-        result = await asyncio.to_thread(
-            asyncio.run, Runner(OPTIONS).run_scenario(played.scenario(), namespace=again.key)
-        )
-        await again.finish(Status.COMPLETE, result=result.model_dump(mode="json"))
-        done = await asyncio.wait_for(run, 30)
+        done = await _played_when_handed_out_again(run, queue, lost.key, "lost sight of its job")
     assert [r.status for r in done.scenarios] == ["passed"]
 
 
