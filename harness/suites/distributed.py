@@ -62,6 +62,8 @@ JOB_TIMEOUT: Final = 600
 
 # How often every unfinished job is read back, in case a notification was missed.
 _POLL: Final = 1.0
+# The longest the run's listener waits for a message before it looks whether to stop.
+_LISTEN_STEP: Final = 0.25
 # Seconds an aborted job that has attempts left may wait to be handed out again (the
 # sweep that aborted it waits up to 5 s for the job to answer, then queues it); after
 # that, the run hands it out itself.
@@ -75,8 +77,6 @@ _IDLE: Final = 10.0
 _ORPHAN_GRACE: Final = 10.0
 # How often the run looks for such jobs among those it waits for.
 _ORPHAN_CHECK: Final = 2.0
-# Jobs queued at once (each is one round trip to the broker).
-_BATCH: Final = 50
 
 
 async def run_distributed(
@@ -113,10 +113,10 @@ async def run_distributed(
     try:
         collector = _Collector(runner, scenarios, run_id, queue, on_result)
         async with collector.listening():
-            for first in range(0, len(jobs), _BATCH):
-                await asyncio.gather(
-                    *(_enqueue(queue, job) for job in jobs[first : first + _BATCH])
-                )
+            # One at a time, so that the queue holds them in the scenarios' order and a
+            # worker plays them so, as a local run does (at once, they land in any order).
+            for job in jobs:
+                await _enqueue(queue, job)
             if on_queued is not None:
                 on_queued(len(jobs))
             await collector.collect(on_idle)
@@ -176,25 +176,38 @@ class _Collector:
     @contextlib.asynccontextmanager
     async def listening(self) -> AsyncIterator[None]:
         """Hear the jobs' status changes while the block runs (a missed one is polled)."""
-        from saq.job import Status
-
-        done = (Status.COMPLETE, Status.FAILED, Status.ABORTED)
-
-        def heard(key: str, status: Status) -> bool:
-            if status in done:
-                self.heard.put_nowait(key)
-            return False
-
-        keys = [job_key(self.run_id, i) for i in range(len(self.scenarios))]
-        listener = asyncio.create_task(self.queue.listen(keys, heard, timeout=None))
+        stop = asyncio.Event()
+        listener = asyncio.create_task(self._listen(stop))
         try:
             yield
         finally:
-            listener.cancel()
-            # Bounded: redis-py can swallow a cancellation that lands mid-command.
-            await asyncio.wait([listener], timeout=2)
-            if listener.done() and not listener.cancelled():
-                listener.exception()  # read, so that asyncio does not report it unread
+            # Stopped by a flag it reads between messages, not by cancellation: Python
+            # 3.11's wait_for can swallow a cancellation (redis-py waits with it), and a
+            # listener that missed one kept its connection open past the queue's close.
+            stop.set()
+            await listener
+
+    async def _listen(self, stop: asyncio.Event) -> None:
+        """Put on :attr:`heard` the key of each job of the run said to be done, until ``stop``."""
+        from redis.exceptions import RedisError
+        from saq.job import Status
+
+        done = {s.value for s in (Status.COMPLETE, Status.FAILED, Status.ABORTED)}
+        ids = self.queue.job_id("")  # a job's channel is its id: this, then its key
+        pubsub = self.queue.redis.pubsub(ignore_subscribe_messages=True)
+        try:
+            await pubsub.psubscribe(f"{ids}{self.run_id}:*")
+            while not stop.is_set():
+                message = await pubsub.get_message(timeout=_LISTEN_STEP)
+                if message is None or message["type"] != "pmessage":
+                    continue
+                if message["data"].decode() in done:
+                    self.heard.put_nowait(message["channel"].decode().removeprefix(ids))
+        except (RedisError, OSError):
+            pass  # the broker went away: the run's polls find the jobs, or its outage
+        finally:
+            with contextlib.suppress(RedisError, OSError):
+                await pubsub.aclose()
 
     async def collect(self, on_idle: Callable[[float], None] | None = None) -> None:
         """Until every scenario has its result (or, stopped early, every running one)."""

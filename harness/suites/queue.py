@@ -62,7 +62,8 @@ async def open_queue(url: str, option: str = "--broker") -> RedisQueue:
     """The run's queue in the Redis ``url`` names, connected; one line if it does not answer."""
     from redis.asyncio import Redis
     from redis.exceptions import RedisError
-    from saq.queue.redis import RedisQueue
+
+    from harness.suites._patient_queue import PatientQueue
 
     redis: Redis = Redis.from_url(check_broker_url(url, option), socket_connect_timeout=5)
     try:
@@ -72,6 +73,6 @@ async def open_queue(url: str, option: str = "--broker") -> RedisQueue:
         raise StoreUnavailable(
             f"{option}: the broker at {safe_broker_url(url)} did not answer ({exc})"
         ) from None
-    queue = RedisQueue(redis, name=QUEUE_NAME)
+    queue = PatientQueue(redis, name=QUEUE_NAME)
     await queue.connect()
     return queue

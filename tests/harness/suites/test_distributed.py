@@ -82,6 +82,38 @@ async def test_a_distributed_run_finds_what_a_local_run_finds(
     assert sum(line.startswith("started ") for line in worker) == len(scenarios)
 
 
+async def test_a_worker_that_starts_with_jobs_waiting_plays_each_once(
+    redis_server: RedisServer,
+) -> None:
+    # The worker's first sweep and its first jobs come at once: the sweep must not take a
+    # job it is taking for a lost one (it did, and played it twice, every time).
+    names = ["cancel_booking", "happy_confirm_button", "confirm_by_typing_yes"]
+    scenarios = load_scenarios([SUITE / f"{name}.yaml" for name in names])
+    run = asyncio.create_task(run_distributed(Runner(OPTIONS), scenarios, redis_server.url))
+    queue = await open_queue(redis_server.url)
+    try:
+        for _ in range(100):
+            if await queue.count("queued") == len(scenarios):
+                break
+            await asyncio.sleep(0.05)
+        assert await queue.count("queued") == len(scenarios)
+    finally:
+        await queue.disconnect()
+    said: list[str] = []
+    worker = asyncio.create_task(
+        run_worker(redis_server.url, heartbeat=2, concurrency=2, say=said.append)
+    )
+    try:
+        done = await asyncio.wait_for(run, 60)
+        await asyncio.sleep(3)  # a job handed out twice would have started again by now
+    finally:
+        worker.cancel()
+        await asyncio.gather(worker, return_exceptions=True)
+    assert [r.status for r in done.scenarios] == ["passed"] * 3
+    started = sorted(line.split()[1] for line in said if line.startswith("started "))
+    assert started == [job_key(started[0].rpartition(":")[0], i) for i in range(3)], said
+
+
 async def test_a_scenario_whose_job_runs_twice_keeps_its_first_result(
     redis_server: RedisServer,
 ) -> None:
@@ -193,7 +225,7 @@ async def test_fail_fast_takes_the_scenarios_not_yet_started_off_the_queue(
     started = [line.split()[1] for line in worker if line.startswith("started ")]
     # The first scenario, and at most the one the worker had begun when it failed.
     assert len(started) == len(set(started)) <= 2
-    assert all(key.endswith((":0", ":1")) for key in started), worker
+    assert all(key.endswith((":0", ":1")) for key in started), "\n".join(worker)
 
 
 async def test_a_job_of_a_stopped_run_is_handed_back_unplayed(
@@ -218,8 +250,7 @@ async def test_a_job_of_a_stopped_run_is_handed_back_unplayed(
         assert await queue.redis.get(result_key(job.key)) is None
     finally:
         await queue.disconnect()
-    # The queue's sweep may hand the job out twice (it takes one just handed out for lost).
-    assert set(worker[1:]) == {f"not played {job.key}: its run stopped before it started"}
+    assert worker[1:] == [f"not played {job.key}: its run stopped before it started"]
 
 
 async def test_a_stopped_run_does_not_wait_for_a_job_handed_back_unplayed(
@@ -253,6 +284,71 @@ async def test_a_stopped_run_does_not_wait_for_a_job_handed_back_unplayed(
         run.cancel()
         await queue.disconnect()
     assert [r.status for r in done.scenarios] == ["failed"]
+
+
+async def test_a_run_queues_its_scenarios_in_their_order(redis_server: RedisServer) -> None:
+    # No worker: the queue's list is read as the run left it.
+    scenarios = load_scenarios(sorted(SUITE.glob("*.yaml")))
+    assert len(scenarios) >= 10
+    run = asyncio.create_task(run_distributed(Runner(OPTIONS), scenarios, redis_server.url))
+    queue = await open_queue(redis_server.url)
+    try:
+        for _ in range(100):
+            if await queue.count("queued") == len(scenarios):
+                break
+            await asyncio.sleep(0.05)
+        ids = await queue.redis.lrange(queue.namespace("queued"), 0, -1)
+    finally:
+        run.cancel()
+        await asyncio.gather(run, return_exceptions=True)
+        await queue.disconnect()
+    keys = [queue.job_key_from_id(i.decode() if isinstance(i, bytes) else i) for i in ids]
+    assert keys == [job_key(keys[0].rpartition(":")[0], i) for i in range(len(scenarios))]
+
+
+async def test_a_run_that_hears_news_as_it_ends_leaves_no_connection_open(
+    redis_server: RedisServer,
+) -> None:
+    # The test is the worker, and it keeps saying the job is active while it finishes
+    # it: the run's listener is handed a message at the moment the run stops listening,
+    # and must still close its connection (it once kept it, past the queue's close).
+    from redis.asyncio import Redis
+    from saq.job import Status
+
+    admin: Redis = Redis.from_url(redis_server.url)
+    before = len(await admin.client_list())
+    scenarios = load_scenarios([SUITE / "cancel_booking.yaml"])
+    run = asyncio.create_task(run_distributed(Runner(OPTIONS), scenarios, redis_server.url))
+    queue = await open_queue(redis_server.url)
+    quiet = asyncio.Event()
+    chatter: asyncio.Task[None] | None = None
+    try:
+        job = await queue.dequeue(timeout=10)
+        assert job is not None
+        await job.update(status=Status.ACTIVE)
+
+        async def chatter_on() -> None:
+            while not quiet.is_set():  # not cancelled: redis-py may swallow that
+                await admin.publish(job.id, "active")
+
+        chatter = asyncio.create_task(chatter_on())
+        passed = ScenarioResult(name=scenarios[0].name, path="", seed=0, status="passed")
+        await job.finish(Status.COMPLETE, result=passed.model_dump(mode="json"))
+        done = await asyncio.wait_for(run, 30)
+    finally:
+        quiet.set()
+        if chatter is not None:
+            await chatter
+        run.cancel()
+        await queue.disconnect()
+    assert [r.status for r in done.scenarios] == ["passed"]
+    for _ in range(50):  # the server notices a closed connection a moment later
+        clients = await admin.client_list()
+        if len(clients) == before:
+            break
+        await asyncio.sleep(0.05)
+    await admin.aclose()
+    assert len(clients) == before, [c.get("cmd") for c in clients]
 
 
 async def test_a_job_aborted_by_the_sweep_with_attempts_left_waits_for_its_next_attempt(
