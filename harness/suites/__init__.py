@@ -66,6 +66,7 @@ _OWNERS: dict[str, str] = {
     "decode_options": "harness.suites.jobs",
     "encode_options": "harness.suites.jobs",
     "job_key": "harness.suites.jobs",
+    "parse_job_key": "harness.suites.jobs",
     "result_from_json": "harness.suites.jobs",
     "result_key": "harness.suites.jobs",
     "stopped_key": "harness.suites.jobs",

@@ -38,6 +38,7 @@ from harness.suites.jobs import (
     NOT_PLAYED,
     ScenarioJob,
     job_key,
+    parse_job_key,
     result_from_json,
     result_key,
     stopped_key,
@@ -249,7 +250,7 @@ class _Collector:
         from saq.job import Status
 
         stuck = {
-            int(job.key.rpartition(":")[2]): job
+            parse_job_key(job.key)[1]: job
             for job in jobs
             if job is not None and job.status in (Status.ACTIVE, Status.ABORTING) and job.stuck
         }
@@ -258,14 +259,12 @@ class _Collector:
         if not stuck:
             return
         listed = set(await self.queue.redis.lrange(self.queue.namespace("active"), 0, -1))
-        now = time.monotonic()
         for index, job in stuck.items():
             if job.id.encode() in listed:
                 self.orphaned_since.pop(index, None)  # the sweep sees it: the sweep's to retry
                 continue
-            if now - self.orphaned_since.setdefault(index, now) < _ORPHAN_GRACE:
+            if not _waited(self.orphaned_since, index, _ORPHAN_GRACE):
                 continue
-            del self.orphaned_since[index]
             lost = "its worker stopped, and the queue lost sight of its job"
             if job.retryable:
                 await self.queue.retry(job, lost)
@@ -285,7 +284,7 @@ class _Collector:
     async def _finished(self, job: Job) -> None:
         from saq.job import Status
 
-        index = int(job.key.rpartition(":")[2])
+        index = parse_job_key(job.key)[1]
         if index not in self.pending:
             return  # a second run of the same scenario: the first result stands
         if job.status == Status.COMPLETE:
@@ -302,11 +301,10 @@ class _Collector:
             if job.retryable:
                 # The queue's sweep aborts a job it takes for lost, then hands it out again
                 # (it may take a job just handed out for one): wait for the next attempt.
-                if not self._given_up(index):
+                if not _waited(self.aborted_since, index, _RETRY_WAIT):
                     return
                 # Aborted, and no one handed it out again: a worker's abort of a copy the
                 # queue had handed out twice ends so. Hand it out, as for a lost job.
-                del self.aborted_since[index]
                 await self.queue.retry(job, f"aborted ({_last_line(job.error)}), not retried")
                 return
             result = self._error(index, f"its job was aborted: {_last_line(job.error)}")
@@ -322,12 +320,6 @@ class _Collector:
             self.on_result(result)
         if self._stops_after(result) and not self.stopping:
             await self._stop()
-
-    def _given_up(self, index: int) -> bool:
-        """Whether an aborted job has waited long enough for its next attempt to be final."""
-        now = time.monotonic()
-        since = self.aborted_since.setdefault(index, now)
-        return now - since > _RETRY_WAIT
 
     def _stops_after(self, result: ScenarioResult) -> bool:
         failed = self.runner.options.fail_fast and result.status in ("failed", "error")
@@ -345,7 +337,7 @@ class _Collector:
         for job in await self.queue.jobs(keys):
             if job is not None and job.status == Status.QUEUED:
                 await self.queue.abort(job, "the run stopped before this scenario started")
-                self.pending.discard(int(job.key.rpartition(":")[2]))
+                self.pending.discard(parse_job_key(job.key)[1])
 
     def _error(self, index: int, message: str) -> ScenarioResult:
         scenario = self.scenarios[index]
@@ -358,6 +350,18 @@ class _Collector:
             status="error",
             error=message,
         )
+
+
+def _waited(since: dict[int, float], index: int, grace: float) -> bool:
+    """Whether scenario ``index`` has been as it is for ``grace`` s since ``since`` first saw it.
+
+    If so, it is forgotten, so that a later wait starts afresh.
+    """
+    now = time.monotonic()
+    if now - since.setdefault(index, now) < grace:
+        return False
+    del since[index]
+    return True
 
 
 def _last_line(text: str | None) -> str:

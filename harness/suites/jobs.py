@@ -33,6 +33,7 @@ __all__ = [
     "decode_options",
     "encode_options",
     "job_key",
+    "parse_job_key",
     "result_from_json",
     "result_key",
     "stopped_key",
@@ -45,6 +46,12 @@ JOB_FUNCTION = "run_scenario"
 def job_key(run_id: str, index: int) -> str:
     """The key of scenario ``index`` of run ``run_id``: also its store namespace."""
     return f"{run_id}:{index}"
+
+
+def parse_job_key(key: str) -> tuple[str, int]:
+    """The run id and scenario index in job key ``key`` (the inverse of :func:`job_key`)."""
+    run_id, _, index = key.rpartition(":")
+    return run_id, int(index)
 
 
 def result_key(key: str) -> str:

@@ -42,6 +42,7 @@ from harness.suites.jobs import (
     ScenarioJob,
     decode_options,
     encode_options,
+    parse_job_key,
     result_key,
     stopped_key,
 )
@@ -126,7 +127,7 @@ async def run_worker(
 
     async def run_scenario(ctx: Context, **kwargs: Any) -> dict[str, Any]:
         job = ctx["job"]
-        if await queue.redis.exists(stopped_key(job.key.rpartition(":")[0])):
+        if await queue.redis.exists(stopped_key(parse_job_key(job.key)[0])):
             say(f"not played {job.key}: its run stopped before it started")
             return {NOT_PLAYED: "its run stopped before it started"}
         played = asyncio.Event()

@@ -18,7 +18,14 @@ import pytest
 from harness.exceptions import ConfigError, StoreUnavailable
 from harness.results import RunResult, ScenarioResult
 from harness.suites.distributed import _enqueue, run_distributed
-from harness.suites.jobs import NOT_PLAYED, ScenarioJob, job_key, result_key, stopped_key
+from harness.suites.jobs import (
+    NOT_PLAYED,
+    ScenarioJob,
+    job_key,
+    parse_job_key,
+    result_key,
+    stopped_key,
+)
 from harness.suites.queue import open_queue
 from harness.suites.runner import Runner, RunOptions
 from harness.suites.scenario import load_scenarios
@@ -111,7 +118,7 @@ async def test_a_worker_that_starts_with_jobs_waiting_plays_each_once(
         await asyncio.gather(worker, return_exceptions=True)
     assert [r.status for r in done.scenarios] == ["passed"] * 3
     started = sorted(line.split()[1] for line in said if line.startswith("started "))
-    assert started == [job_key(started[0].rpartition(":")[0], i) for i in range(3)], said
+    assert started == [job_key(parse_job_key(started[0])[0], i) for i in range(3)], said
 
 
 async def test_a_scenario_whose_job_runs_twice_keeps_its_first_result(
@@ -187,6 +194,7 @@ async def test_a_broker_url_that_is_not_redis_is_refused() -> None:
 
 def test_job_keys_are_the_run_and_the_scenarios_index() -> None:
     assert job_key("run0-20260101", 12) == "run0-20260101:12"
+    assert parse_job_key("run0-20260101:12") == ("run0-20260101", 12)
 
 
 async def test_fail_fast_takes_the_scenarios_not_yet_started_off_the_queue(
@@ -275,7 +283,7 @@ async def test_a_stopped_run_does_not_wait_for_a_job_handed_back_unplayed(
         )
         await first.finish(Status.COMPLETE, result=failed.model_dump(mode="json"))
         for _ in range(100):  # the run has stopped
-            if await queue.redis.exists(stopped_key(first.key.rpartition(":")[0])):
+            if await queue.redis.exists(stopped_key(parse_job_key(first.key)[0])):
                 break
             await asyncio.sleep(0.1)
         await second.finish(Status.COMPLETE, result={NOT_PLAYED: "its run stopped"})
@@ -303,7 +311,7 @@ async def test_a_run_queues_its_scenarios_in_their_order(redis_server: RedisServ
         await asyncio.gather(run, return_exceptions=True)
         await queue.disconnect()
     keys = [queue.job_key_from_id(i.decode() if isinstance(i, bytes) else i) for i in ids]
-    assert keys == [job_key(keys[0].rpartition(":")[0], i) for i in range(len(scenarios))]
+    assert keys == [job_key(parse_job_key(keys[0])[0], i) for i in range(len(scenarios))]
 
 
 async def test_a_run_that_hears_news_as_it_ends_leaves_no_connection_open(
