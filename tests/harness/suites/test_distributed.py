@@ -11,7 +11,7 @@ import contextlib
 import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -40,6 +40,9 @@ OPTIONS = RunOptions(
     agent_settings={"BOOKING_REGRESSIONS": "no_dedupe"},
 )
 
+if TYPE_CHECKING:
+    from saq.queue.redis import RedisQueue
+
 pytestmark = [pytest.mark.redis]
 
 
@@ -57,6 +60,15 @@ def verdicts(run: RunResult) -> list[tuple[Any, ...]]:
         )
         for r in run.scenarios
     ]
+
+
+async def _all_queued(queue: RedisQueue, count: int) -> bool:
+    """Whether ``count`` jobs are waiting on ``queue`` within 5 s."""
+    for _ in range(100):
+        if await queue.count("queued") == count:
+            return True
+        await asyncio.sleep(0.05)
+    return False
 
 
 @pytest.fixture
@@ -99,11 +111,7 @@ async def test_a_worker_that_starts_with_jobs_waiting_plays_each_once(
     run = asyncio.create_task(run_distributed(Runner(OPTIONS), scenarios, redis_server.url))
     queue = await open_queue(redis_server.url)
     try:
-        for _ in range(100):
-            if await queue.count("queued") == len(scenarios):
-                break
-            await asyncio.sleep(0.05)
-        assert await queue.count("queued") == len(scenarios)
+        assert await _all_queued(queue, len(scenarios))
     finally:
         await queue.disconnect()
     said: list[str] = []
@@ -301,10 +309,7 @@ async def test_a_run_queues_its_scenarios_in_their_order(redis_server: RedisServ
     run = asyncio.create_task(run_distributed(Runner(OPTIONS), scenarios, redis_server.url))
     queue = await open_queue(redis_server.url)
     try:
-        for _ in range(100):
-            if await queue.count("queued") == len(scenarios):
-                break
-            await asyncio.sleep(0.05)
+        assert await _all_queued(queue, len(scenarios))
         ids = await queue.redis.lrange(queue.namespace("queued"), 0, -1)
     finally:
         run.cancel()
