@@ -303,6 +303,7 @@ async def _serve(
     from channels.whatsapp.ids import id_source
     from channels.whatsapp.server import BackgroundServer
     from channels.whatsapp.simulator import WhatsAppSimulator
+    from harness._tasks import cancel_until_done
     from harness.clock import VirtualClock
     from harness.store import check_store, open_store
 
@@ -373,9 +374,7 @@ async def _serve(
     try:
         await stopped.wait()
     finally:
-        pacer.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await pacer
+        await cancel_until_done(pacer)
         await server.stop()
         if forwarder is not None:
             await forwarder.aclose()

@@ -34,7 +34,6 @@ run's own Graph API (or send by ``link``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import re
 from collections.abc import (
@@ -53,6 +52,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from channels.whatsapp.errors import ServiceUnavailable
 from channels.whatsapp.ids import id_source, new_fbtrace_id
 from channels.whatsapp.validation import normalize_wa_id
+from harness._tasks import cancel_until_done
 from harness.store import Store
 
 if TYPE_CHECKING:
@@ -171,9 +171,7 @@ class RouteBook:
     async def release(self) -> None:
         """This side stops: what it still plays belongs to nobody any more."""
         if self._renewer is not None:
-            self._renewer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._renewer
+            await cancel_until_done(self._renewer)
             self._renewer = None
         if self._pending:
             await asyncio.wait(self._pending, timeout=_CONNECT)

@@ -60,6 +60,7 @@ from channels.whatsapp._shared_window import SharedSessionWindows
 from channels.whatsapp.shared_delivery import SharedDeliverer
 from channels.whatsapp.shared_media import SharedMediaStore
 from channels.whatsapp.simuser import SentMessage, SimUser
+from harness._tasks import cancel_until_done
 from harness.clock import Clock, VirtualClock
 from harness.exceptions import StoreError
 from harness.store import RedisStore, check_store
@@ -215,11 +216,7 @@ class SharedMeta:
         """Send what is queued, stop following, and close the connection."""
         with contextlib.suppress(StoreError):
             await self.flush()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_until_done(*self._tasks)
         if self._pubsub is not None:
             with contextlib.suppress(Exception):  # the connection may be gone already
                 await cast(Any, self._pubsub).aclose()  # annotated only in newer redis-py

@@ -22,7 +22,6 @@ needs: the signed bytes once made, the delivery's id, the attempt's number.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import json
 import logging
@@ -36,6 +35,7 @@ from channels.whatsapp.delivery import Deliverer, Emit, PendingUpdate, WebhookTa
 from channels.whatsapp.envelope import batch_webhooks
 from channels.whatsapp.faults import FaultDice
 from channels.whatsapp.signing import SignedBody
+from harness._tasks import cancel_until_done
 from harness.clock import Clock
 from harness.exceptions import HandshakeError, StoreError
 from harness.trace import DeliveryAttempt
@@ -373,9 +373,8 @@ class SharedDeliverer(Deliverer):
 
         Jobs not yet due stay in Redis for whichever process is alive when they are.
         """
-        self._poller.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._poller  # a claim it made meanwhile is in Redis before the hand-back
+        # A claim it made meanwhile is in Redis before the hand-back.
+        await cancel_until_done(self._poller)
         await super().aclose()
         try:
             await self.shared.store_call(
