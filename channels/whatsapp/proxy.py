@@ -60,6 +60,7 @@ from channels.whatsapp.proxy_exchange import GraphExchange, parse_json_or_none
 from channels.whatsapp.proxy_record import ProxyRecorder
 from channels.whatsapp.proxy_settings import ProxySettings
 from channels.whatsapp.signing import SIGNATURE_HEADER, verify
+from harness._tasks import cancel_until_done
 from harness.endpoints import Endpoints
 from harness.exceptions import SignatureError
 from harness.recording import Recording
@@ -367,9 +368,9 @@ def create_proxy_app(
             yield
         finally:
             if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+                # A cancellation that lands as a Redis read completes can be lost (see
+                # harness._tasks); a drain cut short reads the same records again next time.
+                await cancel_until_done(task)
                 with contextlib.suppress(Exception):
                     await proxy.drain()
             if agent_client is None:

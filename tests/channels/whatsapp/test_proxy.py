@@ -612,6 +612,54 @@ async def test_the_agents_recordings_join_through_redis(
 # -- pseudonyms ----------------------------------------------------------------------------------
 
 
+class _LosesACancellation(MemoryStore):
+    """A store whose read carries on after its first cancellation, as redis-py's may on 3.11."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reading = asyncio.Event()
+        self.lost = 0
+
+    async def read_log(self, key: str, start: int = 0, end: int | None = None) -> list[bytes]:
+        self.reading.set()
+        try:
+            await asyncio.sleep(0.05)
+        except asyncio.CancelledError:
+            if self.lost:
+                raise
+            self.lost += 1
+        return await super().read_log(key, start, end)
+
+
+async def test_the_proxy_stops_when_its_collector_loses_a_cancellation(tmp_path: Path) -> None:
+    store = _LosesACancellation()
+    settings = ProxySettings(
+        agent_url="http://agent.local/webhook",
+        app_secret=CONFIG.app_secret,
+        verify_token=CONFIG.verify_token,
+        out=tmp_path / "fixture",
+        upstream_graph=CONFIG.public_url,
+    )
+    recorder = ProxyRecorder(settings, clock=VirtualClock())
+    collector = RecordingCollector(store, "chat-1")
+    app = create_proxy_app(settings, recorder, collector=collector, collect_every=0.01)
+
+    async def start_and_stop() -> None:
+        async with app.router.lifespan_context(app):
+            store.reading.clear()
+            await store.reading.wait()  # the collecting loop is inside a read
+
+    run = asyncio.create_task(start_and_stop())
+    try:
+        done, _ = await asyncio.wait({run}, timeout=10)
+        assert run in done, "the proxy's shutdown waits for ever on its collecting loop"
+        run.result()
+    finally:
+        run.cancel()
+        recorder.close()
+    assert store.lost == 1
+
+
 def test_pseudonyms_are_stable_keyed_and_shaped_like_the_original() -> None:
     one, again, other = Pseudonymizer("k1"), Pseudonymizer("k1"), Pseudonymizer("k2")
     assert one.phone(ANA) == again.phone(ANA) != other.phone(ANA)
