@@ -20,18 +20,21 @@ __all__ = ["cancel_until_done"]
 _AGAIN_AFTER: Final = 0.05
 
 
-async def cancel_until_done(*tasks: asyncio.Task[Any]) -> None:
+async def cancel_until_done(*tasks: asyncio.Task[Any], again_after: float = _AGAIN_AFTER) -> None:
     """Cancel ``tasks`` and wait until each has ended, cancelling again any that runs on.
 
-    For tasks that do not clean up when cancelled (a loop that polls or
-    renews): a second cancellation would cut short such a clean-up. Raises the
-    first exception a task ended with, other than its cancellation.
+    A task still running ``again_after`` seconds after its cancellation is
+    cancelled again. The default suits tasks that do not clean up when
+    cancelled (a loop that polls or renews); give a task that does (a worker
+    that closes its connections) time enough for that, since a second
+    cancellation cuts a clean-up short. Raises the first exception a task
+    ended with, other than its cancellation.
     """
     running = {task for task in tasks if not task.done()}
     while running:
         for task in running:
             task.cancel()
-        _, running = await asyncio.wait(running, timeout=_AGAIN_AFTER)
+        _, running = await asyncio.wait(running, timeout=again_after)
     for task in tasks:
         if not task.cancelled() and (error := task.exception()) is not None:
             raise error
