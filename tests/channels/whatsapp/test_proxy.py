@@ -123,6 +123,17 @@ def _text(to: str, body: str) -> dict[str, Any]:
     return {"messaging_product": "whatsapp", "to": to, "type": "text", "text": {"body": body}}
 
 
+def _rig_settings(tmp_path: Path, key: str | None = None) -> ProxySettings:
+    return ProxySettings(
+        agent_url="http://agent.local/webhook",
+        app_secret=CONFIG.app_secret,
+        verify_token=CONFIG.verify_token,
+        out=tmp_path / "fixture",
+        upstream_graph=CONFIG.public_url,
+        pseudonymize_key=key,
+    )
+
+
 @asynccontextmanager
 async def _rig(
     tmp_path: Path,
@@ -134,14 +145,7 @@ async def _rig(
 ) -> AsyncIterator[Rig]:
     sim = WhatsAppSimulator(CONFIG, clock=VirtualClock())
     agent = agent or StubAgent()
-    settings = ProxySettings(
-        agent_url="http://agent.local/webhook",
-        app_secret=CONFIG.app_secret,
-        verify_token=CONFIG.verify_token,
-        out=tmp_path / "fixture",
-        upstream_graph=CONFIG.public_url,
-        pseudonymize_key=key,
-    )
+    settings = _rig_settings(tmp_path, key)
     recorder = ProxyRecorder(settings, clock=sim.clock)
     to_agent = httpx.AsyncClient(transport=agent_transport or httpx.ASGITransport(agent.app()))
     upstream = httpx.AsyncClient(transport=upstream_transport or sim.graph_transport())
@@ -633,13 +637,7 @@ class _LosesACancellation(MemoryStore):
 
 async def test_the_proxy_stops_when_its_collector_loses_a_cancellation(tmp_path: Path) -> None:
     store = _LosesACancellation()
-    settings = ProxySettings(
-        agent_url="http://agent.local/webhook",
-        app_secret=CONFIG.app_secret,
-        verify_token=CONFIG.verify_token,
-        out=tmp_path / "fixture",
-        upstream_graph=CONFIG.public_url,
-    )
+    settings = _rig_settings(tmp_path)
     recorder = ProxyRecorder(settings, clock=VirtualClock())
     collector = RecordingCollector(store, "chat-1")
     app = create_proxy_app(settings, recorder, collector=collector, collect_every=0.01)
