@@ -436,3 +436,12 @@ def test_the_dependency_check_sees_undeclared_and_unused_distributions(tmp_path:
     imports.pop("nowhere_at_all")
     declared = {"used-dist", "types-used-dist", "made-up-parser", "ruff"}
     assert _dependency_problems(imports, declared, distributions, must_be_imported=declared) == []
+
+
+def test_the_license_is_an_spdx_expression_setuptools_builds() -> None:
+    """setuptools stops building the table form (``license = {text = ...}``) after 2027-02-18."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert pyproject["project"]["license"] == "Apache-2.0"
+    # The expression form needs setuptools 77 or later (PEP 639).
+    [setuptools] = [r for r in pyproject["build-system"]["requires"] if r.startswith("setuptools")]
+    assert setuptools == "setuptools>=77"
