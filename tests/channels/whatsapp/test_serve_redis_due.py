@@ -264,6 +264,8 @@ async def test_a_retry_due_after_its_server_stops_is_made_by_the_other_with_the_
         a, b = meta.clients
         wamid = await _say(a, BEN, "fail twice")
         await _until(lambda: len(recorder.deliveries(wamid)) >= 2)
+        # The bot has the second try; its server writes what it made of it once answered.
+        await _until(lambda: _attempts_seen(b, wamid, 2))
         await meta.stop(0, signal.SIGKILL)  # before its retry at 10 s
         advanced = await b.post("/_harness/advance", json={"duration": "11s"})
         assert advanced.status_code == 200, advanced.text
@@ -306,6 +308,12 @@ async def test_a_delivery_cut_short_by_its_server_dying_is_made_again_after_the_
     assert inbound == [False, True]  # the agent may have had the first: the second is a copy
     attempts = [e for e in events if e["kind"] == "delivery" and wamid in e["items"]]
     assert [(e["attempt"], e["status_code"]) for e in attempts] == [(1, 200)]
+
+
+async def _attempts_seen(client: httpx.AsyncClient, wamid: str, count: int) -> bool:
+    events: list[dict[str, Any]] = (await _events(client))["events"]
+    made = [e for e in events if e["kind"] == "delivery" and wamid in e["items"]]
+    return len(made) >= count
 
 
 async def _replied(client: httpx.AsyncClient, user: str, text: str) -> bool:
