@@ -14,6 +14,7 @@ timers), so a test can :meth:`~BookingAgent.drain` them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -33,6 +34,7 @@ from agents.booking.regressions import Regression
 from agents.booking.settings import BookingSettings
 from agents.booking.state import Proposal, StateStore, UserState
 from agents.booking.tools import Calendar, register_tools, room_of
+from harness._tasks import cancel_until_done
 from harness.acting import acting_for
 from harness.agent import DirectMessage, DirectOption, DirectReply, DirectTurn
 from harness.clock import Clock
@@ -51,6 +53,8 @@ _log = logging.getLogger(__name__)
 _KEPT_ERRORS: Final = 100
 # The most messages of history the agent shows the model (and keeps), whatever the settings.
 _MAX_HISTORY: Final = 400
+# How long a cancelled background task may clean up before it is cancelled again.
+_CLEAN_UP: Final = 1.0
 
 #: The answer to a message the agent can't read (image, audio, location, sticker...).
 UNSUPPORTED_TEXT = (
@@ -346,11 +350,15 @@ class BookingAgent:
             await asyncio.gather(*list(self._work), return_exceptions=True)
 
     async def aclose(self) -> None:
-        """Cancel every background task and wait for them to end."""
-        tasks = [*self._work, *self._timers]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        """Cancel every background task and wait for them to end; what they failed with is dropped.
+
+        A follow-up waiting on a clock that reads the store (a run's clock, over
+        Redis) can lose its cancellation in a read on Python 3.11 and wait on for
+        hours. A task still running a second after its cancellation is cancelled
+        again: time enough for work to let go of its locks.
+        """
+        with contextlib.suppress(Exception):
+            await cancel_until_done(*self._work, *self._timers, again_after=_CLEAN_UP)
 
 
 def _from_direct(user: str, message: DirectMessage) -> Inbound:

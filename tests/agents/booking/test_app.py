@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 
 import httpx
@@ -77,3 +78,28 @@ async def test_health_and_root_route() -> None:
         params = {"hub.mode": "subscribe", "hub.challenge": "42", "hub.verify_token": "test-verify"}
         assert (await client.get("/", params=params)).text == "42"
     await app.state.agent.aclose()
+
+
+async def test_the_agent_closes_when_a_follow_up_loses_its_cancellation() -> None:
+    # A follow-up asleep on a clock that polls Redis can lose a cancellation in a read
+    # (Python 3.11): one cancel() and a wait with no limit kept the agent from closing.
+    app = create_app(make_settings())
+    agent = app.state.agent
+    lost: list[bool] = []
+
+    async def follow_up() -> None:
+        while True:
+            try:
+                await asyncio.sleep(0.05)
+            except asyncio.CancelledError:
+                if lost:
+                    raise
+                lost.append(True)
+
+    timer = agent.spawn(follow_up(), timer=True)
+    await asyncio.sleep(0.01)
+    closing = asyncio.create_task(agent.aclose())
+    done, _ = await asyncio.wait({closing}, timeout=10)
+    assert closing in done, "the agent waits for ever on a follow-up that lost its cancellation"
+    assert lost == [True]
+    assert timer.cancelled()
