@@ -95,7 +95,12 @@ class Chain:
                 await asyncio.sleep(2.5)  # the agent's last answer and its statuses
         finally:
             proxy.send_signal(signal.SIGINT)  # the proxy closes its fixture cleanly
-            await asyncio.wait_for(proxy.wait(), 15)
+            try:
+                await asyncio.wait_for(proxy.wait(), 15)
+            except TimeoutError:
+                proxy.kill()  # a proxy that does not stop fails the test, and goes with it
+                await proxy.wait()
+                raise
 
 
 async def _clear_of_a_minute_boundary(room: float = 25.0) -> None:
