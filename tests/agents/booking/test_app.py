@@ -15,6 +15,7 @@ from agents.booking import BookingAgent, BookingSettings, ScriptedModel, build_l
 from harness.exceptions import ConfigError
 from harness.llm import AnthropicClient
 from tests.agents.booking.support import make_settings
+from tests.support.cancellation import LosesOneCancellation
 
 ENV = {
     "WHATSAPP_ACCESS_TOKEN": "tok",
@@ -85,21 +86,16 @@ async def test_the_agent_closes_when_a_follow_up_loses_its_cancellation() -> Non
     # (Python 3.11): one cancel() and a wait with no limit kept the agent from closing.
     app = create_app(make_settings())
     agent = app.state.agent
-    lost: list[bool] = []
+    losing = LosesOneCancellation()
 
     async def follow_up() -> None:
         while True:
-            try:
-                await asyncio.sleep(0.05)
-            except asyncio.CancelledError:
-                if lost:
-                    raise
-                lost.append(True)
+            await losing.sleep(0.05)
 
     timer = agent.spawn(follow_up(), timer=True)
     await asyncio.sleep(0.01)
     closing = asyncio.create_task(agent.aclose())
     done, _ = await asyncio.wait({closing}, timeout=10)
     assert closing in done, "the agent waits for ever on a follow-up that lost its cancellation"
-    assert lost == [True]
+    assert losing.lost == 1
     assert timer.cancelled()

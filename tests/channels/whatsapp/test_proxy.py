@@ -60,6 +60,7 @@ from harness.trace import (
     StatusUpdate,
     ToolCall,
 )
+from tests.support.cancellation import LosesOneCancellation
 
 ANA = "5511987654321"
 BRUNO = "4915112345678"
@@ -622,16 +623,11 @@ class _LosesACancellation(MemoryStore):
     def __init__(self) -> None:
         super().__init__()
         self.reading = asyncio.Event()
-        self.lost = 0
+        self.losing = LosesOneCancellation()
 
     async def read_log(self, key: str, start: int = 0, end: int | None = None) -> list[bytes]:
         self.reading.set()
-        try:
-            await asyncio.sleep(0.05)
-        except asyncio.CancelledError:
-            if self.lost:
-                raise
-            self.lost += 1
+        await self.losing.sleep(0.05)
         return await super().read_log(key, start, end)
 
 
@@ -655,7 +651,7 @@ async def test_the_proxy_stops_when_its_collector_loses_a_cancellation(tmp_path:
     finally:
         run.cancel()
         recorder.close()
-    assert store.lost == 1
+    assert store.losing.lost == 1
 
 
 def test_pseudonyms_are_stable_keyed_and_shaped_like_the_original() -> None:
