@@ -17,7 +17,7 @@ TEST_REDIS_URL = os.environ.get("HARNESS_TEST_REDIS_URL", "redis://127.0.0.1:637
 _REQUIRE_REDIS = bool(os.environ.get("CI")) or bool(os.environ.get("HARNESS_REQUIRE_REDIS"))
 
 _CLEARED_PREFIXES = ("ANTHROPIC_", "OPENAI_", "OTEL_", "HARNESS_", "BOOKING_", "WHATSAPP_")
-# PYTEST_ADDOPTS too: CI spreads the tests with it (-n auto), and a test that starts pytest
+# PYTEST_ADDOPTS too: CI spreads the tests with it (-n, one worker per core and one more), and a test that starts pytest
 # itself wants that run to have its own options only.
 _CLEARED_NAMES = ("REDIS_URL", "PYTEST_ADDOPTS")
 
