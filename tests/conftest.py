@@ -17,9 +17,19 @@ TEST_REDIS_URL = os.environ.get("HARNESS_TEST_REDIS_URL", "redis://127.0.0.1:637
 _REQUIRE_REDIS = bool(os.environ.get("CI")) or bool(os.environ.get("HARNESS_REQUIRE_REDIS"))
 
 _CLEARED_PREFIXES = ("ANTHROPIC_", "OPENAI_", "OTEL_", "HARNESS_", "BOOKING_", "WHATSAPP_")
-# PYTEST_ADDOPTS too: CI spreads the tests with it (-n, one worker per core and one more), and a test that starts pytest
+# PYTEST_ADDOPTS too: CI spreads the tests with it (-n), and a test that starts pytest
 # itself wants that run to have its own options only.
 _CLEARED_NAMES = ("REDIS_URL", "PYTEST_ADDOPTS")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the slow tests first, in their order, then the rest in theirs.
+
+    Spread over workers (``-n``), the long tests then start at once on every
+    worker, and the short ones fill in behind them; left in file order, a few
+    long tests near the end made the run wait on one worker.
+    """
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(autouse=True)

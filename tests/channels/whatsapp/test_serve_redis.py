@@ -31,7 +31,7 @@ from channels.whatsapp.cli import serve_command
 from tests.bots.loopback import free_port, serve_in_process, started_process
 from tests.support.redis_server import RedisServer
 
-pytestmark = [pytest.mark.network, pytest.mark.redis]
+pytestmark = [pytest.mark.network, pytest.mark.redis, pytest.mark.slow]
 
 TOKEN = "harness-access-token"
 PHONE_NUMBER_ID = "100200300400500"

@@ -39,7 +39,7 @@ from tests.channels.whatsapp.test_serve_redis import (
     _stop,
 )
 
-pytestmark = [pytest.mark.network, pytest.mark.redis]
+pytestmark = [pytest.mark.network, pytest.mark.redis, pytest.mark.slow]
 
 ANA, BEN = "15550003001", "15550003002"
 

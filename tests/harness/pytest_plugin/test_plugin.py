@@ -64,6 +64,7 @@ def test_options_win_over_the_ini_which_wins_over_tool_harness(
         read_settings(both)
 
 
+@pytest.mark.slow
 def test_scenarios_and_tests_spread_over_xdist_workers(pytester: pytest.Pytester) -> None:
     write_ini(pytester, harness_target=TARGET, harness_scenarios="scenarios")
     bundled(

@@ -327,6 +327,7 @@ def test_models_and_schema_agree_at_the_limits(
     check_agreement(data.draw(build(breaking)))
 
 
+@pytest.mark.slow
 def test_the_edge_family_holds_valid_and_invalid_bodies_of_each_kind() -> None:
     """Not a family of refusals only: each kind yields bodies the models take, and refuse."""
     for build, _ in FAMILIES.values():
