@@ -22,16 +22,6 @@ _CLEARED_PREFIXES = ("ANTHROPIC_", "OPENAI_", "OTEL_", "HARNESS_", "BOOKING_", "
 _CLEARED_NAMES = ("REDIS_URL", "PYTEST_ADDOPTS")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Run the slow tests first, in their order, then the rest in theirs.
-
-    Spread over workers (``-n``), the long tests then start at once on every
-    worker, and the short ones fill in behind them; left in file order, a few
-    long tests near the end made the run wait on one worker.
-    """
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
-
-
 @pytest.fixture(autouse=True)
 def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """No test sees an API key, a Redis URL or the harness's own settings by accident."""
