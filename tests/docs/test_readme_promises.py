@@ -21,8 +21,6 @@ import pytest
 from channels.whatsapp.retention_policy import SERVE_RETENTION
 from harness.durations import format_duration
 
-__all__: list[str] = []
-
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 SERVE = "`harness serve`"
@@ -226,13 +224,6 @@ class Linked:
         _shows(where, *self.shows)
 
 
-def _missing(what: str, page: str) -> pytest.MarkDecorator:
-    """A known gap: the README links no page on ``what``; passing again fails the run."""
-    return pytest.mark.xfail(
-        strict=True, reason=f"the README links no page on {what} ({page} exists)"
-    )
-
-
 LINKED = [
     pytest.param(
         Linked(
@@ -323,7 +314,6 @@ LINKED = [
             ),
         ),
         id="issue-16-any-agent-any-sdk",
-        marks=_missing("recording any agent with any SDK", "docs/how-to/any-agent.md"),
     ),
     pytest.param(
         Linked(
@@ -332,7 +322,6 @@ LINKED = [
             ("simulated_hesitant_customer.yaml", "--repeat"),
         ),
         id="issue-17-simulated-users",
-        marks=_missing("simulated users", "docs/how-to/simulated-users.md"),
     ),
     pytest.param(
         Linked(
@@ -357,7 +346,6 @@ LINKED = [
             ("harness ui ", "**Replay all selected**", "**Save**"),
         ),
         id="issue-19-the-prompt-debugger",
-        marks=_missing("the prompt debugger", "docs/how-to/prompt-debugger.md"),
     ),
     pytest.param(
         Linked(
@@ -366,7 +354,6 @@ LINKED = [
             ("harness explore ", "--budget"),
         ),
         id="issue-20-explore",
-        marks=_missing("harness explore", "docs/how-to/explore.md"),
     ),
     pytest.param(
         Linked(
@@ -519,10 +506,6 @@ def _mutation_score_shown(readme: str, reliability: str) -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the score is on docs/explanation/quality.md, which the README does not link",
-)
 def test_the_mutation_checks_last_score_is_in_reach_of_the_readme() -> None:
     """Asked by issue 21: the mutation check's last score is in the README's reliability
     section or in ``RELIABILITY.md``; the README now points into the docs for the rest."""
