@@ -382,6 +382,7 @@ class _GraphAPI:
             )
         finally:
             await form.close()
+        await self.store.published()  # the id works through every process once answered
         return JSONResponse({"id": media_id})
 
     async def media(self, request: Request) -> Response:
@@ -396,8 +397,11 @@ class _GraphAPI:
             raise _unknown_object(request.method, media_id)
         if request.method == "DELETE":
             self.store.delete(media_id)
+            await self.store.published()
             return JSONResponse({"success": True})
-        return JSONResponse(self.store.describe(found))
+        described = self.store.describe(found)
+        await self.store.published()  # the download URL works through every process
+        return JSONResponse(described)
 
     def method_not_allowed(self, request: Request, allowed: str) -> Response | None:
         """A 405 for a route that takes every method, so ``/{version}/{media_id}`` never does."""

@@ -246,6 +246,13 @@ class MediaStore:
     async def load_link(self, token: str) -> None:
         """Make sure a download URL another process issued works here too (as :meth:`load`)."""
 
+    async def published(self) -> None:
+        """Return once this store's changes hold for every process that shares it.
+
+        An answer that hands out a media id or a download URL waits for it, so
+        the id or URL works at once through any process (here: at once).
+        """
+
     def exists(self, media_id: str) -> bool:
         """Tell whether ``media_id`` can be sent or fetched now."""
         return self.get(media_id) is not None

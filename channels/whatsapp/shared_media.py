@@ -36,6 +36,8 @@ class _Publishes(Protocol):
 
     async def read_link(self, token: str) -> bytes | None: ...
 
+    async def flush(self) -> None: ...
+
 
 def media_record(media: StoredMedia) -> dict[str, Any]:
     """A file as it is kept in Redis: its details, and its bytes in base64."""
@@ -126,6 +128,10 @@ class SharedMediaStore(MediaStore):
         link = json.loads(raw)
         self._links[token] = _Link(link["media_id"], datetime.fromisoformat(link["expires"]))
         await self.load(link["media_id"])
+
+    async def published(self) -> None:
+        """Return once the files, deletions and download URLs made here are in Redis."""
+        await self._shared.flush()
 
     def forget_here(self, media_id: str) -> None:
         """Another process deleted the file: drop this process's copy."""

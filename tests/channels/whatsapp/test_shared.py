@@ -9,6 +9,7 @@ pacing), so the rate limits meet the same sends at the same instants.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -164,3 +165,53 @@ async def test_each_process_that_joins_is_numbered_and_starts_on_the_shared_cloc
         assert abs((late.start() - pair.sims[0].clock.now()).total_seconds()) < 5
     finally:
         await late.aclose()
+
+
+async def test_a_media_id_or_url_answered_by_one_works_at_once_through_the_other(
+    stack: AsyncExitStack, redis_url: str, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No background sending of changes: what the answers themselves wait for is all there is,
+    # so an answer given before its file or URL reached Redis fails here every time.
+    async def never(self: SharedMeta) -> None:
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(SharedMeta, "_flushing", never)
+    pair = await _pair(stack, redis_url, namespace)
+    auth = {"Authorization": f"Bearer {pair.sims[0].config.access_token}"}
+    photo = b"\xff\xd8\xff\xe0" + b"a photo" * 40
+    form = {"messaging_product": "whatsapp", "type": "image/jpeg"}
+    files = {"file": ("photo.jpg", photo, "image/jpeg")}
+    uploaded = await pair.a.post(
+        "/v25.0/100200300400500/media", data=form, files=files, headers=auth
+    )
+    assert uploaded.status_code == 200, uploaded.text
+    described = await pair.b.get(f"/v25.0/{uploaded.json()['id']}", headers=auth)
+    assert described.status_code == 200, described.text
+    path = "/" + described.json()["url"].split("/", 3)[3]
+    downloaded = await pair.a.get(path, headers=auth)
+    assert downloaded.status_code == 200, downloaded.text
+    assert downloaded.content == photo
+
+    # A user's file, added through the control API of one, is there through the other (the
+    # control API shares what each call changed before it answers).
+    added = await pair.b.post(
+        "/_harness/media", content=photo, headers={"Content-Type": "image/jpeg"}
+    )
+    assert added.status_code == 201, added.text
+    found = await pair.a.get(f"/v25.0/{added.json()['id']}", headers=auth)
+    assert found.status_code == 200, found.text
+
+    # A file deleted through one is gone from Redis once the answer comes.
+    media_id = uploaded.json()["id"]
+    assert await _media_keys(redis_url, namespace, media_id)
+    deleted = await pair.a.delete(f"/v25.0/{media_id}", headers=auth)
+    assert deleted.status_code == 200, deleted.text
+    assert not await _media_keys(redis_url, namespace, media_id)
+
+
+async def _media_keys(url: str, namespace: str, media_id: str) -> list[bytes]:
+    client = aioredis.Redis.from_url(url)
+    try:
+        return [key async for key in client.scan_iter(match=f"{namespace}:*media:{media_id}")]
+    finally:
+        await client.aclose()
