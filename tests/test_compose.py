@@ -25,6 +25,7 @@ import yaml
 
 from channels.whatsapp.config import SimulatorConfig
 from tests.bots.loopback import free_port
+from tests.support.processes import stop
 from tests.support.redis_server import RedisServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -224,7 +225,11 @@ async def _healthy(command: list[str], name: str) -> None:
         probe = await asyncio.create_subprocess_exec(
             *command, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
         )
-        if await probe.wait() == 0:
+        try:
+            healthy = await probe.wait() == 0
+        finally:
+            await stop(probe)  # a probe still waiting on its answer when time is up
+        if healthy:
             return
         await asyncio.sleep(0.2)
     raise AssertionError(f"{name} never passed its healthcheck")
@@ -270,7 +275,10 @@ async def _in_process(tmp_path: Path, regression: str | None) -> dict[str, tuple
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.DEVNULL,
     )
-    await asyncio.wait_for(process.wait(), 180)
+    try:
+        await asyncio.wait_for(process.wait(), 180)
+    finally:
+        await stop(process)
     return _verdicts(tmp_path / "local" / "report.json")
 
 
@@ -311,13 +319,13 @@ async def test_the_topology_runs_as_processes_on_loopback(
                 )
                 for _ in range(replicas)
             ]
+            running.extend(started)  # the one-shot too: stopped with the rest if it has not ended
             if service.get("restart") == "no":  # the one-shot: wait for it
                 [suite] = started
                 out, _ = await asyncio.wait_for(suite.communicate(), 120)
                 suite_code = suite.returncode
                 suite_out = out.decode(errors="replace")
                 continue
-            running.extend(started)
             check = loopback.healthcheck(name, service)
             if check is not None:
                 await asyncio.wait_for(_healthy(check, name), 40)

@@ -11,9 +11,11 @@ a file block is written where the reader stands.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -115,19 +117,27 @@ class Session:
             "trap _docs_keep EXIT\n"
             "set -e\n" + commands_of(block) + "_docs_keep\n"  # a block may set a trap of its own
         )
-        try:
-            done = subprocess.run(
-                ["bash", "-c", script],
-                env=_environment(self.home),
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=BLOCK_TIMEOUT,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise BlockFailed(f"{block.where}: still running after {exc.timeout:.0f}s") from None
-        printed = done.stdout + done.stderr
+        # The block runs in a session of its own: what it started and left running (a server
+        # in the background, or every command of a block that timed out) is killed with it.
+        with subprocess.Popen(
+            ["bash", "-c", script],
+            env=_environment(self.home),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        ) as done:
+            try:
+                stdout, stderr = done.communicate(timeout=BLOCK_TIMEOUT)
+            except subprocess.TimeoutExpired as exc:
+                raise BlockFailed(
+                    f"{block.where}: still running after {exc.timeout:.0f}s"
+                ) from None
+            finally:
+                with contextlib.suppress(ProcessLookupError):  # nothing of it is left
+                    os.killpg(done.pid, signal.SIGKILL)
+        printed = stdout + stderr
         if done.returncode != block.exit_code:
             raise BlockFailed(
                 f"{block.where}: exited {done.returncode}, the page says {block.exit_code}\n"

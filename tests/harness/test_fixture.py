@@ -663,6 +663,7 @@ def test_a_writer_killed_mid_append_leaves_a_loadable_fixture(tmp_path: Path) ->
         assert ready == "ready\n", proc.communicate(timeout=30)[1]
         proc.send_signal(signal.SIGKILL)
     finally:
+        proc.kill()  # the writer goes with a test that fails before it is killed
         proc.communicate(timeout=30)
     assert proc.returncode == -signal.SIGKILL
 

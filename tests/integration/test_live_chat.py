@@ -36,6 +36,7 @@ from harness.suites.runner import Runner, RunOptions
 from tests.bots.fake_anthropic import serve_fake_anthropic
 from tests.bots.loopback import free_port
 from tests.support.model_server import ScriptedBehindAServer
+from tests.support.processes import stop
 
 pytestmark = [pytest.mark.network, pytest.mark.redis, pytest.mark.slow]
 
@@ -191,8 +192,7 @@ async def _chain(tmp_path: Path, redis_url: str, fixture_id: str) -> AsyncIterat
             )
         finally:
             for process in (serve, agent):
-                process.terminate()
-                await process.wait()
+                await stop(process)
 
 
 async def _offline(fixture: Path, skew: str = "") -> Any:

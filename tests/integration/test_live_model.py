@@ -21,6 +21,7 @@ import pytest
 
 from tests.bots.fake_anthropic import serve_fake_anthropic
 from tests.support.model_server import ScriptedBehindAServer
+from tests.support.processes import stop
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = ROOT / "scenarios" / "booking" / "happy_confirm_button.yaml"
@@ -38,7 +39,10 @@ async def _harness(*args: str, env: Mapping[str, str]) -> tuple[int, str]:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
     )
-    out, _ = await process.communicate()
+    try:
+        out, _ = await process.communicate()
+    finally:
+        await stop(process)
     assert process.returncode is not None
     return process.returncode, out.decode()
 

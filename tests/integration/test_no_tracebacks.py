@@ -22,6 +22,7 @@ import pytest
 
 from reliability.kills import proxy_chat, record_command, started
 from tests.bots.loopback import free_port
+from tests.support.processes import stop
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -61,11 +62,11 @@ async def _killed_recording(out: Path, after: float) -> None:
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.DEVNULL,
     )
-    await started(out, process)
-    await asyncio.sleep(after)
-    if process.returncode is None:
-        process.send_signal(signal.SIGKILL)
-    await process.wait()
+    try:
+        await started(out, process)
+        await asyncio.sleep(after)
+    finally:
+        await stop(process, signal=signal.SIGKILL)
 
 
 @pytest.mark.parametrize("after", [0.02, 0.08])

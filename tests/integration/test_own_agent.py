@@ -167,7 +167,11 @@ def test_the_tutorial_bot_at_a_url_passes_the_same_suite(tmp_path: Path) -> None
         )
     finally:
         bot.terminate()
-        bot.wait(timeout=10)
+        try:
+            bot.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            bot.kill()
+            bot.wait()
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 scenario: 1 passed" in done.stdout
 

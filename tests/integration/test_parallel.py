@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -65,9 +67,15 @@ def factory(env):
 
 
 def _on_a_terminal(command: list[str], cwd: Path, env: dict[str, str], limit: float) -> str:
-    """Run ``command`` with a pseudo-terminal for its output; what it wrote."""
+    """Run ``command`` with a pseudo-terminal for its output; what it wrote.
+
+    The command runs in a session of its own, so that its worker processes are
+    killed with it however the test ends.
+    """
     leader, follower = os.openpty()
-    process = subprocess.Popen(command, cwd=cwd, env=env, stdout=follower, stderr=follower)
+    process = subprocess.Popen(
+        command, cwd=cwd, env=env, stdout=follower, stderr=follower, start_new_session=True
+    )
     os.close(follower)
     written = b""
     deadline = time.monotonic() + limit
@@ -86,7 +94,9 @@ def _on_a_terminal(command: list[str], cwd: Path, env: dict[str, str], limit: fl
         assert process.wait(timeout=max(deadline - time.monotonic(), 1)) == 0, written
     finally:
         os.close(leader)
-        process.kill()
+        with contextlib.suppress(ProcessLookupError):  # none of the session is left
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
     return written.decode(errors="replace")
 
 

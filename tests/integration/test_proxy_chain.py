@@ -56,6 +56,7 @@ from harness.store import MemoryStore, RedisStore
 from harness.suites.runner import Runner, RunOptions
 from harness.trace import InboundMessage, LLMExchange, OutboundSend, ToolCall
 from tests.bots.loopback import free_port
+from tests.support.processes import stop
 
 pytestmark = pytest.mark.network
 
@@ -403,9 +404,8 @@ async def _start(*argv: str, env: dict[str, str]) -> asyncio.subprocess.Process:
 
 
 async def _stop(process: asyncio.subprocess.Process) -> tuple[bytes, bytes]:
-    if process.returncode is None:
-        process.send_signal(signal.SIGTERM)
-    return await asyncio.wait_for(process.communicate(), timeout=20)
+    await stop(process, within=20)  # killed if it is still running 20 s after SIGTERM
+    return await process.communicate()
 
 
 @pytest.mark.redis

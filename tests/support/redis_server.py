@@ -63,12 +63,16 @@ class RedisServer:
             stderr=asyncio.subprocess.DEVNULL,
         )
         deadline = time.monotonic() + 10
-        while not await self._answers():
-            if self.process.returncode is not None or time.monotonic() > deadline:
-                log = self.directory / "redis.log"
-                text = log.read_text(errors="replace") if log.exists() else ""
-                raise RuntimeError(f"redis-server did not start on port {self.port}:\n{text}")
-            await asyncio.sleep(0.02)
+        try:
+            while not await self._answers():
+                if self.process.returncode is not None or time.monotonic() > deadline:
+                    log = self.directory / "redis.log"
+                    text = log.read_text(errors="replace") if log.exists() else ""
+                    raise RuntimeError(f"redis-server did not start on port {self.port}:\n{text}")
+                await asyncio.sleep(0.02)
+        except BaseException:
+            await self.kill()  # a server that never answered is not left running
+            raise
 
     async def kill(self) -> None:
         """Kill the server (SIGKILL): whatever it held is gone."""

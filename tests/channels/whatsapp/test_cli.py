@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from channels.whatsapp.cli import is_loopback, serve_command
 from channels.whatsapp.config import SimulatorConfig
 from tests.bots.loopback import free_port
+from tests.support.processes import stop
 
 
 @pytest.mark.parametrize(
@@ -87,7 +88,7 @@ async def test_harness_serve_with_a_token_from_the_environment_wants_it_on_the_c
             right = await client.get("/_harness/clock", headers={"Authorization": "Bearer s3cret"})
             assert right.status_code == 200, right.text
     finally:
-        process.terminate()
+        await stop(process)
         out, _ = await process.communicate()
     assert "(with a control token)" in out.decode()
 
@@ -123,7 +124,7 @@ async def _eight_sends_at_once(*options: str) -> tuple[list[object], float]:
                 codes.append(answer.json().get("error", {}).get("code", answer.status_code))
             took = time.monotonic() - started
     finally:
-        process.terminate()
+        await stop(process)
         await process.communicate()
     return codes, took
 

@@ -15,6 +15,7 @@ from channels.whatsapp.cli import serve_command
 from channels.whatsapp.load_cli import load_command
 from tests.bots.loopback import free_port
 from tests.channels.whatsapp.test_cli import _started
+from tests.support.processes import stop
 
 
 async def _which_loop() -> str:
@@ -67,6 +68,6 @@ async def test_harness_serve_runs_on_the_loop_it_is_given(given: list[str], runs
             await _started(client, process)
             assert (await client.get("/_harness/clock")).status_code == 200
     finally:
-        process.terminate()
+        await stop(process)
         out, _ = await process.communicate()
     assert f"event loop: {runs_on}\n" in out.decode()

@@ -32,6 +32,7 @@ from harness.suites.scenario import parse_scenario
 from harness.trace import OutboundSend
 from tests.bots import inline
 from tests.bots.loopback import free_port, serve_in_process
+from tests.support.processes import stop
 
 SCENARIO = """
 name: {name}
@@ -304,7 +305,6 @@ async def test_a_run_reaches_an_agent_whose_graph_api_is_harness_serve(redis_url
         async with serve_in_process(inline.create_app(settings)) as agent:
             run = await Runner(_options(agent, redis_url, run_port)).run([scenario])
     finally:
-        serve.terminate()
-        await serve.wait()
+        await stop(serve)
     [result] = run.scenarios
     assert result.status == "passed", (result.error, result.violations)

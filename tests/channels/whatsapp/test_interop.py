@@ -34,6 +34,7 @@ from tests.channels.whatsapp.conformance.traffic import (
     recorded_traffic,
 )
 from tests.channels.whatsapp.echo_bot import BotConfig, EchoBot, Read, read_webhook
+from tests.support.processes import stop
 
 WA_ID = "5511987654321"
 BOT_FILE = Path(__file__).with_name("echo_bot.py")
@@ -157,8 +158,7 @@ async def _serving(client: httpx.AsyncClient, port: int, webhook_url: str) -> As
             await asyncio.sleep(0.1)
         yield graph
     finally:
-        process.terminate()
-        await asyncio.wait_for(process.communicate(), timeout=10)
+        await stop(process, within=10)
 
 
 def _echo_bot(config: SimulatorConfig, graph: str, client: httpx.AsyncClient) -> EchoBot:

@@ -84,8 +84,9 @@ def test_scenarios_and_tests_spread_over_xdist_workers(pytester: pytest.Pytester
             assert "21:00" in wa.replies("user")[0]
         """
     )
+    # Each run is killed if it hangs: pytester stops its process on its own timeout only.
     recorded = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "-n", "2", "--harness-record-mode", "once"
+        "-p", "no:cacheprovider", "-n", "2", "--harness-record-mode", "once", timeout=120
     )
     recorded.assert_outcomes(passed=6)
     recorded.stdout.fnmatch_lines(["*2 workers [[]6 items[]]*"])
@@ -93,5 +94,5 @@ def test_scenarios_and_tests_spread_over_xdist_workers(pytester: pytest.Pytester
         "test_proposal_friday",
         "test_proposal_saturday",
     ]
-    replayed = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2")
+    replayed = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", timeout=120)
     replayed.assert_outcomes(passed=6)

@@ -31,6 +31,7 @@ import pytest
 
 from channels.whatsapp.config import SimulatorConfig
 from tests.bots.loopback import free_port, started_process
+from tests.support.processes import stop
 from tests.support.redis_server import RedisServer
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -86,15 +87,13 @@ class _Worker:
             if line.startswith("started "):
                 self.started.set()
 
-    async def stop(self) -> None:
-        if self.process.returncode is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(self.process.wait(), 10)
-            except TimeoutError:
-                self.process.kill()
-                await self.process.wait()
-        await asyncio.wait_for(self.reader, 5)
+
+async def _stop(*workers: _Worker) -> None:
+    """Stop every worker (SIGTERM, then SIGKILL after 10 s), then read what each printed last."""
+    for worker in workers:
+        await stop(worker.process, within=10)
+    for worker in workers:
+        await asyncio.wait_for(worker.reader, 5)
 
 
 async def _worker(prefix: list[str], url: str, *extra: str) -> _Worker:
@@ -126,6 +125,8 @@ async def _harness(*args: str) -> tuple[int, str]:
         raise AssertionError(
             f"harness {' '.join(args)} did not end in 180 s; it said:\n{said}"
         ) from None
+    finally:
+        await stop(process)  # the run goes with a test that is cancelled while it waits
     assert process.returncode is not None
     return process.returncode, out.decode(errors="replace")
 
@@ -163,8 +164,7 @@ async def test_a_worker_killed_mid_scenario_has_its_scenario_run_again_elsewhere
         await doomed.process.wait()
         code, out = await coordinator
     finally:
-        await doomed.stop()
-        await survivor.stop()
+        await _stop(doomed, survivor)
     killed = next(line.split()[1] for line in doomed.lines if line.startswith("started "))
     # It was killed mid-scenario: it never said the scenario ended.
     ended = {line.split()[1] for line in doomed.lines if line.startswith(_ENDINGS)}
@@ -221,8 +221,7 @@ async def test_url_scenarios_survive_a_worker_killed_mid_scenario(
             await doomed.process.wait()
             code, out = await coordinator
         finally:
-            await doomed.stop()
-            await survivor.stop()
+            await _stop(doomed, survivor)
     started = [line.split()[1] for line in doomed.lines if line.startswith("started ")]
     ended = {line.split()[1] for line in doomed.lines if line.startswith(_ENDINGS)}
     killed = [key for key in started if key not in ended]

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from harness.cli.main import cli
 from tests.bots.loopback import free_port, started_process
 from tests.harness.test_lazy import _heavy, _loaded_after
+from tests.support.processes import stop
 
 CHAT = """\
 name: chat
@@ -132,7 +133,10 @@ async def test_a_run_against_a_bot_in_another_process_with_the_rules_options_wri
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
-        out, err = await asyncio.wait_for(process.communicate(), 60)
+        try:
+            out, err = await asyncio.wait_for(process.communicate(), 60)
+        finally:
+            await stop(process)
     assert process.returncode == 0, err.decode()
     report = json.loads((tmp_path / "load.json").read_text())
     assert report["passed"] is True
