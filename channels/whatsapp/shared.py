@@ -272,6 +272,12 @@ class SharedMeta:
         """A file another process stored, as :func:`media_record` wrote it; None if gone."""
         return await self.store.get(f"media:{media_id}")
 
+    async def media_kept(self, media_id: str) -> bool:
+        """Tell whether a file is still in Redis (no process has deleted it, nor has it expired)."""
+        name = f"media:{media_id}"
+        kept: int = await self.store_call(name, lambda c: c.exists(self.key(name)))
+        return kept > 0
+
     async def read_link(self, token: str) -> bytes | None:
         """A download URL another process issued: its media id and expiry; None if gone."""
         return await self.store.get(f"link:{token}")

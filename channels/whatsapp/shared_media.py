@@ -36,6 +36,8 @@ class _Publishes(Protocol):
 
     async def read_link(self, token: str) -> bytes | None: ...
 
+    async def media_kept(self, media_id: str) -> bool: ...
+
     async def flush(self) -> None: ...
 
 
@@ -111,8 +113,17 @@ class SharedMediaStore(MediaStore):
         return url
 
     async def load(self, media_id: str) -> None:
-        """Read the file from Redis if another process stored it and this one hasn't it yet."""
-        if not media_id or media_id in self._media:
+        """Read the file from Redis if another process stored it and this one hasn't it yet.
+
+        A file held here is checked against Redis too: once another process
+        has answered its deletion, it is gone here as well.
+        """
+        if not media_id:
+            return
+        if media_id in self._media:
+            await self.published()  # what this process did to it counts first
+            if not await self._shared.media_kept(media_id):
+                self.forget_here(media_id)
             return
         raw = await self._shared.read_media(media_id)
         if raw is not None:
@@ -120,14 +131,17 @@ class SharedMediaStore(MediaStore):
 
     async def load_link(self, token: str) -> None:
         """Read a download URL another process issued, and its file, if this one hasn't them."""
-        if not token or token in self._links:
+        if not token:
             return
-        raw = await self._shared.read_link(token)
-        if raw is None:
-            return
-        link = json.loads(raw)
-        self._links[token] = _Link(link["media_id"], datetime.fromisoformat(link["expires"]))
-        await self.load(link["media_id"])
+        link = self._links.get(token)
+        if link is None:
+            raw = await self._shared.read_link(token)
+            if raw is None:
+                return
+            issued = json.loads(raw)
+            link = _Link(issued["media_id"], datetime.fromisoformat(issued["expires"]))
+            self._links[token] = link
+        await self.load(link.media_id)
 
     async def published(self) -> None:
         """Return once the files, deletions and download URLs made here are in Redis."""

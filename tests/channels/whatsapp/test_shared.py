@@ -170,12 +170,14 @@ async def test_each_process_that_joins_is_numbered_and_starts_on_the_shared_cloc
 async def test_a_media_id_or_url_answered_by_one_works_at_once_through_the_other(
     stack: AsyncExitStack, redis_url: str, namespace: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # No background sending of changes: what the answers themselves wait for is all there is,
-    # so an answer given before its file or URL reached Redis fails here every time.
+    # No changes sent or heard in the background: what the answers themselves wait for and
+    # read is all there is, so an answer given before its change reached Redis, or a file
+    # served after Redis lost it, fails here every time.
     async def never(self: SharedMeta) -> None:
         await asyncio.Event().wait()
 
     monkeypatch.setattr(SharedMeta, "_flushing", never)
+    monkeypatch.setattr(SharedMeta, "_following", never)
     pair = await _pair(stack, redis_url, namespace)
     auth = {"Authorization": f"Bearer {pair.sims[0].config.access_token}"}
     photo = b"\xff\xd8\xff\xe0" + b"a photo" * 40
@@ -207,6 +209,12 @@ async def test_a_media_id_or_url_answered_by_one_works_at_once_through_the_other
     deleted = await pair.a.delete(f"/v25.0/{media_id}", headers=auth)
     assert deleted.status_code == 200, deleted.text
     assert not await _media_keys(redis_url, namespace, media_id)
+    # The other had it, and its download URL: both are gone there too.
+    again = await pair.b.get(f"/v25.0/{media_id}", headers=auth)
+    assert again.status_code == 400, again.text
+    assert again.json()["error"]["code"] == 100
+    stale = await pair.b.get(path, headers=auth)
+    assert stale.status_code == 404, stale.text
 
 
 async def _media_keys(url: str, namespace: str, media_id: str) -> list[bytes]:
