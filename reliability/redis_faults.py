@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import random
 import sys
@@ -137,6 +138,10 @@ async def redis_trial(
         process.kill()
         await process.wait()
     finally:
+        if process.returncode is None:  # the trial failed or was cancelled: the run goes too
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await process.wait()
         if server.process is not None and server.process.returncode is None:
             server.resume()  # a trial that timed out mid-pause
         await server.kill()

@@ -171,28 +171,30 @@ async def _chain(tmp_path: Path, redis_url: str, fixture_id: str) -> AsyncIterat
             },
             log=tmp_path / "agent.log",
         )
-        serve = await _start(
-            "harness",
-            "serve",
-            "--port",
-            str(graph_port),
-            "--webhook-url",
-            f"http://127.0.0.1:{proxy_port}/webhook",
-            log=tmp_path / "serve.log",
-        )
         try:
-            await _answering(f"http://127.0.0.1:{agent_port}/healthz")
-            await _answering(f"http://127.0.0.1:{graph_port}/_harness/clock")
-            yield Chain(
-                f"http://127.0.0.1:{graph_port}",
-                proxy_port,
-                f"http://127.0.0.1:{agent_port}",
-                redis_url,
-                tmp_path,
+            serve = await _start(
+                "harness",
+                "serve",
+                "--port",
+                str(graph_port),
+                "--webhook-url",
+                f"http://127.0.0.1:{proxy_port}/webhook",
+                log=tmp_path / "serve.log",
             )
+            try:
+                await _answering(f"http://127.0.0.1:{agent_port}/healthz")
+                await _answering(f"http://127.0.0.1:{graph_port}/_harness/clock")
+                yield Chain(
+                    f"http://127.0.0.1:{graph_port}",
+                    proxy_port,
+                    f"http://127.0.0.1:{agent_port}",
+                    redis_url,
+                    tmp_path,
+                )
+            finally:
+                await stop(serve)
         finally:
-            for process in (serve, agent):
-                await stop(process)
+            await stop(agent)
 
 
 async def _offline(fixture: Path, skew: str = "") -> Any:
