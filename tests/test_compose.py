@@ -345,15 +345,7 @@ async def test_the_topology_runs_as_processes_on_loopback(
             )
             replies = outbox.json()["messages"]
     finally:
-        for process in running:
-            if process.returncode is None:
-                process.terminate()
-        for process in running:
-            try:
-                await asyncio.wait_for(process.wait(), 10)
-            except TimeoutError:
-                process.kill()
-                await process.wait()
+        await asyncio.gather(*(stop(process, within=10) for process in running))
     assert suite_code == (0 if regression is None else 1), suite_out
     # The suite played at the replicas through the workers judges as it does in-process.
     verdicts = _verdicts(tmp_path / "reports" / "report.json")

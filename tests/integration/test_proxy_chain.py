@@ -404,8 +404,7 @@ async def _start(*argv: str, env: dict[str, str]) -> asyncio.subprocess.Process:
 
 
 async def _stop(process: asyncio.subprocess.Process) -> tuple[bytes, bytes]:
-    await stop(process, within=20)  # killed if it is still running 20 s after SIGTERM
-    return await process.communicate()
+    return await stop(process, within=20)  # killed if it is still running 20 s after SIGTERM
 
 
 @pytest.mark.redis

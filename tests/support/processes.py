@@ -18,17 +18,25 @@ __all__ = ["stop"]
 
 async def stop(
     process: asyncio.subprocess.Process, *, signal: int = SIGTERM, within: float = 5.0
-) -> None:
-    """Send ``signal``, wait up to ``within`` seconds, then SIGKILL; return once it has exited."""
+) -> tuple[bytes, bytes]:
+    """Send ``signal``, wait up to ``within`` seconds, then SIGKILL; return what it wrote.
+
+    The wait reads the process's pipes (``communicate``), so a process with
+    much left to write never blocks on a full pipe while it is awaited. What it
+    wrote is returned, stdout then stderr (empty for a stream that was not a
+    pipe, and for what a process killed after the wait had written before).
+    """
     if process.returncode is None:
         with contextlib.suppress(ProcessLookupError):  # it has just exited
             process.send_signal(signal)
-        try:
-            await asyncio.wait_for(process.wait(), within)
-        except TimeoutError:
-            pass
-        finally:
-            if process.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    process.kill()
-    await process.wait()
+    try:
+        out, err = await asyncio.wait_for(process.communicate(), within)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        out, err = await process.communicate()
+    finally:
+        if process.returncode is None:  # the wait was cancelled: the process goes all the same
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+    return out or b"", err or b""

@@ -88,8 +88,7 @@ async def test_harness_serve_with_a_token_from_the_environment_wants_it_on_the_c
             right = await client.get("/_harness/clock", headers={"Authorization": "Bearer s3cret"})
             assert right.status_code == 200, right.text
     finally:
-        await stop(process)
-        out, _ = await process.communicate()
+        out, _ = await stop(process)
     assert "(with a control token)" in out.decode()
 
 
@@ -125,7 +124,6 @@ async def _eight_sends_at_once(*options: str) -> tuple[list[object], float]:
             took = time.monotonic() - started
     finally:
         await stop(process)
-        await process.communicate()
     return codes, took
 
 

@@ -68,6 +68,5 @@ async def test_harness_serve_runs_on_the_loop_it_is_given(given: list[str], runs
             await _started(client, process)
             assert (await client.get("/_harness/clock")).status_code == 200
     finally:
-        await stop(process)
-        out, _ = await process.communicate()
+        out, _ = await stop(process)
     assert f"event loop: {runs_on}\n" in out.decode()

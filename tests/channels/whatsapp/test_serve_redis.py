@@ -29,6 +29,7 @@ from starlette.routing import Route
 
 from channels.whatsapp.cli import serve_command
 from tests.bots.loopback import free_port, serve_in_process, started_process
+from tests.support.processes import stop
 from tests.support.redis_server import RedisServer
 
 pytestmark = [pytest.mark.network, pytest.mark.redis, pytest.mark.slow]
@@ -112,13 +113,7 @@ async def _started(client: httpx.AsyncClient, process: asyncio.subprocess.Proces
 
 
 async def _stop(process: asyncio.subprocess.Process) -> None:
-    if process.returncode is None:
-        process.terminate()
-        try:
-            await asyncio.wait_for(process.communicate(), timeout=10)
-        except TimeoutError:
-            process.kill()
-            await process.communicate()
+    await stop(process, within=10)
 
 
 async def _drop(url: str, namespace: str) -> None:
