@@ -91,7 +91,7 @@ class _Worker:
 async def _stop(*workers: _Worker) -> None:
     """Stop every worker (SIGTERM, then SIGKILL after 10 s), then read what each printed last."""
     for worker in workers:
-        await stop(worker.process, within=10)
+        await stop(worker.process, within=10, read=False)  # its reader reads its output
     for worker in workers:
         await asyncio.wait_for(worker.reader, 5)
 
