@@ -7,6 +7,11 @@ reader of the outbox or the event log can wait for the next event
 (:meth:`Activity.next_change`) instead of polling. Times are real
 (``time.monotonic``): a paced server's virtual time follows real time, but
 only in ticks.
+
+An agent that shows the user the typing indicator says it is still composing:
+the user's conversation is not quiet until the agent sends a message, or until
+Meta would have taken the indicator down (:data:`TYPING_SHOWN`), whichever
+comes first.
 """
 
 from __future__ import annotations
@@ -14,10 +19,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from typing import Final
 
 from harness.trace import DeliveryAttempt, Event, OutboundSend, StatusUpdate
 
-__all__ = ["Activity"]
+__all__ = ["TYPING_SHOWN", "Activity"]
+
+#: Seconds Meta shows a typing indicator that no message follows.
+TYPING_SHOWN: Final = 25.0
 
 
 def _moves(event: Event) -> bool:
@@ -42,6 +51,8 @@ class Activity:
     def __init__(self) -> None:
         self._moved: dict[str, float] = {}
         self._answered: dict[str, float] = {}
+        # Whom the agent shows it is typing to, since when (taken down by its next message).
+        self._typing: dict[str, float] = {}
         # Who waits for any event, and who waits only for one user's.
         self._waiters: set[asyncio.Future[None]] = set()
         self._waiting_for: dict[str, set[asyncio.Future[None]]] = {}
@@ -60,8 +71,12 @@ class Activity:
         user = event.user if _moves(event) else None
         if user is not None:
             self._moved[user] = now
-            if isinstance(event, OutboundSend) and event.is_message:
-                self._answered[user] = now
+            if isinstance(event, OutboundSend):
+                if event.is_message:
+                    self._answered[user] = now
+                    self._typing.pop(user, None)
+                elif event.type == "typing" and event.ok:
+                    self._typing[user] = now
         for waiter in self._waiters:
             if not waiter.done():
                 waiter.set_result(None)
@@ -76,6 +91,18 @@ class Activity:
     def answered(self, user: str) -> float:
         """When the agent last sent ``user`` a message (not a receipt or typing); 0 if never."""
         return self._answered.get(user, 0.0)
+
+    def typing_until(self, user: str | None = None) -> float:
+        """Until when the agent shows ``user`` (anyone, without a user) it is typing.
+
+        ``time.monotonic`` time; 0 if it shows no one. The indicator stays up
+        until the agent's next message to that user, or :data:`TYPING_SHOWN` s.
+        """
+        if user is not None:
+            since = self._typing.get(user)
+            return 0.0 if since is None else since + TYPING_SHOWN
+        latest = max(self._typing.values(), default=None)
+        return 0.0 if latest is None else latest + TYPING_SHOWN
 
     async def next_change(self, longest: float, *, user: str | None = None) -> None:
         """Return at the next event (about ``user`` only, if given), or after ``longest`` s."""

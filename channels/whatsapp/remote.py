@@ -10,16 +10,18 @@ calls the agent reports into the trace, and answers the two questions the
 runner asks of a real-time agent: has the trace come to hold something yet,
 and has the agent gone quiet?
 
-Quiet means: no user message still on its way or in flight to the agent, and
-nothing from the agent (a send, a reported call, an answered webhook) for a
-whole window of real time. Statuses Meta sends the agent don't count: the
-agent's reaction to one would.
+Quiet means: no user message still on its way or in flight to the agent, no
+typing indicator up (the agent shows one while it composes: it is taken down
+by its next message, or after Meta's 25 s), and nothing from the agent (a
+send, a reported call, an answered webhook) for a whole window of real time.
+Statuses Meta sends the agent don't count: the agent's reaction to one would.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Final
@@ -183,6 +185,7 @@ class RemoteSession:
         while True:
             now = loop.time()
             busy = deliverer is not None and (deliverer.pending_messages or deliverer.in_flight)
+            busy = busy or self.sim.activity.typing_until() > time.monotonic()
             if not busy and tells and self.store is not None:
                 busy = await _working(self.store, self.scope)
             idle = now - self._last_activity

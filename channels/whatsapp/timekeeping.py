@@ -112,25 +112,35 @@ class Timekeeping:
             await clock.run_until(nxt, reason="settle", settled=settled)
             settled = True  # it returned just now, with the loop idle
 
-    async def settle_user(self, user: str, *, quiet: float = QUIET, within: float = 60.0) -> None:
+    async def settle_user(
+        self, user: str, *, quiet: float | None = None, within: float = 60.0
+    ) -> None:
         """Wait until ``user``'s conversation is quiet, ignoring every other user's.
 
         Off a paced server this is :meth:`settle`. On one (``harness serve``),
         where the agent runs on real time: until the user's messages have been
         put to the agent and no POST about the user is out, then until nothing
-        about the user has happened for ``quiet`` real seconds. Once the agent
-        has sent the user a message since the call began, a shorter silence
-        ends it: twice the longest pause the agent took between two steps of
-        this answer, at least :data:`ANSWERED_QUIET`, since an agent that
-        answers in steps a millisecond apart takes its next one about as fast.
-        Statuses and retries due later don't hold it; neither does any other
-        conversation. At most ``within`` seconds.
+        about the user has happened for ``quiet`` real seconds, answered or not.
+        Without ``quiet``: for :data:`QUIET` seconds, but once the agent has sent
+        the user a message since the call began, a shorter silence ends it:
+        twice the longest pause the agent took between two steps of this
+        answer, at least :data:`ANSWERED_QUIET`, since an agent that answers in
+        steps a millisecond apart takes its next one about as fast. (An agent
+        that says "one moment" and then thinks needs ``quiet``, or to show the
+        typing indicator: its pause after the holding message can't otherwise
+        be told from the end of its answer.) While the agent shows the user the
+        typing indicator the conversation is not quiet, whatever the silence:
+        until its next message to the user, or Meta's 25 s. Statuses and
+        retries due later don't hold it; neither does any other conversation.
+        At most ``within`` seconds.
         """
         if not self.paced:
             await self.settle()
             return
         activity = self.activity
         deliverer = self._deliverer
+        shortcut = quiet is None  # a silence the caller named is waited for whole
+        silence = QUIET if quiet is None else quiet
         started = seen = time.monotonic()
         end = started + within
         steps = 0
@@ -145,12 +155,15 @@ class Timekeeping:
                 if steps > 2:  # not the message itself, nor its delivery: the agent's own pace
                     longest = max(longest, moved - seen)
                 seen = moved
+            typing = activity.typing_until(user)
             if deliverer is not None and deliverer.busy_for(user):
                 wait = _BUSY_POLL  # the delivery's own event wakes us sooner
+            elif typing > now:  # the agent says it is composing: its message wakes us
+                wait = typing - now
             else:
-                window = quiet
-                if activity.answered(user) >= started:
-                    window = min(quiet, max(ANSWERED_QUIET, 2 * longest))
+                window = silence
+                if shortcut and activity.answered(user) >= started:
+                    window = min(silence, max(ANSWERED_QUIET, 2 * longest))
                 idle = now - seen
                 if idle >= window:
                     break

@@ -17,7 +17,7 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 
-from tests.bots import background, debounce, inline, per_fragment, pizza
+from tests.bots import background, debounce, inline, per_fragment, pizza, thinking
 from tests.bots.meta import (
     PHONE_NUMBER_ID,
     SETTINGS,
@@ -36,9 +36,18 @@ BOTS: Mapping[str, Callable[..., Starlette]] = {
     "debounce": debounce.create_app,
     "per_fragment": per_fragment.create_app,
     "pizza": pizza.create_app,
+    "thinking": thinking.create_app,
 }
-# Graph API calls a bot makes for one text message: pizza marks it read first.
-CALLS_PER_TEXT = {"inline": 1, "background": 1, "debounce": 1, "per_fragment": 1, "pizza": 2}
+# Graph API calls a bot makes for one text message: pizza marks it read first, the thinking
+# bot marks it read with the typing indicator.
+CALLS_PER_TEXT = {
+    "inline": 1,
+    "background": 1,
+    "debounce": 1,
+    "per_fragment": 1,
+    "pizza": 2,
+    "thinking": 2,
+}
 QUIET = 0.1  # the debounce bot's quiet time in these tests, unless a test sets its own
 
 Drive = Callable[..., Awaitable[Driver]]
@@ -52,7 +61,12 @@ async def drive() -> AsyncIterator[Drive]:
         async def start(name: str, **extra: str) -> Driver:
             graph = FakeGraph()
             client = await stack.enter_async_context(graph.client())
-            settings = {**SETTINGS, "BOT_DEBOUNCE_SECONDS": str(QUIET), **extra}
+            settings = {
+                **SETTINGS,
+                "BOT_DEBOUNCE_SECONDS": str(QUIET),
+                "BOT_THINK_SECONDS": str(QUIET),
+                **extra,
+            }
             app = BOTS[name](settings, client=client)
             await stack.enter_async_context(app.router.lifespan_context(app))
             driver = Driver(app, graph)
@@ -248,3 +262,28 @@ async def test_the_per_fragment_bot_answers_every_message_at_once(drive: Drive) 
         await bot.graph.wait_for(count, within=0.5)  # answered before the next fragment
     await asyncio.sleep(0.1)
     assert _texts(bot.graph) == [f"Got it: {fragment}" for fragment in fragments]
+
+
+async def test_the_thinking_bot_shows_typing_then_answers_after_thinking(drive: Drive) -> None:
+    bot = await drive("thinking", BOT_THINK_SECONDS="0.3")
+    inbound = text_message("hello")
+    assert (await bot.post(inbound)).status_code == 200
+    await bot.graph.wait_for(2)
+    typing, answer = bot.graph.sends
+    message_id = inbound["entry"][0]["changes"][0]["value"]["messages"][0]["id"]
+    assert typing.body == {
+        "messaging_product": "whatsapp",
+        "status": "read",
+        "message_id": message_id,
+        "typing_indicator": {"type": "text"},
+    }
+    assert answer.at - typing.at >= 0.3
+    assert _texts(bot.graph) == ["You said: hello"]
+
+
+async def test_the_thinking_bot_can_say_it_is_on_it_first(drive: Drive) -> None:
+    bot = await drive("thinking", BOT_HOLDING="One moment...")
+    await bot.post(text_message("hello"))
+    await bot.graph.wait_for(3)
+    assert [sent.body.get("status", "text") for sent in bot.graph.sends] == ["text", "read", "text"]
+    assert _texts(bot.graph) == ["One moment...", "You said: hello"]

@@ -19,7 +19,9 @@ from tests.bots.meta import PHONE_NUMBER_ID, SETTINGS, compact, signature, text_
 pytestmark = pytest.mark.network
 
 
-@pytest.mark.parametrize("name", ["inline", "background", "debounce", "per_fragment", "pizza"])
+@pytest.mark.parametrize(
+    "name", ["inline", "background", "debounce", "per_fragment", "pizza", "thinking"]
+)
 async def test_each_bot_process_answers_the_verification_handshake(name: str) -> None:
     bot = started_process(f"tests.bots.{name}", env=SETTINGS, ready_path="/webhook")
     async with bot as (url, _), httpx.AsyncClient() as client:

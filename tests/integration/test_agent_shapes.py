@@ -2,8 +2,9 @@
 
 The bots (``tests/bots``) are written as third parties write them: one
 replies inside its webhook handler, one after its 200, one after a debounce
-on real time, one answers every fragment of a burst, and a pizza bot dedupes
-redeliveries (or, with ``PIZZA_NO_DEDUPE=1``, does not). None of them uses
+on real time, one answers every fragment of a burst, one says "One moment...",
+shows the typing indicator and thinks for a second before it answers, and a
+pizza bot dedupes redeliveries (or, with ``PIZZA_NO_DEDUPE=1``, does not). None of them uses
 anything of the harness: in-process each gets the simulator's HTTP client and
 nothing else.
 """
@@ -24,7 +25,7 @@ from harness.results import ScenarioResult
 from harness.suites.runner import Runner, RunOptions
 from harness.suites.scenario import Scenario, parse_scenario
 from harness.trace import Conversation
-from tests.bots import background, debounce, inline, per_fragment, pizza
+from tests.bots import background, debounce, inline, per_fragment, pizza, thinking
 from tests.bots.loopback import free_port, serve_in_process, started_process
 
 HERE = "tests.integration.test_agent_shapes"
@@ -47,6 +48,10 @@ debounce_bot = _factory(debounce, BOT_DEBOUNCE_SECONDS="0.3")
 per_fragment_bot = _factory(per_fragment)
 pizza_bot = _factory(pizza)
 careless_pizza_bot = _factory(pizza, PIZZA_NO_DEDUPE="1")
+# Longer than the runner's quiet window at a URL (0.6 s): only the typing indicator says
+# the bot is still at work.
+THINKING = {"BOT_HOLDING": "One moment...", "BOT_THINK_SECONDS": "1.0"}
+thinking_bot = _factory(thinking, **THINKING)
 
 TWO_TURNS = parse_scenario(
     """
@@ -89,6 +94,21 @@ steps:
   - expect: {reply_contains: "placed: one large pizza"}
   - redeliver: last
   - expect: {replies: 0}
+invariants: [every_inbound_answered, sends_valid]
+"""
+)
+
+
+HOLDING = parse_scenario(
+    """
+name: a holding message, then the answer
+users:
+  - {name: Ana, wa_id: "5511987654321"}
+steps:
+  - say: hello there
+  - expect: {reply_contains: One moment}
+  - say: a second message
+  - expect: {reply_contains: a second message}
 invariants: [every_inbound_answered, sends_valid]
 """
 )
@@ -181,6 +201,27 @@ async def test_a_bot_in_another_process_gives_the_same_turns() -> None:
         run = await Runner(_at_url(url, graph_port)).run([TWO_TURNS])
     _ok(run.scenarios[0])
     assert _shape(run.scenarios[0].conversation) == EXPECTED_TWO_TURNS
+
+
+EXPECTED_HOLDING = [
+    (["hello there"], ["One moment...", "You said: hello there"]),
+    (["a second message"], ["One moment...", "You said: a second message"]),
+]
+
+
+async def test_in_process_a_bot_that_thinks_in_real_time_is_waited_for() -> None:
+    result = await _in_process("thinking_bot", HOLDING)
+    _ok(result)
+    assert _shape(result.conversation) == EXPECTED_HOLDING
+
+
+@pytest.mark.network
+async def test_at_a_url_a_bot_showing_typing_is_waited_for_before_the_user_writes_again() -> None:
+    # The user writes again once the bot has finished with the first message: its holding
+    # message came at once, its answer a second later, with "typing..." up in between.
+    result = await _at(thinking, HOLDING, **THINKING)
+    _ok(result)
+    assert _shape(result.conversation) == EXPECTED_HOLDING
 
 
 async def test_in_process_a_debounce_on_real_time_answers_the_burst_once() -> None:

@@ -134,8 +134,9 @@ class Played(ControlBody):
     """What every call that plays a user may say about waiting for the agent.
 
     By default the call answers once that user's conversation is quiet (the
-    agent has answered, or stayed silent for ``quiet`` seconds); ``wait``
-    false answers at once, with the message only on its way.
+    agent has answered, or stayed silent for 0.3 s); a ``quiet`` given is the
+    silence that ends it, answered or not. ``wait`` false answers at once,
+    with the message only on its way.
     """
 
     wait: bool = Field(
@@ -145,9 +146,10 @@ class Played(ControlBody):
     quiet: Maybe[Annotated[float, Field(gt=0, le=60)]] = Field(
         default=None,
         description=(
-            "Seconds of silence in this user's conversation, with no answer from the agent,"
-            " after which the call answers (default 0.3); once the agent has answered,"
-            " a few milliseconds of silence suffice."
+            "Seconds of silence in this user's conversation after which the call answers,"
+            " whether or not the agent has answered: for an agent that sends a holding"
+            " message, then thinks. Without it: 0.3 s, or a few milliseconds once the agent"
+            " has answered."
         ),
     )
 

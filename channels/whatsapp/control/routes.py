@@ -29,9 +29,11 @@ any language (or curl) can play the users and read what the agent did:
 
 A call that plays a user (inbound, tap, redeliver) answers once *that user's*
 conversation is quiet: on ``harness serve``, once the agent has answered and
-gone silent for a few milliseconds, or has stayed silent for ``quiet``
-seconds (0.3 by default); other users' conversations and statuses due later
-don't hold it. ``"wait": false`` answers at once, the message on its way.
+gone silent for a few milliseconds, or has stayed silent for 0.3 s; a
+``quiet`` given in the body is the silence that ends the call, answered or
+not (for an agent that sends a holding message, then thinks). Other users'
+conversations and statuses due later don't hold it. ``"wait": false``
+answers at once, the message on its way.
 
 Each request body is a model in :mod:`~channels.whatsapp.control.bodies`; it
 checks the body and describes it in ``/openapi.json``. Errors answer
@@ -111,7 +113,6 @@ from channels.whatsapp.payloads import PayloadError
 from channels.whatsapp.retention import Retention, Snapshot, Window
 from channels.whatsapp.shared import LogWindow
 from channels.whatsapp.simulator import WhatsAppSimulator
-from channels.whatsapp.timekeeping import QUIET
 from harness.exceptions import ConfigError, HarnessError, StepError, StoreUnavailable
 from harness.trace import EVENT_ADAPTER, Event
 
@@ -326,7 +327,7 @@ def control_routes(sim: WhatsAppSimulator, *, token: str | None = None) -> list[
         if key is None:
             await sim.settle()
         else:
-            await sim.settle_user(sim.user(key).key, quiet=body.quiet or QUIET)
+            await sim.settle_user(sim.user(key).key, quiet=body.quiet)
 
     async def inbound(request: Request) -> Response:
         body = await _read(request, Inbound)

@@ -1,14 +1,16 @@
 """Waiting for a conversation to move: one user's waiters wake for that user's events only.
 
-Statuses are news about sends made before: they move no conversation."""
+Statuses are news about sends made before: they move no conversation. A typing
+indicator says the agent is still composing, until its next message or Meta's 25 s."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import UTC, datetime
 
-from channels.whatsapp.activity import Activity
-from harness.trace import DeliveryAttempt, OutboundSend, StatusUpdate
+from channels.whatsapp.activity import TYPING_SHOWN, Activity
+from harness.trace import DeliveryAttempt, ErrorInfo, OutboundSend, StatusUpdate
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -63,3 +65,33 @@ async def test_statuses_of_earlier_sends_neither_move_nor_wake_a_users_conversat
     await asyncio.wait_for(ana, 1)
     assert activity.moved("ana") > 0
     assert activity.count == 3
+
+
+def _typing(user: str, *, refused: bool = False) -> OutboundSend:
+    error = ErrorInfo(code=131009, message="Parameter value is not valid") if refused else None
+    return OutboundSend(at=NOW, user=user, type="typing", error=error)
+
+
+def test_a_typing_indicator_is_up_until_the_agents_next_message_to_that_user() -> None:
+    activity = Activity()
+    assert activity.typing_until("ana") == 0
+    assert activity.typing_until() == 0
+    before = time.monotonic()
+    activity.note(_typing("ana"))
+    up_until = activity.typing_until("ana")
+    assert before + TYPING_SHOWN <= up_until <= time.monotonic() + TYPING_SHOWN
+    assert activity.typing_until() == up_until  # anyone's
+    assert activity.typing_until("bruno") == 0
+    assert activity.answered("ana") == 0, "a typing indicator is not an answer"
+    activity.note(_send("bruno"))
+    assert activity.typing_until("ana") == up_until, "another user's message took it down"
+    activity.note(_send("ana"))
+    assert activity.typing_until("ana") == 0
+    assert activity.typing_until() == 0
+
+
+def test_a_refused_typing_indicator_shows_nothing() -> None:
+    activity = Activity()
+    activity.note(_typing("ana", refused=True))
+    assert activity.typing_until("ana") == 0
+    assert activity.moved("ana") > 0  # the agent's attempt still moved the conversation

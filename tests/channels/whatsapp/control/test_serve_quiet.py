@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -31,15 +32,19 @@ BRUNO = "4915112345678"
 
 @dataclass
 class Bot:
-    """A bot whose way of answering is set per user: ``inline``, ``after``, ``steps``, ``silent``.
+    """A bot whose way of answering is set per user: ``inline``, ``after``, ``steps``,
+    ``holding``, ``typing``, ``holding-typing`` or ``silent``.
 
-    ``pause`` (seconds) delays the answer of a user's message, after the 200.
+    ``pause`` (seconds) delays the answer of a user's message, after the 200; ``holding``
+    answers "one moment" at once, then thinks for ``think`` seconds before the answer;
+    ``typing`` shows the typing indicator, then thinks; ``holding-typing`` does both.
     """
 
     graph: httpx.AsyncClient
     config: SimulatorConfig
     ways: dict[str, str] = field(default_factory=dict)
     pause: dict[str, float] = field(default_factory=dict)
+    think: float = 0.5
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
     def app(self) -> Starlette:
@@ -64,24 +69,36 @@ class Bot:
             if way == "inline":
                 await self.send(user, f"re: {text}")
             elif way != "silent":
-                task = asyncio.get_running_loop().create_task(self.answer(user, text, way))
+                answer = self.answer(user, text, way, message["id"])
+                task = asyncio.get_running_loop().create_task(answer)
                 self.tasks.add(task)
                 task.add_done_callback(self.tasks.discard)
         return Response("ok")
 
-    async def answer(self, user: str, text: str, way: str) -> None:
+    async def answer(self, user: str, text: str, way: str, wamid: str) -> None:
         if self.pause.get(user):
             await asyncio.sleep(self.pause[user])
+        if way.startswith("holding"):
+            await self.send(user, "one moment")
+        if way.endswith("typing"):
+            await self.post(
+                {"status": "read", "message_id": wamid, "typing_indicator": {"type": "text"}}
+            )
+        if way.startswith("holding") or way == "typing":
+            await asyncio.sleep(self.think)  # a model or a service taking real time
         await self.send(user, f"re: {text}")
         if way == "steps":
             await self.send(user, "and one more thing")
             await self.send(user, "that's all")
 
     async def send(self, user: str, text: str) -> None:
+        await self.post({"to": user, "text": {"body": text}})
+
+    async def post(self, body: dict[str, Any]) -> None:
         answer = await self.graph.post(
             f"/v25.0/{self.config.phone_number_id}/messages",
             headers={"Authorization": f"Bearer {self.config.access_token}"},
-            json={"messaging_product": "whatsapp", "to": user, "text": {"body": text}},
+            json={"messaging_product": "whatsapp", **body},
         )
         assert answer.status_code == 200, answer.text
 
@@ -162,6 +179,45 @@ async def test_an_agent_still_thinking_is_waited_for_as_long_as_quiet_says(
     # With the default 0.3 s of silence, an answer 0.6 s away is not waited for.
     await _say(served, ANA, "still there?")
     assert served.replies(ANA) == ["re: hi"]
+
+
+async def test_an_agent_that_holds_then_thinks_is_waited_for_when_quiet_is_given(
+    served: Served,
+) -> None:
+    # "One moment", then half a second of thinking: without "quiet" the call may answer at
+    # the holding message (the agent answered, then went silent); with it, silence must last.
+    served.bot.ways[ANA] = "holding"
+    served.bot.think = 0.5
+    await _say(served, ANA, "a table for two", quiet=1.5)
+    assert served.replies(ANA) == ["one moment", "re: a table for two"]
+
+
+@pytest.mark.parametrize("way", ["typing", "holding-typing"])
+async def test_an_agent_showing_typing_is_waited_for_until_it_answers(
+    served: Served, way: str
+) -> None:
+    # Longer than the 0.3 s of silence that ends a call with no answer, and no "quiet" given:
+    # the typing indicator, up until the answer, is what holds the call.
+    served.bot.ways[ANA] = way
+    served.bot.think = 0.8
+    await _say(served, ANA, "a table for two")
+    holding = ["one moment"] if way == "holding-typing" else []
+    assert served.replies(ANA) == [*holding, "re: a table for two"]
+
+
+async def test_a_typing_indicator_no_message_follows_holds_the_call_as_long_as_meta_shows_it(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("channels.whatsapp.activity.TYPING_SHOWN", 0.6)
+    served.bot.ways[ANA] = "typing"
+    served.bot.think = 30  # never answers within the test
+    started = time.monotonic()
+    await _say(served, ANA, "hello?")
+    took = time.monotonic() - started
+    assert served.replies(ANA) == []
+    # Held for the indicator's 0.6 s (by then the conversation has been silent for longer
+    # than the 0.3 s that ends a call with no answer), not cut short at 0.3 s.
+    assert 0.6 <= took < 5, took
 
 
 async def test_a_silent_agent_ends_the_call_after_the_quiet_time(served: Served) -> None:
