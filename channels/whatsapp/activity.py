@@ -73,7 +73,8 @@ class Activity:
             self._moved[user] = now
             if isinstance(event, OutboundSend):
                 if event.is_message:
-                    self._answered[user] = now
+                    if event.type != "reaction":  # an acknowledgment (say 👀), not an answer
+                        self._answered[user] = now
                     self._typing.pop(user, None)
                 elif event.type == "typing" and event.ok:
                     self._typing[user] = now
@@ -89,7 +90,11 @@ class Activity:
         return self._moved.get(user, 0.0)
 
     def answered(self, user: str) -> float:
-        """When the agent last sent ``user`` a message (not a receipt or typing); 0 if never."""
+        """When the agent last sent ``user`` a message (not a receipt, typing or a reaction).
+
+        ``time.monotonic`` time; 0 if never. An agent that reacts to a message
+        (say with 👀) has acknowledged it, not answered it.
+        """
         return self._answered.get(user, 0.0)
 
     def typing_until(self, user: str | None = None) -> float:

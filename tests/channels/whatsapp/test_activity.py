@@ -95,3 +95,12 @@ def test_a_refused_typing_indicator_shows_nothing() -> None:
     activity.note(_typing("ana", refused=True))
     assert activity.typing_until("ana") == 0
     assert activity.moved("ana") > 0  # the agent's attempt still moved the conversation
+
+
+def test_a_reaction_acknowledges_a_message_it_does_not_answer_it() -> None:
+    activity = Activity()
+    activity.note(_typing("ana"))
+    activity.note(OutboundSend(at=NOW, user="ana", type="reaction", wamid="wamid.r", request={}))
+    assert activity.answered("ana") == 0
+    assert activity.moved("ana") > 0
+    assert activity.typing_until("ana") == 0  # it is a message: the indicator goes

@@ -25,6 +25,7 @@ from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.control import control_app
 from channels.whatsapp.simulator import WhatsAppSimulator
 from harness.clock import VirtualClock
+from harness.trace import OutboundSend
 
 ANA = "5511987654321"
 BRUNO = "4915112345678"
@@ -33,11 +34,12 @@ BRUNO = "4915112345678"
 @dataclass
 class Bot:
     """A bot whose way of answering is set per user: ``inline``, ``after``, ``steps``,
-    ``holding``, ``typing``, ``holding-typing`` or ``silent``.
+    ``holding``, ``typing``, ``holding-typing``, ``react`` or ``silent``.
 
     ``pause`` (seconds) delays the answer of a user's message, after the 200; ``holding``
     answers "one moment" at once, then thinks for ``think`` seconds before the answer;
-    ``typing`` shows the typing indicator, then thinks; ``holding-typing`` does both.
+    ``typing`` shows the typing indicator, then thinks; ``holding-typing`` does both;
+    ``react`` reacts with 👀, then thinks a little.
     """
 
     graph: httpx.AsyncClient
@@ -80,6 +82,10 @@ class Bot:
             await asyncio.sleep(self.pause[user])
         if way.startswith("holding"):
             await self.send(user, "one moment")
+        if way == "react":  # 👀: seen, on it
+            reaction = {"message_id": wamid, "emoji": "\N{EYES}"}
+            await self.post({"to": user, "type": "reaction", "reaction": reaction})
+            await asyncio.sleep(0.15)  # a quick model: within the 0.3 s of silence
         if way.endswith("typing"):
             await self.post(
                 {"status": "read", "message_id": wamid, "typing_indicator": {"type": "text"}}
@@ -110,7 +116,7 @@ class Served:
     control: httpx.AsyncClient
 
     def replies(self, user: str) -> list[str]:
-        return [m["text"]["body"] for m in self.sim.outbox if m["to"] == user]
+        return [m["text"]["body"] for m in self.sim.outbox if m["to"] == user and "text" in m]
 
 
 @pytest.fixture
@@ -218,6 +224,14 @@ async def test_a_typing_indicator_no_message_follows_holds_the_call_as_long_as_m
     # Held for the indicator's 0.6 s (by then the conversation has been silent for longer
     # than the 0.3 s that ends a call with no answer), not cut short at 0.3 s.
     assert 0.6 <= took < 5, took
+
+
+async def test_a_reaction_is_not_taken_for_the_answer(served: Served) -> None:
+    served.bot.ways[ANA] = "react"
+    await _say(served, ANA, "a table for two")
+    assert served.replies(ANA) == ["re: a table for two"]  # the reaction has no text
+    sends = [e for e in served.sim.events if isinstance(e, OutboundSend) and e.user == ANA]
+    assert [e.type for e in sends] == ["reaction", "text"]
 
 
 async def test_a_silent_agent_ends_the_call_after_the_quiet_time(served: Served) -> None:
