@@ -114,9 +114,16 @@ def test_a_worker_process_imports_the_target_itself(
     assert str(folder) not in sys.path
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
-        status, error, path = pool.submit(
+        spawned = pool.submit(
             _spawned, options, "steps:\n  - say: hello\n  - expect: {replies: 1}\n"
-        ).result(timeout=120)
+        )
+        try:
+            status, error, path = spawned.result(timeout=120)
+        except BaseException:
+            # A worker that hangs must not hang the pool's shutdown, and the test with it.
+            for worker in list(pool._processes.values()):
+                worker.kill()
+            raise
     assert (status, error) == ("passed", None)
     assert str(folder) in path
 
