@@ -15,6 +15,7 @@ expected failures, so each flips when its cause goes.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any, Final
@@ -38,6 +39,7 @@ from pywa_async.client import WhatsApp as AsyncWhatsApp
 from starlette.applications import Starlette
 
 from channels.whatsapp.config import SimulatorConfig
+from channels.whatsapp.control import control_app
 from channels.whatsapp.server import BackgroundServer
 from channels.whatsapp.simulator import WhatsAppSimulator
 from channels.whatsapp.transport import GraphRedirect
@@ -157,8 +159,15 @@ def test_pywa_refuses_a_webhook_with_a_wrong_signature() -> None:
     assert wa.webhook_update_validator(delivery.body, "sha256=" + "0" * 64) == ("Forbidden", 403)
 
 
-def _pywa_bot(config: SimulatorConfig, graph_url: str) -> tuple[Starlette, httpx.AsyncClient]:
-    """A pywa bot served as a Starlette app, sending through pywa's client to ``graph_url``."""
+def _pywa_bot(
+    config: SimulatorConfig, graph_url: str, *, think: float = 0.0
+) -> tuple[Starlette, httpx.AsyncClient]:
+    """A pywa bot served as a Starlette app, sending through pywa's client to ``graph_url``.
+
+    With ``think``, it answers text as an LLM bot does, after acknowledging the webhook:
+    "typing...", then ``think`` seconds of real time (its model), then the answer.
+    """
+    thinking: set[asyncio.Task[None]] = set()  # strong references, or the loop may drop them
     server = Starlette()
     session = httpx.AsyncClient(transport=GraphRedirect(graph_url))
     wa = AsyncWhatsApp(
@@ -175,7 +184,21 @@ def _pywa_bot(config: SimulatorConfig, graph_url: str) -> tuple[Starlette, httpx
     # pywa_async's updates are typed as their synchronous bases (awaiting their methods
     # type-checks as awaiting a result), so the callbacks take them as Any.
     async def on_text(_: AsyncWhatsApp, message: Any) -> None:
-        await message.mark_as_read()
+        if not think:
+            await message.mark_as_read()
+            await answer(message)
+            return
+        # Meta wants the webhook answered at once: the model's work goes on after the 200.
+        task = asyncio.get_running_loop().create_task(answer_later(message))
+        thinking.add(task)
+        task.add_done_callback(thinking.discard)
+
+    async def answer_later(message: Any) -> None:
+        await message.indicate_typing()  # marks it read too
+        await asyncio.sleep(think)
+        await answer(message)
+
+    async def answer(message: Any) -> None:
         if message.text == "menu":
             buttons = [
                 Button(title="Keep", callback_data="keep"),
@@ -245,3 +268,41 @@ async def test_a_pywa_bot_talks_to_users_through_the_fake_graph_api_over_loopbac
     assert [send.error for send in sends] == [None] * len(sends)
     [reaction] = [send.request for send in sends if send.type == "reaction"]
     assert reaction["reaction"] == {"message_id": conversation.inbound()[2].wamid, "emoji": "👍"}
+
+
+@pytest.mark.network
+async def test_a_pywa_bot_showing_typing_while_it_thinks_is_waited_for_by_a_serve_call() -> None:
+    # As under harness serve: time paced on real time, users played through the control API.
+    # The bot's model takes longer than the 0.3 s of silence that ends a call with no answer;
+    # pywa's own typing indicator is what holds the call until the answer.
+    port = free_port()
+    config = SimulatorConfig(public_url=f"http://127.0.0.1:{port}")
+    sim = WhatsAppSimulator(config, clock=VirtualClock())
+    pacer = asyncio.get_running_loop().create_task(sim.run_paced())
+    try:
+        async with BackgroundServer(sim.graph_app, port=port) as graph:
+            bot, session = _pywa_bot(config, graph.url, think=0.8)
+            sim.connect(bot)
+            control = httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=control_app(sim)), base_url="http://sim"
+            )
+            async with control, session:
+                answered: list[list[str]] = []  # the outbox as each call answered
+                for text in ("hello", "menu"):
+                    said = await control.post(
+                        "/_harness/inbound", json={"user": WA_ID, "text": text}, timeout=30
+                    )
+                    assert said.status_code == 200, said.text
+                    outbox = (await control.get("/_harness/outbox")).json()["messages"]
+                    answered.append(
+                        [
+                            m["text"]["body"] if "text" in m else m["interactive"]["body"]["text"]
+                            for m in outbox
+                        ]
+                    )
+    finally:
+        pacer.cancel()
+        await sim.aclose()
+    assert answered == [["echo: hello"], ["echo: hello", "Keep 9am?"]]
+    sends = sim.conversation().sends()
+    assert [send.type for send in sends] == ["typing", "text", "typing", "interactive"]
