@@ -304,6 +304,7 @@ _OWNERS: dict[str, str] = {
     "StickerMessage": "channels.whatsapp.messages",
     "StickerSend": "channels.whatsapp.sends",
     "StoredMedia": "channels.whatsapp.media",
+    "TYPING_SHOWN": "channels.whatsapp.activity",
     "TemplateNotFound": "channels.whatsapp.errors",
     "TemplateParamMismatch": "channels.whatsapp.errors",
     "TemplateRegistry": "channels.whatsapp.validation",

@@ -812,7 +812,9 @@ def test_every_good_file_round_trips_through_to_yaml(path: Path) -> None:
 
 # Generated scenarios: any valid scenario written out and read back is the same scenario.
 
-_text = st.text(min_size=1, max_size=12)
+# "${" opens a date placeholder in texts the agent is judged on (test_dates.py has its cases,
+# the escape "$${" among them); a lone one is refused, so the round trip leaves it out.
+_text = st.text(min_size=1, max_size=12).filter(lambda text: "${" not in text)
 _json_scalar = (
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8)
 )
