@@ -127,7 +127,13 @@ async def _drop(url: str, namespace: str) -> None:
 
 
 @asynccontextmanager
-async def _one_meta(redis_url: str, namespace: str, *options: str) -> AsyncIterator[Meta]:
+async def _one_meta(
+    redis_url: str,
+    namespace: str,
+    *options: str,
+    bot: str = "tests.bots.inline",
+    bot_env: Mapping[str, str] | None = None,
+) -> AsyncIterator[Meta]:
     ports = free_port(), free_port()
     urls = [f"http://127.0.0.1:{port}" for port in ports]
     async with AsyncExitStack() as stack:
@@ -135,9 +141,9 @@ async def _one_meta(redis_url: str, namespace: str, *options: str) -> AsyncItera
         forwarding = await stack.enter_async_context(httpx.AsyncClient(timeout=10))
         balancer = Balancer(urls, forwarding)
         graph = await stack.enter_async_context(serve_in_process(balancer.app()))
-        env = {**BOT_SETTINGS, "WHATSAPP_GRAPH_URL": graph}
+        env = {**BOT_SETTINGS, "WHATSAPP_GRAPH_URL": graph, **(bot_env or {})}
         bot_url, _ = await stack.enter_async_context(
-            started_process("tests.bots.inline", env=env, ready_path="/webhook")
+            started_process(bot, env=env, ready_path="/webhook")
         )
         clients = []
         for port, url in zip(ports, urls, strict=True):
@@ -274,6 +280,25 @@ async def test_a_read_waiting_on_one_server_wakes_for_an_event_on_the_other(
         woken = (await waiting).json()
     assert [e["kind"] for e in woken["events"]][:1] == ["send"], "the read on B never woke"
     assert woken["events"][0]["wamid"] == sent.json()["messages"][0]["id"]
+
+
+async def test_a_call_on_one_server_waits_while_the_bot_shows_typing_through_the_other(
+    redis_url: str, namespace: str
+) -> None:
+    # The bot says it is on it, shows "typing..." and thinks for longer than the 0.3 s of
+    # silence that ends a call with no answer; its sends alternate between the two servers.
+    thinking = {"BOT_HOLDING": "One moment...", "BOT_THINK_SECONDS": "0.8"}
+    async with _one_meta(redis_url, namespace, bot="tests.bots.thinking", bot_env=thinking) as meta:
+        answered = []
+        for i, text in enumerate(("a table for two", "at 8")):
+            await _say(meta.either(i), ANA, text)
+            outbox = (await meta.either(i).get("/_harness/outbox", params={"user": ANA})).json()
+            answered.append([m["text"]["body"] for m in outbox["messages"]])
+    assert answered == [
+        ["One moment...", "You said: a table for two"],
+        ["One moment...", "You said: a table for two", "One moment...", "You said: at 8"],
+    ]
+    assert set(meta.balancer.counts) == set(meta.balancer.targets)  # both servers took sends
 
 
 async def test_the_pair_rate_limit_counts_the_sends_of_both_servers(
