@@ -15,11 +15,13 @@ the ``access_token`` query parameter. Every failure answers Meta's error
 envelope with a fresh ``fbtrace_id``; a bad request never answers 500. Only a
 bug in the simulator does: code 131000, logged with its traceback.
 
-Choices where Meta's documentation is silent: a path without a version, or
-with a version not written ``v<major>.<minor>`` (``v25``, ``latest``) or
-outside the versions Meta's changelog lists (:data:`GRAPH_API_VERSIONS`,
-v19.0 to v26.0), is refused (400, code 100) rather than served as Graph's
-default version, so a bot building its URLs wrongly finds out here; a path
+Any version written ``v<major>.<minor>`` is served, as Meta does: a call to
+a version past its two years is served by the oldest version still live, so
+a bot or library that names an old one (v14.0 and v15.0 are still common)
+works on. Choices where Meta's documentation is silent: a path without a
+version, or with one not written that way (``v25``, ``latest``), is refused
+(400, code 100) rather than served as Graph's default version, so a bot
+building its URLs wrongly finds out here; a path
 no endpoint serves answers 404 and a method an endpoint does not take
 answers 405, both with code 100.
 
@@ -78,7 +80,7 @@ from channels.whatsapp.errors import (
 )
 from channels.whatsapp.ids import new_fbtrace_id, new_wamid
 from channels.whatsapp.media import MediaStore, largest_size, media_id_in
-from channels.whatsapp.openapi import GRAPH_API_VERSIONS, VERSION_PATTERN, build_openapi
+from channels.whatsapp.openapi import VERSION_PATTERN, build_openapi
 from channels.whatsapp.validation import (
     DEFAULT_LIMITS,
     SendLimits,
@@ -267,12 +269,6 @@ class _GraphAPI:
             details = (
                 f"Unknown API version {version!r}: Graph API paths start with a version"
                 " such as v25.0."
-            )
-            raise InvalidParameter(message=f"(#100) {details}", details=f"version: {details}")
-        if version not in GRAPH_API_VERSIONS:
-            details = (
-                f"Unknown API version {version!r}: the versions served are"
-                f" {GRAPH_API_VERSIONS[0]} to {GRAPH_API_VERSIONS[-1]}."
             )
             raise InvalidParameter(message=f"(#100) {details}", details=f"version: {details}")
 

@@ -28,7 +28,8 @@ __all__ = ["GRAPH_API_VERSIONS", "VERSION_PATTERN", "build_openapi", "error_resp
 VERSION_PATTERN: Final = r"^v[0-9]+\.[0-9]+$"
 """What the ``{version}`` path segment must look like (``v25.0``)."""
 GRAPH_API_VERSIONS: Final = tuple(f"v{major}.0" for major in range(19, 27))
-"""The Graph API versions Meta's changelog lists for WhatsApp, v19.0 to v26.0."""
+"""The Graph API versions Meta's changelog lists for WhatsApp, v19.0 to v26.0 (any version is
+served: an expired one is upgraded, as Meta upgrades it)."""
 
 _REF = "#/components/schemas/"
 _ERROR_STATUSES: Final = {
@@ -149,7 +150,10 @@ def _errors(*statuses: str) -> dict[str, Any]:
 
 
 _VERSION = _path_param(
-    "version", "A Graph API version, such as v25.0.", VERSION_PATTERN, GRAPH_API_VERSIONS
+    "version",
+    "A Graph API version, such as v25.0. A version past its two years is served by the oldest"
+    " one still live, as Meta does.",
+    VERSION_PATTERN,
 )
 _SEND_ERRORS = ("400", "401", "403", "404", "413", "500", "503")
 
