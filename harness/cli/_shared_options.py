@@ -45,7 +45,7 @@ def url_target_options(command: F) -> F:
             default="3s",
             show_default=True,
             help="With --target-url: how long with nothing from the agent counts as done "
-            "(e.g. 3s); while it shows a user \"typing...\", it is not done.",
+            '(e.g. 3s); while it shows a user "typing...", it is not done.',
         ),
     ]
     for option in reversed(options):
