@@ -16,11 +16,16 @@ talks to a service with its own client wraps the call::
     with busy("CRM lookup"):
         customer = await crm.get(f"/customers/{user}")
 
-Work handed to a thread is held from the loop's side, so no moment is left
-uncovered between handing it over and the thread starting::
+Work handed to the event loop's own thread pool (``asyncio.to_thread``,
+``loop.run_in_executor(None, ...)``: a synchronous model SDK, a blocking
+database driver) is held for you during a run: :func:`running_on` gives the
+loop a default executor that holds the run's clock from the moment the work
+is handed over until it ends. Work handed to a thread pool of the agent's own
+is held from the loop's side, so no moment is left uncovered between handing
+it over and the thread starting::
 
     with busy("PDF rendering"):
-        pdf = await asyncio.to_thread(render, booking)
+        pdf = await loop.run_in_executor(my_pool, render, booking)
 
 Outside a run (no virtual clock), :func:`busy` does nothing, so the same
 agent code runs unchanged in production. The runner makes a scenario's
@@ -30,9 +35,14 @@ it, as context variables go.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+import asyncio
+import functools
+import weakref
+from collections.abc import AsyncIterator, Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
+from typing import Any
 
 import httpx
 
@@ -60,12 +70,74 @@ def current_clock() -> VirtualClock | None:
 
 @contextmanager
 def running_on(clock: Clock) -> Iterator[None]:
-    """Make ``clock`` (or the virtual clock under it) the one :func:`busy` holds inside."""
+    """Make ``clock`` (or the virtual clock under it) the one :func:`busy` holds inside.
+
+    Inside a running event loop, the loop's default executor also holds the
+    clock of whoever hands it work (see the module docstring).
+    """
     token = _current.set(virtual_base(clock))
     try:
+        _hold_default_executor()
         yield
     finally:
         _current.reset(token)
+
+
+class _HoldingExecutor(ThreadPoolExecutor):
+    """A loop's default executor that holds the caller's run clock while each call runs.
+
+    The pool that does the work is the loop's previous default executor, if
+    it had one, else a thread pool of asyncio's default size made when first
+    needed; this one only wraps each hand-over in :func:`busy`, entered on
+    the loop's thread (in the caller's context, so in its run) and left once
+    the call has ended, whichever thread ends it.
+    """
+
+    def __init__(self, inner: ThreadPoolExecutor | None) -> None:
+        super().__init__(thread_name_prefix="asyncio")
+        self._inner = inner
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        """Hand ``fn`` to the pool, holding the run's clock until it has run."""
+        if self._inner is None:
+            self._inner = ThreadPoolExecutor(thread_name_prefix="asyncio")
+        called = fn
+        if isinstance(fn, functools.partial) and fn.args:  # asyncio.to_thread: context.run
+            called = fn.args[0]
+        what = getattr(called, "__name__", None) or type(called).__name__
+        hold = busy(f"{what} in a thread")
+        hold.__enter__()
+        try:
+            future = self._inner.submit(fn, *args, **kwargs)
+        except BaseException:
+            hold.__exit__(None, None, None)
+            raise
+        future.add_done_callback(lambda _: hold.__exit__(None, None, None))
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Shut down the pool that does the work."""
+        if self._inner is not None:
+            self._inner.shutdown(wait=wait, cancel_futures=cancel_futures)
+        super().shutdown(wait=wait, cancel_futures=cancel_futures)
+
+
+# The loops whose default executor holds run clocks already.
+_holding: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
+
+
+def _hold_default_executor() -> None:
+    """Give the running loop (if any) a default executor that holds run clocks."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    if loop in _holding:
+        return
+    previous = getattr(loop, "_default_executor", None)  # CPython's; None until first used
+    inner = previous if isinstance(previous, ThreadPoolExecutor) else None
+    loop.set_default_executor(_HoldingExecutor(inner))
+    _holding.add(loop)
 
 
 class BusyTransport(httpx.AsyncBaseTransport):

@@ -4,7 +4,9 @@ For each text message, after its 200: optionally a holding message first
 (``BOT_HOLDING``, e.g. "One moment..."), then the message marked read with
 the typing indicator, then a pause that stands for a model call taking real
 time (``BOT_THINK_SECONDS``, default 1), then the answer. Meta takes the
-indicator down when the answer arrives, or after 25 s. Only the standard
+indicator down when the answer arrives, or after 25 s. ``BOT_THINK_IN=thread``
+thinks in a thread instead (``asyncio.to_thread``), as a bot calling a
+synchronous model SDK does; the event loop is idle meanwhile. Only the standard
 library, httpx, starlette and uvicorn; nothing from this project.
 
 Run it with ``python -m tests.bots.thinking --port 8004`` and the
@@ -21,6 +23,7 @@ import hmac
 import json
 import logging
 import os
+import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -47,6 +50,9 @@ def create_app(
     version = settings.get("WHATSAPP_API_VERSION", "v25.0")
     think = float(settings.get("BOT_THINK_SECONDS", "1"))
     holding = settings.get("BOT_HOLDING", "")
+    think_in = settings.get("BOT_THINK_IN", "loop")
+    if think_in not in ("loop", "thread"):
+        raise ValueError(f"BOT_THINK_IN must be loop or thread, not {think_in!r}")
     messages_url = f"{graph}/{version}/{phone_id}/messages"
     auth = {"Authorization": f"Bearer {settings['WHATSAPP_ACCESS_TOKEN']}"}
     http = client or httpx.AsyncClient(timeout=10)
@@ -68,7 +74,10 @@ def create_app(
         await post(
             {"status": "read", "message_id": message["id"], "typing_indicator": {"type": "text"}}
         )
-        await asyncio.sleep(think)  # the model, taking real time
+        if think_in == "thread":  # a synchronous model SDK, called off the event loop
+            await asyncio.to_thread(time.sleep, think)
+        else:
+            await asyncio.sleep(think)  # the model, taking real time
         await text(user, f"You said: {message['text']['body']}")
 
     async def webhook(request: Request) -> Response:

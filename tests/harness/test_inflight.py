@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import AsyncIterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
 
@@ -103,8 +105,54 @@ async def test_work_in_a_worker_thread_holds_the_clock() -> None:
     await clock.run_until(clock.now() + timedelta(seconds=2))
     await asyncio.gather(*tasks)
     assert seen == [("thread done", 0.0), ("timer 1", 1.0)]
-    assert inside == [["a call into a worker thread", "the blocking part"]]
+    # The loop's default executor holds the clock too, for as long as the thread works.
+    assert inside == [["a call into a worker thread", "blocking in a thread", "the blocking part"]]
     assert clock.in_flight == []
+
+
+@pytest.mark.parametrize("how", ["to_thread", "run_in_executor"])
+async def test_work_handed_to_the_loops_thread_pool_holds_the_run_clock_unannounced(
+    how: str,
+) -> None:
+    # A synchronous SDK called off the loop, with no busy() around it: the loop is idle.
+    clock = VirtualClock()
+    seen: list[tuple[str, float]] = []
+    inside: list[list[str]] = []
+
+    def sync_model_call() -> str:
+        inside.append([what for what, _ in clock.in_flight])
+        time.sleep(0.1)
+        return "answer"
+
+    async def agent() -> None:
+        loop = asyncio.get_running_loop()
+        if how == "to_thread":
+            answer = await asyncio.to_thread(sync_model_call)
+        else:
+            answer = await loop.run_in_executor(None, sync_model_call)
+        seen.append((answer, _offset(clock)))
+
+    with running_on(clock):
+        tasks = [asyncio.create_task(_wake_at(clock, 1.0, seen)), asyncio.create_task(agent())]
+    await asyncio.sleep(0)
+    await clock.run_until(clock.now() + timedelta(seconds=2))
+    await asyncio.gather(*tasks)
+    assert seen == [("answer", 0.0), ("timer 1", 1.0)]
+    assert inside == [["sync_model_call in a thread"]]
+    assert clock.in_flight == []
+
+
+async def test_outside_a_run_the_loops_thread_pool_holds_nothing_and_keeps_its_threads() -> None:
+    clock = VirtualClock()
+    loop = asyncio.get_running_loop()
+    mine = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agents-own")
+    loop.set_default_executor(mine)  # set by the agent before any run
+    with running_on(clock):
+        in_run = await asyncio.to_thread(lambda: threading.current_thread().name)
+    outside = await asyncio.to_thread(lambda: [what for what, _ in clock.in_flight])
+    assert in_run.startswith("agents-own")  # the work still runs on the agent's pool
+    assert outside == []
+    mine.shutdown()
 
 
 async def test_a_holder_that_sleeps_on_the_clock_does_not_keep_it_still() -> None:

@@ -52,6 +52,8 @@ careless_pizza_bot = _factory(pizza, PIZZA_NO_DEDUPE="1")
 # the bot is still at work.
 THINKING = {"BOT_HOLDING": "One moment...", "BOT_THINK_SECONDS": "1.0"}
 thinking_bot = _factory(thinking, **THINKING)
+# The same, its model a synchronous SDK called through asyncio.to_thread: the loop is idle.
+thread_thinking_bot = _factory(thinking, **THINKING, BOT_THINK_IN="thread")
 
 TWO_TURNS = parse_scenario(
     """
@@ -209,8 +211,9 @@ EXPECTED_HOLDING = [
 ]
 
 
-async def test_in_process_a_bot_that_thinks_in_real_time_is_waited_for() -> None:
-    result = await _in_process("thinking_bot", HOLDING)
+@pytest.mark.parametrize("factory", ["thinking_bot", "thread_thinking_bot"])
+async def test_in_process_a_bot_that_thinks_in_real_time_is_waited_for(factory: str) -> None:
+    result = await _in_process(factory, HOLDING)
     _ok(result)
     assert _shape(result.conversation) == EXPECTED_HOLDING
 
