@@ -230,6 +230,8 @@ class OutboundRules:
             raise error
         who = target.user
         self._record_send(send, who, None, None, None)
+        if self.shared is not None:  # a typing indicator holds calls waiting in other processes
+            await self.shared.flush()
         return SendOutcome(wamid=None)
 
     def _record_send(

@@ -15,6 +15,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from channels.whatsapp.activity import Activity
 from channels.whatsapp.delivery import Deliverer
@@ -23,7 +24,14 @@ from harness.clock import Clock, VirtualClock
 from harness.exceptions import ConfigError
 from harness.trace import ClockJump, Event
 
-__all__ = ["ANSWERED_QUIET", "QUIET", "RealTimeView", "Timekeeping"]
+__all__ = [
+    "ANSWERED_QUIET",
+    "QUIET",
+    "SHARED_ANSWERED_QUIET",
+    "SHARED_ANSWERED_ROUND_TRIPS",
+    "RealTimeView",
+    "Timekeeping",
+]
 
 #: Real seconds of silence after which a user's conversation counts as quiet on a paced
 #: server when the agent has not answered (yet): it may still be thinking.
@@ -31,6 +39,15 @@ QUIET = 0.3
 #: The least silence that ends a turn once the agent has sent the user a message: the
 #: rest of its answer, if any, follows within milliseconds (one Graph API call after another).
 ANSWERED_QUIET = 0.002
+#: With state shared between processes (``serve --redis``), the agent's next step may go
+#: through another process and reach this one only after that process has handled it and
+#: Redis has passed it on. The least silence that ends a turn once the agent has answered is
+#: then this, or :data:`SHARED_ANSWERED_ROUND_TRIPS` times the Redis round trip this process
+#: measures (hearing back a mark it publishes) if that is longer: on a busy machine another
+#: process can take tens of milliseconds to handle a request and pass it on.
+SHARED_ANSWERED_QUIET = 0.05
+#: See :data:`SHARED_ANSWERED_QUIET`.
+SHARED_ANSWERED_ROUND_TRIPS = 5
 _BUSY_POLL = 0.05
 
 
@@ -63,6 +80,14 @@ class RealTimeView:
         await self._clock.sleep(seconds)
 
 
+class _HearsOthers(Protocol):
+    """The state shared with other processes (``serve --redis``), as settling uses it."""
+
+    async def caught_up(self) -> None:
+        """Return once every change another process published so far has been applied here."""
+        ...
+
+
 class Timekeeping:
     """Settling, advancing and pacing the simulator's clock."""
 
@@ -75,6 +100,7 @@ class Timekeeping:
     _last_activity: datetime
     _remote: bool
     activity: Activity
+    shared: _HearsOthers | None
 
     def record(self, event: Event) -> None:
         """Append an event to the log (the simulator defines it)."""
@@ -132,6 +158,10 @@ class Timekeeping:
         typing indicator the conversation is not quiet, whatever the silence:
         until its next message to the user, or Meta's 25 s. Statuses and
         retries due later don't hold it; neither does any other conversation.
+        With state shared between processes, that shorter silence is at least
+        :data:`SHARED_ANSWERED_QUIET`, and it is confirmed before the call
+        ends: what the agent did through another process (a typing indicator,
+        the rest of its answer) may not have been heard here yet.
         At most ``within`` seconds.
         """
         if not self.paced:
@@ -141,10 +171,17 @@ class Timekeeping:
         deliverer = self._deliverer
         shortcut = quiet is None  # a silence the caller named is waited for whole
         silence = QUIET if quiet is None else quiet
+        least = ANSWERED_QUIET
+        if self.shared is not None:
+            before = time.monotonic()
+            await self.shared.caught_up()  # and how long hearing another process takes
+            trip = time.monotonic() - before
+            least = max(SHARED_ANSWERED_QUIET, SHARED_ANSWERED_ROUND_TRIPS * trip)
         started = seen = time.monotonic()
         end = started + within
         steps = 0
         longest = 0.0
+        confirmed = False  # the silence has been checked against other processes
         while True:
             now = time.monotonic()
             if now >= end:
@@ -155,6 +192,7 @@ class Timekeeping:
                 if steps > 2:  # not the message itself, nor its delivery: the agent's own pace
                     longest = max(longest, moved - seen)
                 seen = moved
+                confirmed = False
             typing = activity.typing_until(user)
             if deliverer is not None and deliverer.busy_for(user):
                 wait = _BUSY_POLL  # the delivery's own event wakes us sooner
@@ -163,10 +201,14 @@ class Timekeeping:
             else:
                 window = silence
                 if shortcut and activity.answered(user) >= started:
-                    window = min(silence, max(ANSWERED_QUIET, 2 * longest))
+                    window = min(silence, max(least, 2 * longest))
                 idle = now - seen
                 if idle >= window:
-                    break
+                    if self.shared is None or confirmed:
+                        break
+                    await self.shared.caught_up()  # hear what was published until now
+                    confirmed = True
+                    continue
                 wait = window - idle
             await activity.next_change(min(wait, end - now), user=user)
         self.raise_undelivered()

@@ -85,7 +85,7 @@ class Bot:
         if way == "react":  # 👀: seen, on it
             reaction = {"message_id": wamid, "emoji": "\N{EYES}"}
             await self.post({"to": user, "type": "reaction", "reaction": reaction})
-            await asyncio.sleep(0.15)  # a quick model: within the 0.3 s of silence
+            await asyncio.sleep(0.05)  # a quick model: well within the 0.3 s of silence
         if way.endswith("typing"):
             await self.post(
                 {"status": "read", "message_id": wamid, "typing_indicator": {"type": "text"}}
