@@ -279,7 +279,6 @@ _OWNERS: dict[str, str] = {
     "SEND_REQUEST": "channels.whatsapp.sends",
     "SIGNATURE_HEADER": "channels.whatsapp.signing",
     "SHARED_ANSWERED_QUIET": "channels.whatsapp.timekeeping",
-    "SHARED_ANSWERED_ROUND_TRIPS": "channels.whatsapp.timekeeping",
     "SendAction": "channels.whatsapp.validation",
     "SendBody": "channels.whatsapp.sends",
     "SendContext": "channels.whatsapp.sends",

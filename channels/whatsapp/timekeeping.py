@@ -28,7 +28,6 @@ __all__ = [
     "ANSWERED_QUIET",
     "QUIET",
     "SHARED_ANSWERED_QUIET",
-    "SHARED_ANSWERED_ROUND_TRIPS",
     "RealTimeView",
     "Timekeeping",
 ]
@@ -39,15 +38,10 @@ QUIET = 0.3
 #: The least silence that ends a turn once the agent has sent the user a message: the
 #: rest of its answer, if any, follows within milliseconds (one Graph API call after another).
 ANSWERED_QUIET = 0.002
-#: With state shared between processes (``serve --redis``), the agent's next step may go
-#: through another process and reach this one only after that process has handled it and
-#: Redis has passed it on. The least silence that ends a turn once the agent has answered is
-#: then this, or :data:`SHARED_ANSWERED_ROUND_TRIPS` times the Redis round trip this process
-#: measures (hearing back a mark it publishes) if that is longer: on a busy machine another
-#: process can take tens of milliseconds to handle a request and pass it on.
+#: The same with state shared between processes (``serve --redis``): the agent's next step
+#: may go through another process and reach this one only after that process has handled it
+#: and Redis has passed it on, which on a busy machine takes tens of milliseconds.
 SHARED_ANSWERED_QUIET = 0.05
-#: See :data:`SHARED_ANSWERED_QUIET`.
-SHARED_ANSWERED_ROUND_TRIPS = 5
 _BUSY_POLL = 0.05
 
 
@@ -171,12 +165,7 @@ class Timekeeping:
         deliverer = self._deliverer
         shortcut = quiet is None  # a silence the caller named is waited for whole
         silence = QUIET if quiet is None else quiet
-        least = ANSWERED_QUIET
-        if self.shared is not None:
-            before = time.monotonic()
-            await self.shared.caught_up()  # and how long hearing another process takes
-            trip = time.monotonic() - before
-            least = max(SHARED_ANSWERED_QUIET, SHARED_ANSWERED_ROUND_TRIPS * trip)
+        least = ANSWERED_QUIET if self.shared is None else SHARED_ANSWERED_QUIET
         started = seen = time.monotonic()
         end = started + within
         steps = 0
