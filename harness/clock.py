@@ -430,10 +430,15 @@ class VirtualClock:
 
     async def _settle(self) -> None:
         """Return once the loop is idle and no real work is in flight (see the module docstring)."""
+        ready = getattr(asyncio.get_running_loop(), "_ready", None)  # see _drain
         while True:
-            await self._drain()
+            idle = await self._drain()
             working = self._holds.unfinished(self._sleeping)
             if not working:
+                # Work ended by another thread may have queued its outcome on the loop
+                # just before it ended: that is still to run before the loop is idle.
+                if idle and ready:
+                    continue
                 return
             await self._holds.wait(working, self._sleeping)
 
@@ -470,8 +475,12 @@ class VirtualClock:
             return sleeper
         return timer
 
-    async def _drain(self) -> None:
-        """Yield until every other task in the loop is blocked (or give up after many rounds)."""
+    async def _drain(self) -> bool:
+        """Yield until every other task in the loop is blocked (or give up after many rounds).
+
+        Whether the loop was seen idle: false after giving up, or on a loop
+        whose queue can't be read.
+        """
         loop = asyncio.get_running_loop()
         # CPython's loops keep runnable callbacks in `_ready`; reading it is the
         # only way to know the loop is idle. Other loops get a fixed number of rounds.
@@ -480,7 +489,8 @@ class VirtualClock:
         for _ in range(rounds):
             await asyncio.sleep(0)
             if ready is not None and not ready:
-                return
+                return True
+        return False
 
     def _start_driver(self, loop: asyncio.AbstractEventLoop) -> None:
         driver = self._driver

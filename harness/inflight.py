@@ -39,7 +39,7 @@ import asyncio
 import functools
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
 from typing import Any
@@ -108,18 +108,44 @@ class _HoldingExecutor(ThreadPoolExecutor):
         hold = busy(f"{what} in a thread")
         hold.__enter__()
         try:
-            future = self._inner.submit(fn, *args, **kwargs)
+            work = self._inner.submit(fn, *args, **kwargs)
         except BaseException:
             hold.__exit__(None, None, None)
             raise
-        future.add_done_callback(lambda _: hold.__exit__(None, None, None))
-        return future
+        # The caller gets a future of its own, told of the outcome before the hold ends:
+        # the loop then has the result queued by the time it sees the work over, so
+        # virtual time cannot move between the thread ending and its caller going on.
+        told: Future[Any] = Future()
+        told.add_done_callback(lambda _: told.cancelled() and work.cancel())
+
+        def tell(_: Future[Any]) -> None:
+            try:
+                _relay(work, told)
+            finally:
+                hold.__exit__(None, None, None)
+
+        work.add_done_callback(tell)
+        return told
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Shut down the pool that does the work."""
         if self._inner is not None:
             self._inner.shutdown(wait=wait, cancel_futures=cancel_futures)
         super().shutdown(wait=wait, cancel_futures=cancel_futures)
+
+
+def _relay(work: Future[Any], told: Future[Any]) -> None:
+    """Give ``told`` the outcome of ``work``, unless the caller has cancelled it meanwhile."""
+    if work.cancelled():
+        told.cancel()
+        return
+    try:
+        if (error := work.exception()) is not None:
+            told.set_exception(error)
+        else:
+            told.set_result(work.result())
+    except InvalidStateError:  # cancelled by the caller, from the loop's thread
+        pass
 
 
 # The loops whose default executor holds run clocks already.

@@ -6,7 +6,7 @@ import asyncio
 import threading
 import time
 from collections.abc import AsyncIterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
 
@@ -139,6 +139,83 @@ async def test_work_handed_to_the_loops_thread_pool_holds_the_run_clock_unannoun
     await asyncio.gather(*tasks)
     assert seen == [("answer", 0.0), ("timer 1", 1.0)]
     assert inside == [["sync_model_call in a thread"]]
+    assert clock.in_flight == []
+
+
+class _SlowToTell(Future[Any]):
+    """A future that tells its callbacks one at a time, pausing between them.
+
+    As a busy machine does when it takes the GIL from the worker thread
+    between the callbacks that end the work and hand its result to the loop.
+    """
+
+    def _invoke_callbacks(self) -> None:
+        for callback in list(self._done_callbacks):  # type: ignore[attr-defined]
+            callback(self)
+            time.sleep(0.05)
+
+
+class _SlowToTellPool(ThreadPoolExecutor):
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        told = _SlowToTell()
+
+        def run() -> None:
+            try:
+                told.set_result(fn(*args, **kwargs))
+            except BaseException as error:
+                told.set_exception(error)
+
+        super().submit(run)
+        return told
+
+
+def _slow_answer() -> str:
+    time.sleep(0.05)  # long enough for the loop to be waiting on it when it ends
+    return "answer"
+
+
+async def test_virtual_time_waits_until_the_threads_result_is_back_on_the_loop() -> None:
+    # Between the work ending and its caller going on, a timer due later must not fire.
+    clock = VirtualClock()
+    seen: list[tuple[str, float]] = []
+    loop = asyncio.get_running_loop()
+    pool = _SlowToTellPool(max_workers=1)
+    loop.set_default_executor(pool)
+
+    async def agent() -> None:
+        answer = await asyncio.to_thread(_slow_answer)
+        seen.append((answer, _offset(clock)))
+
+    with running_on(clock):
+        tasks = [asyncio.create_task(_wake_at(clock, 1.0, seen)), asyncio.create_task(agent())]
+    await asyncio.sleep(0)
+    await clock.run_until(clock.now() + timedelta(seconds=2))
+    await asyncio.gather(*tasks)
+    assert seen == [("answer", 0.0), ("timer 1", 1.0)]
+    assert clock.in_flight == []
+    pool.shutdown()
+
+
+async def test_a_call_into_the_loops_pool_that_is_cancelled_still_lets_time_move() -> None:
+    clock = VirtualClock()
+    started = threading.Event()
+    release = threading.Event()
+
+    def stuck() -> None:
+        started.set()
+        release.wait(5)
+
+    with running_on(clock):
+        task = asyncio.create_task(asyncio.to_thread(stuck))
+    await asyncio.to_thread(started.wait, 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    release.set()
+    for _ in range(100):  # the thread ends on its own; its hold goes with it
+        if not clock.in_flight:
+            break
+        await asyncio.sleep(0.01)
     assert clock.in_flight == []
 
 
