@@ -93,11 +93,21 @@ def _response_schemas() -> dict[str, Any]:
         "Success": _object(["success"], success={"const": True}),
         "MediaUpload": {
             "type": "object",
-            "required": ["messaging_product", "file", "type"],
+            "required": ["file"],
             "properties": {
-                "messaging_product": {"const": "whatsapp"},
-                "file": {"type": "string", "contentMediaType": "application/octet-stream"},
-                "type": {"type": "string"},
+                "messaging_product": {
+                    "const": "whatsapp",
+                    "description": "Required, here or in the query string.",
+                },
+                "file": {
+                    "type": "string",
+                    "contentMediaType": "application/octet-stream",
+                    "description": "The file, its part's Content-Type its MIME type.",
+                },
+                "type": {
+                    "type": "string",
+                    "description": "The file's MIME type, where its part names none.",
+                },
             },
         },
         "MediaId": _object(["id"], id={"type": "string", "pattern": "^[0-9]+$"}),
@@ -184,7 +194,17 @@ def _paths() -> dict[str, Any]:
             "post": {
                 "operationId": "uploadMedia",
                 "summary": "Upload a file to send later by id.",
-                "parameters": [_VERSION, phone],
+                "parameters": [
+                    _VERSION,
+                    phone,
+                    {
+                        "name": "messaging_product",
+                        "in": "query",
+                        "required": False,
+                        "description": "whatsapp, if the form does not carry it.",
+                        "schema": {"const": "whatsapp"},
+                    },
+                ],
                 "requestBody": {
                     "required": True,
                     "content": {"multipart/form-data": {"schema": _ref("MediaUpload")}},

@@ -14,7 +14,7 @@ import random
 import socket
 import sys
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import uvicorn
 
-__all__ = ["free_port", "serve_in_process", "started_process"]
+__all__ = ["free_port", "serve_in_process", "started_command", "started_process"]
 
 
 def free_port() -> int:
@@ -123,9 +123,35 @@ async def started_process(
     environment. A process that exits early fails with its stderr.
     """
     port = free_port()
+    command = (sys.executable, "-m", module, "--port", str(port), *args)
+    env = {"PYTHONUNBUFFERED": "1", **(env or {})}
+    async with started_command(
+        command, port, env=env, ready_path=ready_path, start_within=start_within, name=module
+    ) as started:
+        yield started
+
+
+@asynccontextmanager
+async def started_command(
+    command: Sequence[str],
+    port: int,
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    ready_path: str = "/",
+    start_within: float = 10,
+    name: str | None = None,
+) -> AsyncIterator[tuple[str, asyncio.subprocess.Process]]:
+    """Run ``command``, a server that listens on 127.0.0.1:``port``, as :func:`started_process`.
+
+    Its stderr is kept for the caller (``process.stderr``), and read for the
+    error if it exits early; ``name`` (default: the command) names it there.
+    """
+    name = name or " ".join(command)
     process = await asyncio.create_subprocess_exec(
-        *(sys.executable, "-m", module, "--port", str(port), *args),
-        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+        *command,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
     )
@@ -137,13 +163,13 @@ async def started_process(
                 if process.returncode is not None:
                     assert process.stderr is not None
                     error = (await process.stderr.read()).decode()
-                    raise RuntimeError(f"{module} exited with {process.returncode}: {error}")
+                    raise RuntimeError(f"{name} exited with {process.returncode}: {error}")
                 try:
                     await client.get(url + ready_path)
                     break
                 except httpx.TransportError:
                     if time.monotonic() > deadline:
-                        raise RuntimeError(f"{module} did not answer in {start_within} s") from None
+                        raise RuntimeError(f"{name} did not answer in {start_within} s") from None
                     await asyncio.sleep(0.05)
         yield url, process
     finally:

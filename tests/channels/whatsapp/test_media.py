@@ -278,7 +278,7 @@ async def test_media_endpoints_need_a_token(client: httpx.AsyncClient) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "field"),
     [
-        ({"mime_type": None}, "type"),
+        ({"mime_type": None}, "file"),  # nor does its part name one: octet-stream
         ({"product": None}, "messaging_product"),
         ({"product": "instagram"}, "messaging_product"),
         ({"file_field": "upload"}, "file"),
@@ -289,6 +289,59 @@ async def test_upload_form_problems_answer_100(
 ) -> None:
     error = error_of(await upload(client, PNG, **kwargs), 400, 100)
     assert error["error_data"]["details"].startswith(f"{field}:")
+
+
+async def test_an_upload_takes_its_type_from_the_file_part_and_its_product_from_the_query(
+    client: httpx.AsyncClient,
+) -> None:
+    # As Meta describes the endpoint, and as whatsapp-api-js uploads: no type field, and
+    # messaging_product in the query string.
+    response = await client.post(
+        f"/v25.0/{PHONE}/media",
+        params={"messaging_product": "whatsapp"},
+        files={"file": ("menu.png", PNG, "image/png")},
+        headers=AUTH,
+    )
+    assert response.status_code == 200, response.text
+    info = await client.get(f"/v25.0/{response.json()['id']}", headers=AUTH)
+    assert info.json()["mime_type"] == "image/png"
+
+
+async def test_an_uploads_type_field_names_the_type_its_part_does_not(
+    client: httpx.AsyncClient,
+) -> None:
+    response = await client.post(
+        f"/v25.0/{PHONE}/media",
+        data={"messaging_product": "whatsapp", "type": "image/png"},
+        files={"file": ("menu.bin", PNG, "application/octet-stream")},
+        headers=AUTH,
+    )
+    assert response.status_code == 200, response.text
+    info = await client.get(f"/v25.0/{response.json()['id']}", headers=AUTH)
+    assert info.json()["mime_type"] == "image/png"
+
+
+@pytest.mark.parametrize(
+    ("form", "part_type", "field"),
+    [
+        ({"type": ""}, "image/png", "type"),  # a type field says nothing
+        ({}, None, "file"),  # a part with no Content-Type (nor a name to guess one by)
+        ({"messaging_product": "instagram"}, "image/png", "messaging_product"),  # the body wins
+    ],
+)
+async def test_an_upload_that_names_no_type_or_the_wrong_product_answers_100(
+    client: httpx.AsyncClient, form: dict[str, str], part_type: str | None, field: str
+) -> None:
+    part = ("menu", PNG) if part_type is None else ("menu.png", PNG, part_type)
+    response = await client.post(
+        f"/v25.0/{PHONE}/media",
+        params={"messaging_product": "whatsapp"},
+        data=form,
+        files={"file": part},
+        headers=AUTH,
+    )
+    error = error_of(response, 400, 100)
+    assert error["error_data"]["details"].startswith(f"{field}:"), error
 
 
 async def test_upload_refusals_over_http(client: httpx.AsyncClient) -> None:

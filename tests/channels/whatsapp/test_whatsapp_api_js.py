@@ -1,0 +1,133 @@
+"""whatsapp-api-js, the TypeScript library from npm, unmodified, as a bot in its own process.
+
+The bot (``tests/bots/node/bot.mjs``) is written as the library's README
+shows, on Node's own HTTP server: the library checks each webhook's
+signature, parses it into its events and makes every Graph API call itself
+(read receipts with typing, replies quoting the message, reply buttons, a
+photo downloaded, uploaded again as FormData and sent back by id, then
+deleted). The library names ``https://graph.facebook.com``; the bot gives it
+a fetch that sends those calls to the simulator instead. A scenario runs
+against it at a URL, as against a staging bot.
+
+It needs Node.js (18 or later) and the library installed: ``npm ci --prefix
+tests/bots/node`` (``.ci/run`` does both). Without them it is skipped, unless
+``HARNESS_REQUIRE_NODE`` is set: then it fails.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Final
+
+import pytest
+
+from channels.whatsapp.channel import MEDIA_SAMPLES
+from channels.whatsapp.config import SimulatorConfig
+from harness.suites.runner import Runner, RunOptions
+from harness.suites.scenario import parse_scenario
+from tests.bots.loopback import free_port, started_command
+
+NODE: Final = shutil.which("node")
+BOT_DIR: Final = Path(__file__).parents[2] / "bots" / "node"
+INSTALLED: Final = (BOT_DIR / "node_modules" / "whatsapp-api-js" / "package.json").is_file()
+
+pytestmark = pytest.mark.network
+
+
+@pytest.fixture(autouse=True)
+def _node() -> None:
+    """Skip without Node.js and the library; fail instead where HARNESS_REQUIRE_NODE is set."""
+    if NODE is not None and INSTALLED:
+        return
+    message = "needs Node.js and `npm ci --prefix tests/bots/node` (.ci/run does both)"
+    if os.environ.get("HARNESS_REQUIRE_NODE"):
+        pytest.fail(message + "; HARNESS_REQUIRE_NODE needs them")
+    pytest.skip(message)
+
+
+DEFAULTS: Final = SimulatorConfig()
+
+SCENARIO: Final = parse_scenario(
+    """
+name: a bot written with whatsapp-api-js
+users:
+  - {name: Ana, wa_id: "5511987654321"}
+steps:
+  - say: hello there
+  - expect: {reply_contains: "You said: hello there"}
+  - say: buttons
+  - expect: {reply_contains: "Sure?"}
+  - tap: "yes"
+  - expect: {reply_contains: "Tapped: yes"}
+  - send: image
+  - expect: {reply_contains: as sent}
+invariants: [every_inbound_answered, sends_valid]
+""",
+    path="whatsapp_api_js.yaml",
+)
+
+
+def test_the_installed_library_is_the_pinned_one() -> None:
+    installed = json.loads((BOT_DIR / "node_modules/whatsapp-api-js/package.json").read_text())
+    pinned = json.loads((BOT_DIR / "package.json").read_text())["dependencies"]
+    assert installed["version"] == pinned["whatsapp-api-js"]
+
+
+async def test_a_whatsapp_api_js_bot_runs_a_scenario_at_a_url() -> None:
+    assert NODE is not None
+    graph_port, bot_port = free_port(), free_port()
+    env = {
+        "PORT": str(bot_port),
+        "WHATSAPP_APP_SECRET": DEFAULTS.app_secret,
+        "WHATSAPP_VERIFY_TOKEN": DEFAULTS.verify_token,
+        "WHATSAPP_ACCESS_TOKEN": DEFAULTS.access_token,
+        "WHATSAPP_PHONE_NUMBER_ID": DEFAULTS.phone_number_id,
+        "WHATSAPP_GRAPH_URL": f"http://127.0.0.1:{graph_port}",
+    }
+    options = RunOptions(
+        target_url=f"http://127.0.0.1:{bot_port}/webhook",
+        channel_options={"graph_url": f"http://127.0.0.1:{graph_port}", "serve_graph": True},
+        quiet=0.6,
+        expect_timeout=10.0,
+    )
+    async with started_command((NODE, "bot.mjs"), bot_port, env=env, cwd=BOT_DIR) as (
+        _url,
+        process,
+    ):
+        run = await Runner(options).run([SCENARIO])
+        process.terminate()
+        _, stderr = await process.communicate()
+    [result] = run.scenarios
+    said = stderr.decode()
+    problems = [v.headline() for v in result.violations], result.error, said
+    assert result.status == "passed", problems
+    assert "failed" not in said, said  # the bot logs each Graph API call the simulator refused
+    conversation = result.conversation
+    assert conversation is not None
+
+    sends = conversation.sends()
+    # Each message the bot got was marked read with "typing..." as the library writes it.
+    receipts = [s.request for s in sends if not s.is_message]
+    assert [s.type for s in sends if not s.is_message] == ["typing"] * 4
+    assert all(r["typing_indicator"] == {"type": "text"} for r in receipts)
+    hello = conversation.inbound()[0]
+    [echo] = [s for s in sends if s.text == "You said: hello there"]
+    # The library addresses the user by both wa_id and BSUID, and quotes the message.
+    assert echo.request["to"] == hello.user
+    assert echo.request["recipient"] == conversation.participants[0].user_id
+    assert echo.request["context"] == {"message_id": hello.wamid}
+
+    # The photo came back whole: downloaded, uploaded again, sent by its new id.
+    [photo] = [s for s in sends if s.type == "image"]
+    sample = MEDIA_SAMPLES["image"][0]
+    image = photo.request["image"]
+    assert isinstance(image, dict)
+    assert image["caption"] == f"{len(sample)} bytes, as sent"
+    sent_in = conversation.inbound()[-1].body["image"]
+    assert isinstance(sent_in, dict)
+    assert sent_in["sha256"] == base64.b64encode(hashlib.sha256(sample).digest()).decode()
