@@ -28,8 +28,9 @@ import pytest
 
 from channels.whatsapp.channel import MEDIA_SAMPLES
 from channels.whatsapp.config import SimulatorConfig
+from harness.results import ScenarioResult
 from harness.suites.runner import Runner, RunOptions
-from harness.suites.scenario import parse_scenario
+from harness.suites.scenario import Scenario, parse_scenario
 from tests.bots.loopback import free_port, started_command
 
 NODE: Final = shutil.which("node")
@@ -78,7 +79,8 @@ def test_the_installed_library_is_the_pinned_one() -> None:
     assert installed["version"] == pinned["whatsapp-api-js"]
 
 
-async def test_a_whatsapp_api_js_bot_runs_a_scenario_at_a_url() -> None:
+async def _run(scenario: Scenario) -> tuple[ScenarioResult, str]:
+    """``scenario`` against the bot in its own process; with what the bot wrote to stderr."""
     assert NODE is not None
     graph_port, bot_port = free_port(), free_port()
     env = {
@@ -99,11 +101,14 @@ async def test_a_whatsapp_api_js_bot_runs_a_scenario_at_a_url() -> None:
         _url,
         process,
     ):
-        run = await Runner(options).run([SCENARIO])
+        run = await Runner(options).run([scenario])
         process.terminate()
         _, stderr = await process.communicate()
-    [result] = run.scenarios
-    said = stderr.decode()
+    return run.scenarios[0], stderr.decode()
+
+
+async def test_a_whatsapp_api_js_bot_runs_a_scenario_at_a_url() -> None:
+    result, said = await _run(SCENARIO)
     problems = [v.headline() for v in result.violations], result.error, said
     assert result.status == "passed", problems
     assert "failed" not in said, said  # the bot logs each Graph API call the simulator refused
@@ -131,3 +136,35 @@ async def test_a_whatsapp_api_js_bot_runs_a_scenario_at_a_url() -> None:
     sent_in = conversation.inbound()[-1].body["image"]
     assert isinstance(sent_in, dict)
     assert sent_in["sha256"] == base64.b64encode(hashlib.sha256(sample).digest()).decode()
+
+
+BATCHED: Final = parse_scenario(
+    """
+name: three quick messages, delivered in one webhook
+users:
+  - {name: Ana, wa_id: "5511987654321"}
+faults: batched
+steps:
+  - say: [one, two, three]
+    gap: 0.1s
+  - expect: {reply_contains: "You said: three"}
+    within: 3s
+""",
+    path="whatsapp_api_js_batched.yaml",
+)
+
+
+async def test_the_harness_finds_that_the_library_reads_one_message_of_a_batched_webhook() -> None:
+    # whatsapp-api-js 6.3 hands the bot value.messages[0] alone; Meta may put several in one
+    # webhook, and the batched fault does. The run says what the bot never answered.
+    result, said = await _run(BATCHED)
+    assert result.status == "failed", said
+    assert [v.headline() for v in result.violations] == [
+        "expect at turn 1 (line 9): no reply contains 'You said: three'"
+    ]
+    conversation = result.conversation
+    assert conversation is not None
+    assert [m.text for m in conversation.inbound()] == ["one", "two", "three"]
+    assert [s.text for s in conversation.replies()] == ["You said: one"]
+    # All three came in one POST: the fault, not a lost delivery.
+    assert len({m.delivery for m in conversation.inbound()}) == 1
