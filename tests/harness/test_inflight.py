@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
@@ -29,6 +29,24 @@ def _offset(clock: VirtualClock) -> float:
 async def _wake_at(clock: VirtualClock, seconds: float, seen: list[tuple[str, float]]) -> None:
     await clock.sleep(seconds)
     seen.append((f"timer {seconds:g}", _offset(clock)))
+
+
+async def _answer_beside_a_timer(
+    clock: VirtualClock, agent: Callable[[], Awaitable[str]]
+) -> list[tuple[str, float]]:
+    """Run ``agent`` in a run on ``clock`` beside a timer due at 1 s; when each ended."""
+    seen: list[tuple[str, float]] = []
+
+    async def answering() -> None:
+        answer = await agent()
+        seen.append((answer, _offset(clock)))
+
+    with running_on(clock):
+        tasks = [asyncio.create_task(_wake_at(clock, 1.0, seen)), asyncio.create_task(answering())]
+    await asyncio.sleep(0)
+    await clock.run_until(clock.now() + timedelta(seconds=2))
+    await asyncio.gather(*tasks)
+    return seen
 
 
 async def test_virtual_time_waits_for_real_work_then_timers_fire_in_order() -> None:
@@ -116,7 +134,6 @@ async def test_work_handed_to_the_loops_thread_pool_holds_the_run_clock_unannoun
 ) -> None:
     # A synchronous SDK called off the loop, with no busy() around it: the loop is idle.
     clock = VirtualClock()
-    seen: list[tuple[str, float]] = []
     inside: list[list[str]] = []
 
     def sync_model_call() -> str:
@@ -124,20 +141,13 @@ async def test_work_handed_to_the_loops_thread_pool_holds_the_run_clock_unannoun
         time.sleep(0.1)
         return "answer"
 
-    async def agent() -> None:
+    async def agent() -> str:
         loop = asyncio.get_running_loop()
         if how == "to_thread":
-            answer = await asyncio.to_thread(sync_model_call)
-        else:
-            answer = await loop.run_in_executor(None, sync_model_call)
-        seen.append((answer, _offset(clock)))
+            return await asyncio.to_thread(sync_model_call)
+        return await loop.run_in_executor(None, sync_model_call)
 
-    with running_on(clock):
-        tasks = [asyncio.create_task(_wake_at(clock, 1.0, seen)), asyncio.create_task(agent())]
-    await asyncio.sleep(0)
-    await clock.run_until(clock.now() + timedelta(seconds=2))
-    await asyncio.gather(*tasks)
-    assert seen == [("answer", 0.0), ("timer 1", 1.0)]
+    assert await _answer_beside_a_timer(clock, agent) == [("answer", 0.0), ("timer 1", 1.0)]
     assert inside == [["sync_model_call in a thread"]]
     assert clock.in_flight == []
 
@@ -177,21 +187,13 @@ def _slow_answer() -> str:
 async def test_virtual_time_waits_until_the_threads_result_is_back_on_the_loop() -> None:
     # Between the work ending and its caller going on, a timer due later must not fire.
     clock = VirtualClock()
-    seen: list[tuple[str, float]] = []
-    loop = asyncio.get_running_loop()
     pool = _SlowToTellPool(max_workers=1)
-    loop.set_default_executor(pool)
+    asyncio.get_running_loop().set_default_executor(pool)
 
-    async def agent() -> None:
-        answer = await asyncio.to_thread(_slow_answer)
-        seen.append((answer, _offset(clock)))
+    async def agent() -> str:
+        return await asyncio.to_thread(_slow_answer)
 
-    with running_on(clock):
-        tasks = [asyncio.create_task(_wake_at(clock, 1.0, seen)), asyncio.create_task(agent())]
-    await asyncio.sleep(0)
-    await clock.run_until(clock.now() + timedelta(seconds=2))
-    await asyncio.gather(*tasks)
-    assert seen == [("answer", 0.0), ("timer 1", 1.0)]
+    assert await _answer_beside_a_timer(clock, agent) == [("answer", 0.0), ("timer 1", 1.0)]
     assert clock.in_flight == []
     pool.shutdown()
 
