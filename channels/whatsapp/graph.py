@@ -27,8 +27,10 @@ answers 405, both with code 100.
 
 Bodies are read as Graph reads them: a send is JSON
 (``application/json``) or form fields (``application/x-www-form-urlencoded``
-or ``multipart/form-data``, an object's value written as JSON); any other
-``Content-Type`` is refused with code 100. A body over its limit (1 MiB for
+or ``multipart/form-data``, an object's value written as JSON; in a JSON
+body too, a message object may be given as its JSON text); any other
+``Content-Type`` is refused with code 100. An upload's file type is its
+part's ``Content-Type``, or a ``type`` field where given. A body over its limit (1 MiB for
 a send, 101 MiB for an upload: the largest file WhatsApp takes, plus room
 for the form) answers 413, refused by its ``Content-Length`` or as soon as
 it outgrows the limit, before it is read whole (see
@@ -63,6 +65,7 @@ from channels.whatsapp._request_body import (
     JSON_BODY_LIMIT,
     BadBody,
     BodyTooLarge,
+    decode_json,
     form_fields,
     limited_stream,
     media_type,
@@ -83,6 +86,7 @@ from channels.whatsapp.media import MediaStore, largest_size, media_id_in
 from channels.whatsapp.openapi import VERSION_PATTERN, build_openapi
 from channels.whatsapp.validation import (
     DEFAULT_LIMITS,
+    MESSAGE_TYPES,
     SendLimits,
     SendValidator,
     TemplateRegistry,
@@ -324,7 +328,7 @@ class _GraphAPI:
         body: object = None
         try:
             if content_type == "application/json":
-                body = parse_json_body(raw)
+                body = _objects_written_as_text(parse_json_body(raw))
             else:
                 body = await _form(raw, request.headers)
             await self.store.load(media_id_in(body))  # uploaded through another process, maybe
@@ -457,6 +461,34 @@ def _auth_error(problem: str) -> AuthError:
 def _form_error(field: str, problem: str) -> InvalidParameter:
     details = f"{field}: {problem}" if field else problem
     return InvalidParameter(message=f"(#100) {details}", details=details)
+
+
+# The fields of a send that hold an object or array: the message's own, and its context.
+_STRUCTURED: Final = frozenset({*MESSAGE_TYPES, "context"})
+
+
+def _objects_written_as_text(body: object) -> object:
+    """``body`` with a message object (or array) given as its JSON text read as that JSON.
+
+    Graph reads a parameter the same way wherever it is written: as it reads
+    ``text={"body": "hi"}`` from a form, it reads ``"contacts": "[{...}]"`` in
+    a JSON body (whatsapp-api-js writes a contacts message so). Text that is
+    not JSON is left as it is, for the send's validation to refuse.
+    """
+    if not isinstance(body, dict):
+        return body
+    read = body
+    for key in _STRUCTURED.intersection(body):
+        value = body[key]
+        if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
+            try:
+                decoded = decode_json(value.encode("utf-8"))
+            except BadBody:
+                continue
+            if read is body:
+                read = dict(body)
+            read[key] = decoded
+    return read
 
 
 def _upload_type(named: object, upload: UploadFile) -> str:

@@ -5,7 +5,7 @@
 //
 // For a text, it marks the message read with "typing...", then echoes it as a
 // reply to it; "buttons" gets two reply buttons, and a tap is answered with its
-// id. For a photo it downloads the file, checks its sha256 against the
+// id; "card" gets a contact card. For a photo it downloads the file, checks its sha256 against the
 // webhook's and the media endpoint's, uploads it again and sends it back by the new id, then deletes it.
 //
 //   PORT=8004 WHATSAPP_GRAPH_URL=http://127.0.0.1:8000 WHATSAPP_...=... node bot.mjs
@@ -18,8 +18,11 @@ import {
   ActionButtons,
   Body,
   Button,
+  Contacts,
   Image,
   Interactive,
+  Name,
+  Phone,
   Text,
 } from "whatsapp-api-js/messages";
 
@@ -69,6 +72,9 @@ Whatsapp.on.message = async ({ message, reply, received }) => {
   if (message.type === "text" && message.text.body === "buttons") {
     const buttons = new ActionButtons(new Button("yes", "Yes"), new Button("no", "No"));
     failed("buttons", await reply(new Interactive(buttons, new Body("Sure?"))));
+  } else if (message.type === "text" && message.text.body === "card") {
+    const card = [new Name("Ana Lima", "Ana", "Lima"), new Phone("+55 11 98765-4321", "CELL")];
+    failed("card", await reply(new Contacts(card)));
   } else if (message.type === "text") {
     failed("echo", await reply(new Text(`You said: ${message.text.body}`), true));
   } else if (message.type === "interactive") {

@@ -143,6 +143,41 @@ async def test_a_send_written_as_form_fields_is_the_same_send(
     assert [send.body for send in handler.sends] == [body, body]
 
 
+@pytest.mark.parametrize("kind", ["contacts", "text", "interactive_button"])
+async def test_a_message_object_given_as_its_json_text_in_a_json_body_is_that_object(
+    graph: tuple[httpx.AsyncClient, AcceptAll], kind: str
+) -> None:
+    # As Graph reads a form field; whatsapp-api-js writes a contacts message this way.
+    client, handler = graph
+    body = load_send(kind)
+    field = body["type"]
+    written = {**body, field: json.dumps(body[field]), "context": json.dumps({"message_id": "x"})}
+    answer = await client.post(MESSAGES, json=written, headers=AUTH)
+    assert answer.status_code == 200, answer.text
+    assert [send.body for send in handler.sends] == [{**body, "context": {"message_id": "x"}}]
+
+
+async def test_other_fields_holding_json_text_keep_it_as_text(
+    graph: tuple[httpx.AsyncClient, AcceptAll],
+) -> None:
+    client, handler = graph
+    body = {**load_send("text"), "biz_opaque_callback_data": '{"order": 7}'}
+    answer = await client.post(MESSAGES, json=body, headers=AUTH)
+    assert answer.status_code == 200, answer.text
+    assert [send.body for send in handler.sends] == [body]
+
+
+@pytest.mark.parametrize("text", ["[{'name': 'Ana'}]", "Ana Lima", "[]"])
+async def test_a_message_object_as_text_that_is_not_one_is_refused_naming_the_field(
+    graph: tuple[httpx.AsyncClient, AcceptAll], text: str
+) -> None:
+    client, handler = graph
+    body = {**load_send("contacts"), "contacts": text}
+    error = envelope(await client.post(MESSAGES, json=body, headers=AUTH), 400, 131009)
+    assert error["error_data"]["details"].startswith("contacts"), error
+    assert handler.sends == []
+
+
 async def test_a_form_field_that_is_not_json_answers_100(
     graph: tuple[httpx.AsyncClient, AcceptAll],
 ) -> None:

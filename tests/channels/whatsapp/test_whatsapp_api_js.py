@@ -4,9 +4,10 @@ The bot (``tests/bots/node/bot.mjs``) is written as the library's README
 shows, on Node's own HTTP server: the library checks each webhook's
 signature, parses it into its events and makes every Graph API call itself
 (read receipts with typing, replies quoting the message, reply buttons, a
-photo downloaded, uploaded again as FormData and sent back by id, then
-deleted). The library names ``https://graph.facebook.com``; the bot gives it
-a fetch that sends those calls to the simulator instead. A scenario runs
+contact card written as JSON text, a photo downloaded, uploaded again as
+FormData and sent back by id, then deleted). The library names
+``https://graph.facebook.com``; the bot gives it a fetch that sends those
+calls to the simulator instead. A scenario runs
 against it at a URL, as against a staging bot.
 
 It needs Node.js (18 or later) and the library installed: ``npm ci --prefix
@@ -65,6 +66,8 @@ steps:
   - expect: {reply_contains: "Sure?"}
   - tap: "yes"
   - expect: {reply_contains: "Tapped: yes"}
+  - say: card
+  - expect: {replies: 1}
   - send: image
   - expect: {reply_contains: as sent}
 invariants: [every_inbound_answered, sends_valid]
@@ -118,7 +121,7 @@ async def test_a_whatsapp_api_js_bot_runs_a_scenario_at_a_url() -> None:
     sends = conversation.sends()
     # Each message the bot got was marked read with "typing..." as the library writes it.
     receipts = [s.request for s in sends if not s.is_message]
-    assert [s.type for s in sends if not s.is_message] == ["typing"] * 4
+    assert [s.type for s in sends if not s.is_message] == ["typing"] * 5
     assert all(r["typing_indicator"] == {"type": "text"} for r in receipts)
     hello = conversation.inbound()[0]
     [echo] = [s for s in sends if s.text == "You said: hello there"]
@@ -126,6 +129,16 @@ async def test_a_whatsapp_api_js_bot_runs_a_scenario_at_a_url() -> None:
     assert echo.request["to"] == hello.user
     assert echo.request["recipient"] == conversation.participants[0].user_id
     assert echo.request["context"] == {"message_id": hello.wamid}
+
+    # The library writes a contacts message's array as JSON text; Graph reads it as the array.
+    [card] = [s for s in sends if s.type == "contacts"]
+    assert card.ok
+    assert card.request["contacts"] == [
+        {
+            "name": {"formatted_name": "Ana Lima", "first_name": "Ana", "last_name": "Lima"},
+            "phones": [{"phone": "+55 11 98765-4321", "type": "CELL"}],
+        }
+    ]
 
     # The photo came back whole: downloaded, uploaded again, sent by its new id.
     [photo] = [s for s in sends if s.type == "image"]
