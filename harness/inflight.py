@@ -8,8 +8,12 @@ stays where it is until the work ends, and work that outlives the clock's
 
 The harness calls :func:`busy` itself wherever it can see real I/O: its
 model recorders (:mod:`harness.recorder`), its Redis store, the webhook POSTs
-to an agent at a URL, and HTTP through :class:`BusyTransport`. An agent that
-talks to a service with its own client wraps the call::
+to an agent at a URL, and HTTP through :class:`BusyTransport`. During a run
+it also holds the clock for every request made through httpx's own network
+transport (``httpx.AsyncHTTPTransport``, what ``httpx.AsyncClient`` and the
+Anthropic and OpenAI SDKs use unless given another), from the request until
+its response is closed. An agent that talks to a service with a client of
+another kind wraps the call::
 
     from harness.inflight import busy
 
@@ -38,7 +42,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import weakref
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
@@ -78,6 +82,7 @@ def running_on(clock: Clock) -> Iterator[None]:
     token = _current.set(virtual_base(clock))
     try:
         _hold_default_executor()
+        _hold_httpx()
         yield
     finally:
         _current.reset(token)
@@ -166,6 +171,45 @@ def _hold_default_executor() -> None:
     _holding.add(loop)
 
 
+# Set while a BusyTransport holds the clock for the request it passes on, so httpx's own
+# transport under it does not hold it a second time.
+_holding_request: ContextVar[bool] = ContextVar("harness_holding_request", default=False)
+_plain_send = httpx.AsyncHTTPTransport.handle_async_request
+
+
+async def _send_held_by_run(
+    transport: httpx.AsyncHTTPTransport, request: httpx.Request
+) -> httpx.Response:
+    """httpx's own transport, holding the run's clock (if any) until the response is closed."""
+    if _current.get() is None or _holding_request.get():
+        return await _plain_send(transport, request)
+    return await _held_exchange(lambda: _plain_send(transport, request), request)
+
+
+def _hold_httpx() -> None:
+    """Make httpx's network transport hold the run clock of whoever sends (done once)."""
+    if httpx.AsyncHTTPTransport.handle_async_request is not _send_held_by_run:
+        httpx.AsyncHTTPTransport.handle_async_request = _send_held_by_run  # type: ignore[method-assign, assignment]
+
+
+async def _held_exchange(
+    send: Callable[[], Awaitable[httpx.Response]], request: httpx.Request
+) -> httpx.Response:
+    """``send()``, holding the run's clock from the request until the response is closed."""
+    held = busy(f"HTTP {request.method} {request.url.copy_with(query=None)}")
+    held.__enter__()
+    try:
+        response = await send()
+    except BaseException:
+        held.__exit__(None, None, None)
+        raise
+    if response.is_closed or not isinstance(response.stream, httpx.AsyncByteStream):
+        held.__exit__(None, None, None)  # the body came whole with the response
+        return response
+    response.stream = _HeldStream(response.stream, held)
+    return response
+
+
 class BusyTransport(httpx.AsyncBaseTransport):
     """An httpx transport that holds the run's clock while each exchange is in flight.
 
@@ -183,18 +227,15 @@ class BusyTransport(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Send the request through the wrapped transport, holding the clock meanwhile."""
-        held = busy(f"HTTP {request.method} {request.url.copy_with(query=None)}")
-        held.__enter__()
-        try:
-            response = await self._inner.handle_async_request(request)
-        except BaseException:
-            held.__exit__(None, None, None)
-            raise
-        if response.is_closed or not isinstance(response.stream, httpx.AsyncByteStream):
-            held.__exit__(None, None, None)  # the body came whole with the response
-            return response
-        response.stream = _HeldStream(response.stream, held)
-        return response
+
+        async def send() -> httpx.Response:
+            token = _holding_request.set(True)
+            try:
+                return await self._inner.handle_async_request(request)
+            finally:
+                _holding_request.reset(token)
+
+        return await _held_exchange(send, request)
 
     async def aclose(self) -> None:
         """Close the wrapped transport."""

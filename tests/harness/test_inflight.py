@@ -19,6 +19,7 @@ from harness.inflight import BusyTransport, busy, current_clock, running_on
 from harness.llm import LLMResponse, SystemPrompt, TextBlock
 from harness.llm_recorder import RecordingLLMClient
 from harness.tape import RecordMode
+from tests.bots.loopback import serve_in_process
 
 
 def _offset(clock: VirtualClock) -> float:
@@ -327,6 +328,34 @@ async def test_busy_transport_holds_until_the_response_body_is_closed() -> None:
         ["HTTP GET http://crm.example/customers/42"],
         ["HTTP GET http://crm.example/ping"],
     ]
+
+
+async def test_httpx_over_the_network_holds_the_run_clock_unannounced() -> None:
+    # A plain httpx client (as the Anthropic and OpenAI SDKs make), no BusyTransport.
+    clock = VirtualClock()
+    seen: list[list[str]] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        assert scope["type"] == "http"
+        seen.append([what for what, _ in clock.in_flight])
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"[1, ", "more_body": True})
+        await send({"type": "http.response.body", "body": b"2]"})
+
+    async with serve_in_process(app) as url:
+        where = f"HTTP GET {url}/slow"
+        async with httpx.AsyncClient() as client:
+            with running_on(clock):
+                async with client.stream("GET", f"{url}/slow?q=1") as response:
+                    assert [what for what, _ in clock.in_flight] == [where]  # the body is out
+                    assert await response.aread() == b"[1, 2]"
+                assert clock.in_flight == []
+            outside = await client.get(f"{url}/slow")  # no run: nothing held
+        async with httpx.AsyncClient(transport=BusyTransport()) as told:
+            with running_on(clock):
+                await told.get(f"{url}/slow")  # held once, not once per layer
+    assert outside.status_code == 200
+    assert seen == [[where], [], [where]]
 
 
 class _Chunks(httpx.AsyncByteStream):
