@@ -9,11 +9,12 @@ stays where it is until the work ends, and work that outlives the clock's
 The harness calls :func:`busy` itself wherever it can see real I/O: its
 model recorders (:mod:`harness.recorder`), its Redis store, the webhook POSTs
 to an agent at a URL, and HTTP through :class:`BusyTransport`. During a run
-it also holds the clock for every request made through httpx's own network
-transport (``httpx.AsyncHTTPTransport``, what ``httpx.AsyncClient`` and the
-Anthropic and OpenAI SDKs use unless given another), from the request until
-its response is closed. An agent that talks to a service with a client of
-another kind wraps the call::
+it also holds the clock for every request made through the network transport
+of httpx or httpx2 (``AsyncHTTPTransport``: what a plain ``httpx.AsyncClient``
+sends through, and the Anthropic and OpenAI SDKs through httpx2, unless given
+another), from the request until its response is closed. An agent that talks
+to a service with a client of another kind (aiohttp, a database driver) wraps
+the call::
 
     from harness.inflight import busy
 
@@ -41,12 +42,16 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import importlib
+import importlib.util
+import sys
+import threading
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, Final
 
 import httpx
 
@@ -82,7 +87,7 @@ def running_on(clock: Clock) -> Iterator[None]:
     token = _current.set(virtual_base(clock))
     try:
         _hold_default_executor()
-        _hold_httpx()
+        _hold_http_clients()
         yield
     finally:
         _current.reset(token)
@@ -174,28 +179,55 @@ def _hold_default_executor() -> None:
 # Set while a BusyTransport holds the clock for the request it passes on, so httpx's own
 # transport under it does not hold it a second time.
 _holding_request: ContextVar[bool] = ContextVar("harness_holding_request", default=False)
-_plain_send = httpx.AsyncHTTPTransport.handle_async_request
+
+# The HTTP client packages whose network transport holds run clocks: httpx, and httpx2,
+# which the Anthropic and OpenAI SDKs send through. Each one's transport class, once patched.
+_CLIENT_PACKAGES: Final = ("httpx", "httpx2")
+_patched: set[str] = set()
+_patching = threading.Lock()
 
 
-async def _send_held_by_run(
-    transport: httpx.AsyncHTTPTransport, request: httpx.Request
-) -> httpx.Response:
-    """httpx's own transport, holding the run's clock (if any) until the response is closed."""
-    if _current.get() is None or _holding_request.get():
-        return await _plain_send(transport, request)
-    return await _held_exchange(lambda: _plain_send(transport, request), request)
+def _hold_http_clients() -> None:
+    """Make the network transport of each installed client package hold run clocks (once)."""
+    if len(_patched) == len(_CLIENT_PACKAGES):
+        return
+    with _patching:
+        for name in _CLIENT_PACKAGES:
+            if name in _patched:
+                continue
+            if name not in sys.modules and importlib.util.find_spec(name) is None:
+                _patched.add(name)  # not installed: nothing to hold
+                continue
+            # import_module waits for an import another thread has under way to finish.
+            module = importlib.import_module(name)
+            transport: type[Any] = module.AsyncHTTPTransport
+            transport.handle_async_request = _held_by_run(
+                transport.handle_async_request, module.AsyncByteStream
+            )
+            _patched.add(name)
 
 
-def _hold_httpx() -> None:
-    """Make httpx's network transport hold the run clock of whoever sends (done once)."""
-    if httpx.AsyncHTTPTransport.handle_async_request is not _send_held_by_run:
-        httpx.AsyncHTTPTransport.handle_async_request = _send_held_by_run  # type: ignore[method-assign, assignment]
+def _held_by_run(
+    plain: Callable[[Any, Any], Awaitable[Any]], stream_type: type[Any]
+) -> Callable[[Any, Any], Awaitable[Any]]:
+    """``plain``, holding the run's clock (if any) from the request until it is closed."""
+
+    async def send(transport: Any, request: Any) -> Any:
+        if _current.get() is None or _holding_request.get():
+            return await plain(transport, request)
+        return await _held_exchange(lambda: plain(transport, request), request, stream_type)
+
+    return send
 
 
 async def _held_exchange(
-    send: Callable[[], Awaitable[httpx.Response]], request: httpx.Request
-) -> httpx.Response:
-    """``send()``, holding the run's clock from the request until the response is closed."""
+    send: Callable[[], Awaitable[Any]], request: Any, stream_type: type[Any]
+) -> Any:
+    """``send()``, holding the run's clock from the request until the response is closed.
+
+    ``stream_type`` is the client package's ``AsyncByteStream``: a body of that
+    kind not yet read is wrapped to end the hold when it is closed.
+    """
     held = busy(f"HTTP {request.method} {request.url.copy_with(query=None)}")
     held.__enter__()
     try:
@@ -203,11 +235,40 @@ async def _held_exchange(
     except BaseException:
         held.__exit__(None, None, None)
         raise
-    if response.is_closed or not isinstance(response.stream, httpx.AsyncByteStream):
+    if response.is_closed or not isinstance(response.stream, stream_type):
         held.__exit__(None, None, None)  # the body came whole with the response
         return response
-    response.stream = _HeldStream(response.stream, held)
+    response.stream = _held_stream_class(stream_type)(response.stream, held)
     return response
+
+
+_held_streams: dict[type[Any], type[Any]] = {}
+
+
+def _held_stream_class(base: type[Any]) -> type[Any]:
+    """A response body of ``base``'s kind that releases its hold on the clock when closed."""
+    if base in _held_streams:
+        return _held_streams[base]
+
+    class HeldStream(base):  # type: ignore[misc]
+        def __init__(self, inner: Any, held: AbstractContextManager[None]) -> None:
+            self._inner = inner
+            self._held: AbstractContextManager[None] | None = held
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            async for chunk in self._inner:
+                yield chunk
+
+        async def aclose(self) -> None:
+            try:
+                await self._inner.aclose()
+            finally:
+                held, self._held = self._held, None
+                if held is not None:
+                    held.__exit__(None, None, None)
+
+    _held_streams[base] = HeldStream
+    return HeldStream
 
 
 class BusyTransport(httpx.AsyncBaseTransport):
@@ -235,28 +296,9 @@ class BusyTransport(httpx.AsyncBaseTransport):
             finally:
                 _holding_request.reset(token)
 
-        return await _held_exchange(send, request)
+        response: httpx.Response = await _held_exchange(send, request, httpx.AsyncByteStream)
+        return response
 
     async def aclose(self) -> None:
         """Close the wrapped transport."""
         await self._inner.aclose()
-
-
-class _HeldStream(httpx.AsyncByteStream):
-    """A response body that releases its hold on the clock when closed."""
-
-    def __init__(self, inner: httpx.AsyncByteStream, held: AbstractContextManager[None]) -> None:
-        self._inner = inner
-        self._held: AbstractContextManager[None] | None = held
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self._inner:
-            yield chunk
-
-    async def aclose(self) -> None:
-        try:
-            await self._inner.aclose()
-        finally:
-            held, self._held = self._held, None
-            if held is not None:
-                held.__exit__(None, None, None)

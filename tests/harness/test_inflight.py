@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -330,8 +331,10 @@ async def test_busy_transport_holds_until_the_response_body_is_closed() -> None:
     ]
 
 
-async def test_httpx_over_the_network_holds_the_run_clock_unannounced() -> None:
-    # A plain httpx client (as the Anthropic and OpenAI SDKs make), no BusyTransport.
+@pytest.mark.parametrize("package", ["httpx", "httpx2"])
+async def test_httpx_over_the_network_holds_the_run_clock_unannounced(package: str) -> None:
+    # A plain client, no BusyTransport; the Anthropic and OpenAI SDKs send through httpx2.
+    client_type: type[httpx.AsyncClient] = importlib.import_module(package).AsyncClient
     clock = VirtualClock()
     seen: list[list[str]] = []
 
@@ -344,7 +347,7 @@ async def test_httpx_over_the_network_holds_the_run_clock_unannounced() -> None:
 
     async with serve_in_process(app) as url:
         where = f"HTTP GET {url}/slow"
-        async with httpx.AsyncClient() as client:
+        async with client_type() as client:
             with running_on(clock):
                 async with client.stream("GET", f"{url}/slow?q=1") as response:
                     assert [what for what, _ in clock.in_flight] == [where]  # the body is out
