@@ -43,7 +43,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import importlib
-import importlib.util
 import sys
 import threading
 import weakref
@@ -188,15 +187,17 @@ _patching = threading.Lock()
 
 
 def _hold_http_clients() -> None:
-    """Make the network transport of each installed client package hold run clocks (once)."""
-    if len(_patched) == len(_CLIENT_PACKAGES):
-        return
-    with _patching:
-        for name in _CLIENT_PACKAGES:
+    """Make the network transport of each client package imported so far hold run clocks.
+
+    Each package is patched once, the first time a run starts after it was
+    imported (an agent imports its SDK before its first turn); one nobody
+    imported is left alone, so a run imports nothing for it.
+    """
+    for name in _CLIENT_PACKAGES:
+        if name in _patched or name not in sys.modules:
+            continue
+        with _patching:
             if name in _patched:
-                continue
-            if name not in sys.modules and importlib.util.find_spec(name) is None:
-                _patched.add(name)  # not installed: nothing to hold
                 continue
             # import_module waits for an import another thread has under way to finish.
             module = importlib.import_module(name)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -359,6 +361,21 @@ async def test_httpx_over_the_network_holds_the_run_clock_unannounced(package: s
                 await told.get(f"{url}/slow")  # held once, not once per layer
     assert outside.status_code == 200
     assert seen == [[where], [], [where]]
+
+
+def test_a_run_imports_no_client_package_an_agent_did_not() -> None:
+    code = (
+        "import asyncio, sys\n"
+        "from harness.clock import VirtualClock\n"
+        "from harness.inflight import running_on\n"
+        "async def main():\n"
+        "    with running_on(VirtualClock()):\n"
+        "        pass\n"
+        "asyncio.run(main())\n"
+        "print('httpx2' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
 
 
 class _Chunks(httpx.AsyncByteStream):
