@@ -30,12 +30,12 @@ Bodies are read as Graph reads them: a send is JSON
 or ``multipart/form-data``, an object's value written as JSON; in a JSON
 body too, a message object may be given as its JSON text); any other
 ``Content-Type`` is refused with code 100. An upload's file type is its
-part's ``Content-Type``, or a ``type`` field where given. A body over its limit (1 MiB for
-a send, 101 MiB for an upload: the largest file WhatsApp takes, plus room
-for the form) answers 413, refused by its ``Content-Length`` or as soon as
-it outgrows the limit, before it is read whole (see
-:mod:`~channels.whatsapp._request_body`). A NUL character in a send answers
-131009 naming the field.
+part's ``Content-Type``, or a ``type`` field where given. A body over its
+limit (1 MiB for a send, 101 MiB for an upload: the largest file WhatsApp
+takes, plus room for the form) answers 413, refused by its
+``Content-Length`` or as soon as it outgrows the limit, before it is read
+whole (see :mod:`~channels.whatsapp._request_body`). A NUL character in a
+send answers 131009 naming the field.
 """
 
 from __future__ import annotations
