@@ -61,6 +61,11 @@ class RealWork:
                 del self._work[key]
             self.notify()
 
+    def held_by(self, task: asyncio.Task[object]) -> bool:
+        """Whether ``task`` holds some of the work in flight now."""
+        with self._lock:
+            return any(work.task is task for work in self._work.values())
+
     @property
     def in_flight(self) -> list[tuple[str, float]]:
         """The work in flight now, oldest first: what it is and for how many seconds."""

@@ -388,6 +388,14 @@ class VirtualClock:
         """The real work in flight now, oldest first: what it is and for how many seconds."""
         return self._holds.in_flight
 
+    def held_here(self) -> bool:
+        """Whether the current task holds the clock now (False outside a task)."""
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:  # no event loop in this thread
+            return False
+        return task is not None and self._holds.held_by(task)
+
     # -- internals ---------------------------------------------------------
 
     def _later(self, delta: timedelta) -> datetime:

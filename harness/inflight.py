@@ -12,9 +12,10 @@ to an agent at a URL, and HTTP through :class:`BusyTransport`. During a run
 it also holds the clock for every request made through the network transport
 of httpx or httpx2 (``AsyncHTTPTransport``: what a plain ``httpx.AsyncClient``
 sends through, and the Anthropic and OpenAI SDKs through httpx2, unless given
-another), from the request until its response is closed. An agent that talks
-to a service with a client of another kind (aiohttp, a database driver) wraps
-the call::
+another), from the request until its response is closed, and every request
+of an aiohttp session (until its response's head has come, and again while
+its body is read). An agent that talks to a service with a client of another
+kind (a database driver, raw sockets) wraps the call::
 
     from harness.inflight import busy
 
@@ -175,19 +176,15 @@ def _hold_default_executor() -> None:
     _holding.add(loop)
 
 
-# Set while a BusyTransport holds the clock for the request it passes on, so httpx's own
-# transport under it does not hold it a second time.
-_holding_request: ContextVar[bool] = ContextVar("harness_holding_request", default=False)
-
 # The HTTP client packages whose network transport holds run clocks: httpx, and httpx2,
-# which the Anthropic and OpenAI SDKs send through. Each one's transport class, once patched.
-_CLIENT_PACKAGES: Final = ("httpx", "httpx2")
+# which the Anthropic and OpenAI SDKs send through; aiohttp's sessions too.
+_CLIENT_PACKAGES: Final = ("httpx", "httpx2", "aiohttp")
 _patched: set[str] = set()
 _patching = threading.Lock()
 
 
 def _hold_http_clients() -> None:
-    """Make the network transport of each client package imported so far hold run clocks.
+    """Make the requests of each client package imported so far hold run clocks.
 
     Each package is patched once, the first time a run starts after it was
     imported (an agent imports its SDK before its first turn); one nobody
@@ -201,11 +198,20 @@ def _hold_http_clients() -> None:
                 continue
             # import_module waits for an import another thread has under way to finish.
             module = importlib.import_module(name)
-            transport: type[Any] = module.AsyncHTTPTransport
-            transport.handle_async_request = _held_by_run(
-                transport.handle_async_request, module.AsyncByteStream
-            )
+            if name == "aiohttp":
+                _hold_aiohttp(module)
+            else:
+                transport: type[Any] = module.AsyncHTTPTransport
+                transport.handle_async_request = _held_by_run(
+                    transport.handle_async_request, module.AsyncByteStream
+                )
             _patched.add(name)
+
+
+def _unheld() -> bool:
+    """True outside a run, or where the current task holds the clock already."""
+    clock = _current.get()
+    return clock is None or clock.held_here()
 
 
 def _held_by_run(
@@ -214,11 +220,38 @@ def _held_by_run(
     """``plain``, holding the run's clock (if any) from the request until it is closed."""
 
     async def send(transport: Any, request: Any) -> Any:
-        if _current.get() is None or _holding_request.get():
+        if _unheld():
             return await plain(transport, request)
         return await _held_exchange(lambda: plain(transport, request), request, stream_type)
 
     return send
+
+
+def _hold_aiohttp(module: Any) -> None:
+    """Hold the run clock while an aiohttp session makes a request, and while a body is read.
+
+    The request is held until its response's head has come; reading the
+    body (``read``, which ``text`` and ``json`` call) is held again.
+    """
+    session: type[Any] = module.ClientSession
+    response: type[Any] = module.ClientResponse
+    plain_request = session._request
+    plain_read = response.read
+
+    async def request(self: Any, method: str, url: Any, **options: Any) -> Any:
+        if _unheld():
+            return await plain_request(self, method, url, **options)
+        with busy(f"HTTP {method} {str(url).partition('?')[0]}"):
+            return await plain_request(self, method, url, **options)
+
+    async def read(self: Any) -> Any:
+        if _unheld():
+            return await plain_read(self)
+        with busy(f"HTTP {self.method} {self.url.with_query(None)} (its body)"):
+            return await plain_read(self)
+
+    session._request = request
+    response.read = read
 
 
 async def _held_exchange(
@@ -291,11 +324,7 @@ class BusyTransport(httpx.AsyncBaseTransport):
         """Send the request through the wrapped transport, holding the clock meanwhile."""
 
         async def send() -> httpx.Response:
-            token = _holding_request.set(True)
-            try:
-                return await self._inner.handle_async_request(request)
-            finally:
-                _holding_request.reset(token)
+            return await self._inner.handle_async_request(request)
 
         response: httpx.Response = await _held_exchange(send, request, httpx.AsyncByteStream)
         return response

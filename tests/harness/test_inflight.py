@@ -13,6 +13,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
 
+import aiohttp
 import httpx
 import pytest
 
@@ -361,6 +362,28 @@ async def test_httpx_over_the_network_holds_the_run_clock_unannounced(package: s
                 await told.get(f"{url}/slow")  # held once, not once per layer
     assert outside.status_code == 200
     assert seen == [[where], [], [where]]
+
+
+async def test_an_aiohttp_session_holds_the_run_clock_unannounced() -> None:
+    clock = VirtualClock()
+    seen: list[list[str]] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        assert scope["type"] == "http"
+        seen.append([what for what, _ in clock.in_flight])
+        json_type = [(b"content-type", b"application/json")]
+        await send({"type": "http.response.start", "status": 200, "headers": json_type})
+        await send({"type": "http.response.body", "body": b'{"ok": true}'})
+
+    async with serve_in_process(app) as url, aiohttp.ClientSession() as session:
+        with running_on(clock):
+            async with session.get(f"{url}/crm?q=1") as response:
+                assert await response.json() == {"ok": True}
+            assert clock.in_flight == []
+            with busy("a lookup the agent announced"):
+                await (await session.get(f"{url}/crm")).read()  # held once, by the agent
+        await (await session.get(f"{url}/crm")).read()  # no run: nothing held
+    assert seen == [[f"HTTP GET {url}/crm"], ["a lookup the agent announced"], []]
 
 
 def test_a_run_imports_no_client_package_an_agent_did_not() -> None:

@@ -3,17 +3,19 @@
 The agent (written for this test as a user would write one) looks the customer
 up in a CRM that takes 0.3 s of real time, in another process, before it
 answers. With its client on :class:`harness.inflight.BusyTransport`, or a
-plain ``httpx.AsyncClient`` (httpx's network transport holds the run's clock
-during a run), the virtual clock stays where it is while the request is out,
-so the reply comes at the instant the message arrived. A client the harness
-can't see (aiohttp's, here) and was not told about leaves the run to move on
-without the answer.
+plain ``httpx.AsyncClient`` or an aiohttp session (whose requests hold the
+run's clock during a run), the virtual clock stays where it is while the
+request is out, so the reply comes at the instant the message arrived. A
+client the harness can't see (a socket of the agent's own, here) and was not
+told about leaves the run to move on without the answer.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 import httpx
@@ -44,7 +46,7 @@ steps:
 
 
 class _AiohttpCRM:
-    """The CRM through aiohttp, answering as httpx's client does (``.json()``)."""
+    """The CRM through an aiohttp session, answering as httpx's client does (``.json()``)."""
 
     def __init__(self) -> None:
         self._session: aiohttp.ClientSession | None = None
@@ -60,6 +62,23 @@ class _AiohttpCRM:
             await self._session.close()
 
 
+class _SocketCRM:
+    """The CRM over a socket of the agent's own: an HTTP/1.0 GET written by hand."""
+
+    async def get(self, url: str) -> Any:
+        address = urlsplit(url)
+        reader, writer = await asyncio.open_connection(address.hostname, address.port)
+        request = f"GET {address.path} HTTP/1.0\r\nHost: {address.netloc}\r\n\r\n"
+        writer.write(request.encode())
+        answer = await reader.read()  # HTTP/1.0: the server closes when done
+        writer.close()
+        await writer.wait_closed()
+        return _Answer(json.loads(answer.partition(b"\r\n\r\n")[2]))
+
+    async def aclose(self) -> None:
+        """Nothing is kept open between calls."""
+
+
 class _Answer:
     def __init__(self, body: Any) -> None:
         self._body = body
@@ -68,7 +87,7 @@ class _Answer:
         return self._body
 
 
-def _agent(env: AgentEnvironment, crm: httpx.AsyncClient | _AiohttpCRM) -> Starlette:
+def _agent(env: AgentEnvironment, crm: httpx.AsyncClient | _AiohttpCRM | _SocketCRM) -> Starlette:
     settings = env.settings
     graph = env.http_client
     assert graph is not None
@@ -100,7 +119,9 @@ def _agent(env: AgentEnvironment, crm: httpx.AsyncClient | _AiohttpCRM) -> Starl
 
 class _Closes:
     def __init__(
-        self, client: httpx.AsyncClient | _AiohttpCRM, tasks: set[asyncio.Task[None]]
+        self,
+        client: httpx.AsyncClient | _AiohttpCRM | _SocketCRM,
+        tasks: set[asyncio.Task[None]],
     ) -> None:
         self.client = client
         self.tasks = tasks
@@ -123,12 +144,17 @@ def plain(env: AgentEnvironment) -> Starlette:
 
 
 def unseen(env: AgentEnvironment) -> Starlette:
-    """The same agent with an aiohttp client, which nothing tells the harness about."""
+    """The same agent on a socket of its own, which nothing tells the harness about."""
+    return _agent(env, _SocketCRM())
+
+
+def aiohttp_agent(env: AgentEnvironment) -> Starlette:
+    """The same agent with an aiohttp session."""
     return _agent(env, _AiohttpCRM())
 
 
 @pytest.mark.network
-@pytest.mark.parametrize("target", ["told", "plain"])
+@pytest.mark.parametrize("target", ["told", "plain", "aiohttp_agent"])
 async def test_a_slow_service_call_keeps_virtual_time_still_until_it_answers(target: str) -> None:
     async with started_process(
         "tests.bots.slow_service", "--delay", "0.3", ready_path="/_fake/requests"
