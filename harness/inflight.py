@@ -82,7 +82,8 @@ def running_on(clock: Clock) -> Iterator[None]:
     """Make ``clock`` (or the virtual clock under it) the one :func:`busy` holds inside.
 
     Inside a running event loop, the loop's default executor also holds the
-    clock of whoever hands it work (see the module docstring).
+    clock of whoever hands it work, and so do the requests of the HTTP client
+    packages imported so far (see the module docstring).
     """
     token = _current.set(virtual_base(clock))
     try:
