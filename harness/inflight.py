@@ -177,9 +177,6 @@ def _hold_default_executor() -> None:
     _holding.add(loop)
 
 
-# The HTTP client packages whose network transport holds run clocks: httpx, and httpx2,
-# which the Anthropic and OpenAI SDKs send through; aiohttp's sessions too.
-_CLIENT_PACKAGES: Final = ("httpx", "httpx2", "aiohttp")
 _patched: set[str] = set()
 _patching = threading.Lock()
 
@@ -198,15 +195,16 @@ def _hold_http_clients() -> None:
             if name in _patched:
                 continue
             # import_module waits for an import another thread has under way to finish.
-            module = importlib.import_module(name)
-            if name == "aiohttp":
-                _hold_aiohttp(module)
-            else:
-                transport: type[Any] = module.AsyncHTTPTransport
-                transport.handle_async_request = _held_by_run(
-                    transport.handle_async_request, module.AsyncByteStream
-                )
+            _CLIENT_PACKAGES[name](importlib.import_module(name))
             _patched.add(name)
+
+
+def _hold_transport(module: Any) -> None:
+    """Hold the run clock while ``module``'s network transport (httpx, httpx2) is at work."""
+    transport: type[Any] = module.AsyncHTTPTransport
+    transport.handle_async_request = _held_by_run(
+        transport.handle_async_request, module.AsyncByteStream
+    )
 
 
 def _unheld() -> bool:
@@ -253,6 +251,15 @@ def _hold_aiohttp(module: Any) -> None:
 
     session._request = request
     response.read = read
+
+
+# The HTTP client packages whose requests hold run clocks, and how each is made to: httpx,
+# httpx2 (which the Anthropic and OpenAI SDKs send through), and aiohttp's sessions.
+_CLIENT_PACKAGES: Final[dict[str, Callable[[Any], None]]] = {
+    "httpx": _hold_transport,
+    "httpx2": _hold_transport,
+    "aiohttp": _hold_aiohttp,
+}
 
 
 async def _held_exchange(

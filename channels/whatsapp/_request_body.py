@@ -15,7 +15,8 @@ way:
 What is wrong is raised as :class:`BodyTooLarge` or :class:`BadBody`; each
 API words it in its own error shape. :func:`nul_in` finds the NUL
 characters no WhatsApp message carries. :func:`form_fields` reads a send
-written as form fields, as Graph reads them.
+written as form fields, as Graph reads them, and
+:func:`objects_written_as_text` reads the objects a JSON send gives as text.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from __future__ import annotations
 import json
 import re
 from collections import deque
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Collection
 from typing import Final
 from urllib.parse import parse_qsl
 
@@ -42,6 +43,7 @@ __all__ = [
     "limited_stream",
     "media_type",
     "nul_in",
+    "objects_written_as_text",
     "read_limited",
     "where",
 ]
@@ -211,9 +213,38 @@ async def form_fields(raw: bytes, headers: Headers) -> dict[str, object]:
     body: dict[str, object] = {}
     for key, value in items:
         body[key] = value
-        if value.lstrip()[:1] in ("{", "["):
+        if _written_as_json(value):
             try:
                 body[key] = decode_json(value.encode("utf-8"))
             except BadBody as exc:
                 raise BadBody(f"{key}: not valid JSON ({exc})") from None
     return body
+
+
+def objects_written_as_text(body: object, fields: Collection[str]) -> object:
+    """``body`` with each of ``fields`` given as the JSON text of an object or array read.
+
+    Graph reads a parameter the same way wherever it is written: as it reads
+    ``text={"body": "hi"}`` from a form, it reads ``"contacts": "[{...}]"`` in
+    a JSON body (whatsapp-api-js writes a contacts message so). Text that is
+    not JSON is left as it is, for validation to refuse; ``body`` is not changed.
+    """
+    if not isinstance(body, dict):
+        return body
+    read = body
+    for key in body.keys() & fields:
+        value = body[key]
+        if isinstance(value, str) and _written_as_json(value):
+            try:
+                decoded = decode_json(value.encode("utf-8"))
+            except BadBody:
+                continue
+            if read is body:
+                read = dict(body)
+            read[key] = decoded
+    return read
+
+
+def _written_as_json(value: str) -> bool:
+    """Whether ``value`` is written as a JSON object or array (it may still not be JSON)."""
+    return value.lstrip()[:1] in ("{", "[")

@@ -65,11 +65,11 @@ from channels.whatsapp._request_body import (
     JSON_BODY_LIMIT,
     BadBody,
     BodyTooLarge,
-    decode_json,
     form_fields,
     limited_stream,
     media_type,
     nul_in,
+    objects_written_as_text,
     read_limited,
 )
 from channels.whatsapp.errors import (
@@ -328,7 +328,7 @@ class _GraphAPI:
         body: object = None
         try:
             if content_type == "application/json":
-                body = _objects_written_as_text(parse_json_body(raw))
+                body = objects_written_as_text(parse_json_body(raw), _STRUCTURED)
             else:
                 body = await _form(raw, request.headers)
             await self.store.load(media_id_in(body))  # uploaded through another process, maybe
@@ -465,30 +465,6 @@ def _form_error(field: str, problem: str) -> InvalidParameter:
 
 # The fields of a send that hold an object or array: the message's own, and its context.
 _STRUCTURED: Final = frozenset({*MESSAGE_TYPES, "context"})
-
-
-def _objects_written_as_text(body: object) -> object:
-    """``body`` with a message object (or array) given as its JSON text read as that JSON.
-
-    Graph reads a parameter the same way wherever it is written: as it reads
-    ``text={"body": "hi"}`` from a form, it reads ``"contacts": "[{...}]"`` in
-    a JSON body (whatsapp-api-js writes a contacts message so). Text that is
-    not JSON is left as it is, for the send's validation to refuse.
-    """
-    if not isinstance(body, dict):
-        return body
-    read = body
-    for key in _STRUCTURED.intersection(body):
-        value = body[key]
-        if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
-            try:
-                decoded = decode_json(value.encode("utf-8"))
-            except BadBody:
-                continue
-            if read is body:
-                read = dict(body)
-            read[key] = decoded
-    return read
 
 
 def _upload_type(named: object, upload: UploadFile) -> str:
