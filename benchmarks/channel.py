@@ -14,9 +14,10 @@ its offline ScriptedModel behind the harness's pass-through recorders, as
 and the agent marks each message read, answers (a proposal with buttons now
 and then) and keeps its per-user state. Each sample is a fresh agent: its
 first turn, then turns 100 to 100+N (the steady state: a long history, a long
-trace), and bare ASGI round trips right after. The figures are the median
-over the samples and their spread (min–max), as milliseconds, turns per
-second and the ratio to one bare round trip.
+trace) in five blocks, each timed back to back with a block of bare ASGI
+round trips (which goes first alternates), so a slow moment falls on both.
+The figures are the median over the samples and their spread (min–max), as
+milliseconds, turns per second and the ratio to one bare round trip.
 
 Every echo-bot figure is per round: a block of turns and a block of bare
 round trips timed back to back in one event loop (which goes first alternates
@@ -302,21 +303,11 @@ CHAT = (
 )
 
 
-async def _bare_trip(trips: int) -> float:
-    """Seconds per bare ASGI round trip, over ``trips`` of them."""
-    bare = httpx.AsyncClient(transport=httpx.ASGITransport(app=bare_app()), base_url="http://x")
-
-    async def round_trip() -> None:
-        await bare.post("/", json={"hello": "world"})
-
-    try:
-        return await timed(trips, round_trip)
-    finally:
-        await bare.aclose()
-
-
 async def reference_agent(steady_from: int, steady_turns: int) -> tuple[float, float, float]:
-    """Seconds of a fresh agent's first turn, per steady turn, and per bare ASGI round trip."""
+    """Seconds of a fresh agent's first turn, per steady turn, and per bare ASGI round trip.
+
+    The steady turns and the bare round trips are timed in blocks, taking turns.
+    """
     config = SimulatorConfig(rate_limits=False)  # one user, hundreds of replies
     sim = WhatsAppSimulator(config, clock=VirtualClock(), seed=0)
     user = sim.add_user(WA_ID, "Ana")
@@ -328,6 +319,7 @@ async def reference_agent(steady_from: int, steady_turns: int) -> tuple[float, f
     settings = BookingSettings.from_env(agent_settings(config, config.public_url))
     app = create_app(settings, clock=sim.clock, http_client=client, llm=llm, tools=tools)
     sim.connect(app)
+    bare = httpx.AsyncClient(transport=httpx.ASGITransport(app=bare_app()), base_url="http://x")
     said = 0
 
     async def turn() -> None:
@@ -336,22 +328,40 @@ async def reference_agent(steady_from: int, steady_turns: int) -> tuple[float, f
         await sim.settle()
         said += 1
 
+    async def round_trip() -> None:
+        await bare.post("/", json={"hello": "world"})
+
+    async def block(count: int, step: Callable[[], Awaitable[Any]]) -> float:
+        started = time.perf_counter()
+        for _ in range(count):
+            await step()
+        return time.perf_counter() - started
+
+    blocks = 5
+    per_block = max(1, steady_turns // blocks)
+    trips = 5 * per_block
     try:
         started = time.perf_counter()
         await turn()
         first = time.perf_counter() - started
         while said < steady_from - 1:
             await turn()
-        started = time.perf_counter()
-        for _ in range(steady_turns):
-            await turn()
-        steady = (time.perf_counter() - started) / steady_turns
+        await block(20, round_trip)  # warm the bare client as the agent is warm
+        steady = bare_total = 0.0
+        for index in range(blocks):
+            if index % 2:
+                bare_total += await block(trips, round_trip)
+                steady += await block(per_block, turn)
+            else:
+                steady += await block(per_block, turn)
+                bare_total += await block(trips, round_trip)
         assert len(sim.conversation().replies()) >= said, "every message is answered"
     finally:
         await app.state.agent.aclose()
         await sim.aclose()
         await client.aclose()
-    return first, steady, await _bare_trip(steady_turns * 5)
+        await bare.aclose()
+    return first, steady / (blocks * per_block), bare_total / (blocks * trips)
 
 
 def _spread(values: list[float], scale: float = 1.0, digits: int = 2) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import date, timedelta
+from functools import lru_cache
 from typing import Final
 
 __all__ = [
@@ -63,6 +64,7 @@ def _clean(text: str) -> str:
     return " ".join(text.lower().replace("’", "'").split())
 
 
+@lru_cache(maxsize=4096)
 def find_date(text: str, today: date) -> date | None:
     """The date ``text`` names, read relative to ``today``; the last one mentioned wins.
 
@@ -116,6 +118,7 @@ def _next_on_or_after(today: date, month: int, day: int) -> date | None:
     return None
 
 
+@lru_cache(maxsize=4096)
 def find_time(text: str) -> str | None:
     """The time of day ``text`` names, as ``HH:MM``; the last one mentioned wins.
 

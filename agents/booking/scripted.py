@@ -43,6 +43,8 @@ from harness.providers import STAND_IN
 
 __all__ = ["ScriptedModel"]
 
+# How a request is written to derive its ids and count its tokens.
+_REQUEST_JSON = json.JSONEncoder(sort_keys=True, default=str)
 _REFERENCE = re.compile(r"\bbk-?(\d+)\b", re.IGNORECASE)
 
 
@@ -69,10 +71,8 @@ class ScriptedModel:
     ) -> LLMResponse:
         """Answer one Messages API request, deterministically."""
         self.calls += 1
-        request = json.dumps(
-            {"model": model, "system": system, "messages": messages, "tools": tools},
-            sort_keys=True,
-            default=str,
+        request = _REQUEST_JSON.encode(
+            {"model": model, "system": system, "messages": messages, "tools": tools}
         )
         reading = read_request(system, messages)
         offered = {str(tool.get("name")) for tool in tools or ()}

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
+import pytest
+
 from agents.booking import TOOL_SCHEMAS, ScriptedModel
+from agents.booking.reading import read_request
 from harness.llm import LLMClient, TextBlock, ToolUseBlock
 
 SYSTEM = """You are the WhatsApp booking assistant of Casa Lucia, a restaurant.
@@ -116,6 +120,36 @@ async def test_answers_are_deterministic() -> None:
     other = await _ask([_user("saturday at 8pm")])
     assert other.id != first.id
     assert other.tool_uses[0].id != first.tool_uses[0].id
+
+
+async def test_ids_and_token_counts_come_from_the_request_written_sorted() -> None:
+    # What the recorded fixtures' ids were derived from: Python's JSON writer, keys sorted.
+    messages = [_user("friday at 8pm, step-free please ✓")]
+    response = await _ask(messages)
+    written = json.dumps(
+        {"model": "claude-test", "system": _system(), "messages": messages,
+         "tools": list(TOOL_SCHEMAS)},
+        sort_keys=True, default=str,
+    )  # fmt: skip
+    digest = hashlib.sha256(written.encode()).hexdigest()
+    assert response.id == f"msg_{digest[:24]}"
+    assert response.tool_uses[0].id == f"toolu_{digest[:20]}01"
+    assert response.usage.input_tokens == len(written) // 4
+
+
+@pytest.mark.parametrize(
+    "content",
+    ['{"status": "booked", "n": 1e400}', '{"left": NaN}', '{"big": 123456789012345678901234}',
+     '  ["x"] ', '"\\ud800"', "not JSON", "{", ""],
+)  # fmt: skip
+def test_a_tool_result_is_read_as_pythons_json_reader_reads_it(content: str) -> None:
+    try:
+        expected = json.loads(content)
+    except ValueError:
+        expected = content
+    block = {"type": "tool_result", "tool_use_id": "toolu_1", "content": content}
+    (event,) = read_request(None, [{"role": "user", "content": [block]}]).events
+    assert repr(event.data) == repr(expected)  # repr: NaN is not equal to itself
 
 
 async def test_a_day_and_a_free_time_go_straight_to_booking() -> None:
