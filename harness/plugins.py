@@ -45,6 +45,10 @@ class ChannelPlugin:
     #: anything runs, raising ``ValueError``; a ``loc`` attribute on it, a path below
     #: ``faults`` (``("duplicate",)``), places the error. None when the channel has no faults.
     check_faults: Callable[[Any], None] | None = None
+    #: Checks the channel's options from the command line (``channel_options``) before
+    #: anything runs, raising ``ValueError`` with a one-line message that names the option
+    #: (and the file and field, for an option read from a file); None when any will do.
+    check_options: Callable[[Mapping[str, Any]], None] | None = None
 
 
 def load_channel_plugins(group: str = ENTRY_POINT_GROUP) -> dict[str, ChannelPlugin]:

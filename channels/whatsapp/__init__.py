@@ -141,6 +141,7 @@ if TYPE_CHECKING:
     from channels.whatsapp.simuser import *
     from channels.whatsapp.statuses import *
     from channels.whatsapp.summary import *
+    from channels.whatsapp.templates import *
     from channels.whatsapp.timekeeping import *
     from channels.whatsapp.transport import *
     from channels.whatsapp.url_target import *
@@ -306,11 +307,15 @@ _OWNERS: dict[str, str] = {
     "StickerSend": "channels.whatsapp.sends",
     "StoredMedia": "channels.whatsapp.media",
     "TYPING_SHOWN": "channels.whatsapp.activity",
+    "TemplateButton": "channels.whatsapp.templates",
+    "TemplateDisabled": "channels.whatsapp.errors",
     "TemplateNotFound": "channels.whatsapp.errors",
+    "TemplateParamFormat": "channels.whatsapp.errors",
     "TemplateParamMismatch": "channels.whatsapp.errors",
-    "TemplateRegistry": "channels.whatsapp.validation",
+    "TemplatePaused": "channels.whatsapp.errors",
+    "TemplateRegistry": "channels.whatsapp.templates",
     "TemplateSend": "channels.whatsapp.sends",
-    "TemplateSpec": "channels.whatsapp.validation",
+    "TemplateSpec": "channels.whatsapp.templates",
     "Text": "channels.whatsapp.messages",
     "TextMessage": "channels.whatsapp.messages",
     "TextSend": "channels.whatsapp.sends",
@@ -328,6 +333,8 @@ _OWNERS: dict[str, str] = {
     "Forwarder": "channels.whatsapp.forwarding",
     "RouteBook": "channels.whatsapp.forwarding",
     "read_body": "channels.whatsapp.forwarding",
+    "read_templates": "channels.whatsapp.templates",
+    "template_objects": "channels.whatsapp.templates",
     "recipients": "channels.whatsapp.forwarding",
     "replaying": "channels.whatsapp.forwarding",
     "route_key": "channels.whatsapp.forwarding",
@@ -399,6 +406,7 @@ _OWNERS: dict[str, str] = {
     "latest_quoted": "channels.whatsapp.attribution",
     "list_reply": "channels.whatsapp.messages",
     "load_json": "channels.whatsapp.payloads",
+    "load_templates": "channels.whatsapp.templates",
     "load_command": "channels.whatsapp.load_cli",
     "location": "channels.whatsapp.messages",
     "media_kind": "channels.whatsapp.media",

@@ -25,6 +25,7 @@ __all__ = [
     "RETRY_EVERY",
     "RETRY_HORIZON",
     "SIMULATOR_DEFAULTS",
+    "TEMPLATES",
     "THROUGHPUT_MPS",
     "VERIFY_TOKEN",
     "WABA_ID",
@@ -59,6 +60,8 @@ RATE_LIMITS: Final = True
 THROUGHPUT_MPS: Final = 80.0
 PAYMENTS: Final = False
 API_VERSION: Final = "v25.0"
+#: No templates of the business's own: a few common ones instead (``TemplateRegistry.default``).
+TEMPLATES: Final = None
 
 #: Every setting of the simulator that has a plain default, by field name.
 SIMULATOR_DEFAULTS: Final[Mapping[str, object]] = MappingProxyType(
@@ -82,5 +85,6 @@ SIMULATOR_DEFAULTS: Final[Mapping[str, object]] = MappingProxyType(
         "throughput_mps": THROUGHPUT_MPS,
         "payments": PAYMENTS,
         "api_version": API_VERSION,
+        "templates": TEMPLATES,
     }
 )

@@ -21,6 +21,7 @@ from channels.whatsapp.remote import RemoteSession
 from channels.whatsapp.router import UPSTREAM_OPTIONS, GraphRouter
 from channels.whatsapp.server import BackgroundServer
 from channels.whatsapp.simulator import WhatsAppSimulator
+from channels.whatsapp.templates import template_objects
 from harness.agent_contract import build_agent
 from harness.channel import AgentEnvironment, ChannelSetup, close_agent
 from harness.clock import OffsetClock, VirtualClock
@@ -71,6 +72,8 @@ class WhatsAppChannel:
         self._serve_graph = bool(options.pop("serve_graph", False))
         advertised = options.pop("graph_advertise", None)
         options.pop("graph_routes", None)  # the run's router keeps the book
+        if options.get("templates") is not None:  # a file's path, or Meta's objects
+            options["templates"] = tuple(template_objects(options["templates"]))
         self._server: BackgroundServer | None = None
         config = SimulatorConfig(**options)
         if self._graph_url:

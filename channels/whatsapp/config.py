@@ -8,7 +8,7 @@ changed.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -104,6 +104,11 @@ class SimulatorConfig(_Settings):
     payments: bool = default.PAYMENTS
     #: Graph API version the simulator itself names in URLs it hands out.
     api_version: str = default.API_VERSION
+    #: The business's message templates as Meta lists them (``GET
+    #: /{WABA-ID}/message_templates``: name, language, status, components), read by
+    #: :func:`~channels.whatsapp.templates.read_templates`. ``None``: a few common ones
+    #: (:meth:`~channels.whatsapp.templates.TemplateRegistry.default`).
+    templates: tuple[dict[str, Any], ...] | None = default.TEMPLATES
 
     def retry_offsets(self) -> list[float]:
         """Every retry offset, in seconds after the first attempt."""

@@ -35,7 +35,10 @@ body for rate limits, 500 for 131000, 404 for 132001.
         ├── MessageUnavailable           131060
         ├── RecipientNotSupported        131062
         ├── TemplateParamMismatch        132000
-        └── TemplateNotFound             132001
+        ├── TemplateNotFound             132001
+        ├── TemplateParamFormat          132012
+        ├── TemplatePaused               132015
+        └── TemplateDisabled             132016
 """
 
 from __future__ import annotations
@@ -82,8 +85,11 @@ __all__ = [
     "RecipientNotSupported",
     "ServiceUnavailable",
     "SpamRateLimited",
+    "TemplateDisabled",
     "TemplateNotFound",
+    "TemplateParamFormat",
     "TemplateParamMismatch",
+    "TemplatePaused",
     "ThroughputLimited",
     "Undeliverable",
     "UnsupportedMessageType",
@@ -130,6 +136,9 @@ class ErrorCode(IntEnum):
     RECIPIENT_NOT_SUPPORTED = 131062
     TEMPLATE_PARAM_MISMATCH = 132000
     TEMPLATE_NOT_FOUND = 132001
+    TEMPLATE_PARAM_FORMAT = 132012
+    TEMPLATE_PAUSED = 132015
+    TEMPLATE_DISABLED = 132016
 
     @property
     def spec(self) -> ErrorSpec:
@@ -216,6 +225,14 @@ ERROR_CODES: Mapping[int, ErrorSpec] = _specs(
               400, "sync"),
     ErrorSpec(132001, "Template does not exist",
               "The template does not exist in the requested language.", 404, "sync"),
+    ErrorSpec(132012, "Parameter format mismatch",
+              "A parameter is not of the kind the template has in that place (an image"
+              " for an image header, say).", 400, "sync"),
+    ErrorSpec(132015, "Template is paused",
+              "The template is paused for low quality and can't be sent.", 400, "sync"),
+    ErrorSpec(132016, "Template is disabled",
+              "The template was paused too often for low quality and is disabled for good.",
+              400, "sync"),
 )
 # fmt: on
 """Every code the simulator knows: title, default details, HTTP status, how it arrives."""
@@ -583,3 +600,21 @@ class TemplateNotFound(GraphAPIError):
     """No template of that name exists in that language (132001)."""
 
     codes = (132001,)
+
+
+class TemplateParamFormat(GraphAPIError):
+    """A parameter is not of the kind the template takes there (132012)."""
+
+    codes = (132012,)
+
+
+class TemplatePaused(GraphAPIError):
+    """The template is paused for low quality (132015)."""
+
+    codes = (132015,)
+
+
+class TemplateDisabled(GraphAPIError):
+    """The template is disabled for good (132016)."""
+
+    codes = (132016,)

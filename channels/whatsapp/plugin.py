@@ -50,6 +50,13 @@ def _check_faults(spec: object) -> None:
     check_scenario_faults(spec)
 
 
+def _check_options(options: Mapping[str, Any]) -> None:
+    if options.get("templates") is not None:
+        from channels.whatsapp.templates import template_objects
+
+        template_objects(options["templates"])
+
+
 #: What the WhatsApp channel adds to the harness: its simulator, ``harness serve``, ``proxy``
 #: and ``load``.
 whatsapp_plugin = ChannelPlugin(
@@ -60,4 +67,5 @@ whatsapp_plugin = ChannelPlugin(
     run_context=_shared_graph,
     check_message=_check_message,
     check_faults=_check_faults,
+    check_options=_check_options,
 )

@@ -13,7 +13,7 @@ media id may be sent.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -24,7 +24,6 @@ from channels.whatsapp.errors import (
     GraphAPIError,
     PermissionDenied,
     TemplateNotFound,
-    TemplateParamMismatch,
 )
 from channels.whatsapp.sends.common import SendAction, normalize_wa_id
 from channels.whatsapp.sends.interactive import InteractiveSend
@@ -32,6 +31,7 @@ from channels.whatsapp.sends.limits import DEFAULT_LIMITS, SendContext, SendLimi
 from channels.whatsapp.sends.problems import graph_error_for, request_error
 from channels.whatsapp.sends.request import MESSAGE_TYPES, SEND_REQUEST
 from channels.whatsapp.sends.template import TemplateSend
+from channels.whatsapp.templates import TemplateRegistry, TemplateSpec
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -87,78 +87,6 @@ class ValidatedSend:
     def user(self) -> str | None:
         """The user addressed: the wa_id, else the BSUID (``None`` for reads and groups)."""
         return self.to if self.to is not None else self.recipient
-
-
-@dataclass(frozen=True, slots=True)
-class TemplateSpec:
-    """An approved message template in one language, and the parameters it takes."""
-
-    name: str
-    language: str
-    body_params: int = 0
-    header_params: int = 0
-    category: str = "utility"
-
-
-class TemplateRegistry:
-    """The templates a business number has approved, by name and language code.
-
-    A send naming a template or language it lacks answers 132001; one giving
-    the body or header a different number of parameters answers 132000.
-    """
-
-    def __init__(self, templates: Iterable[TemplateSpec] = ()) -> None:
-        self._specs: dict[tuple[str, str], TemplateSpec] = {}
-        for spec in templates:
-            self.add(spec)
-
-    @classmethod
-    def default(cls) -> TemplateRegistry:
-        """A few templates most bots and samples use: ``hello_world`` and two utilities."""
-        return cls(
-            [
-                TemplateSpec("hello_world", "en_US"),
-                TemplateSpec("appointment_reminder", "en_US", body_params=2),
-                TemplateSpec("order_update", "en_US", body_params=1),
-            ]
-        )
-
-    def add(self, spec: TemplateSpec) -> None:
-        """Approve ``spec`` (replacing any template of the same name and language)."""
-        self._specs[spec.name, spec.language] = spec
-
-    def get(self, name: str, language: str) -> TemplateSpec | None:
-        """The template ``name`` in ``language``, or ``None``."""
-        return self._specs.get((name, language))
-
-    def has(self, name: str) -> bool:
-        """Tell whether a template called ``name`` exists in any language."""
-        return any(known == name for known, _ in self._specs)
-
-    def __iter__(self) -> Iterator[TemplateSpec]:
-        return iter(list(self._specs.values()))
-
-    def check(self, name: str, language: str, params: Mapping[str, int]) -> TemplateSpec:
-        """Return the template, or raise 132001 / 132000 as Meta would.
-
-        ``params`` counts the parameters the send gave, by component type
-        (``"body"``, ``"header"``; other components are not counted).
-        """
-        spec = self.get(name, language)
-        if spec is None:
-            languages = sorted(lang for (n, lang) in self._specs if n == name)
-            known = f" (it exists in {', '.join(languages)})" if languages else ""
-            raise TemplateNotFound(
-                details=f"template.name: template {name!r} does not exist in {language}{known}"
-            )
-        for part, expected in (("body", spec.body_params), ("header", spec.header_params)):
-            given = params.get(part, 0)
-            if given != expected:
-                raise TemplateParamMismatch(
-                    details=f"template.components: {name} ({language}) expects {expected}"
-                    f" {part} parameter(s), got {given}"
-                )
-        return spec
 
 
 def parse_json_body(raw: bytes) -> object:
@@ -217,7 +145,7 @@ class SendValidator:
             raise self._unknown_template(body, error) or error from None
         if isinstance(send, TemplateSend):
             template = send.template
-            self.templates.check(template.name, template.language.code, send.parameter_counts())
+            self.templates.check(template.name, template.language.code, template.components or ())
         if (
             isinstance(send, InteractiveSend)
             and send.interactive.type in PAYMENT_TYPES

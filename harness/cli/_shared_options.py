@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["number_options", "url_target_options"]
+__all__ = ["number_options", "templates_option", "url_target_options"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -53,8 +53,21 @@ def url_target_options(command: F) -> F:
     return command
 
 
+def templates_option(command: F) -> F:
+    """Add ``--templates FILE``: the business's message templates, as Meta lists them."""
+    option = click.option(
+        "--templates",
+        default=None,
+        type=click.Path(dir_okay=False),
+        help="The business's message templates (a JSON or YAML file, as Meta's GET "
+        "message_templates lists them); without it, hello_world and two examples.",
+    )
+    return option(command)
+
+
 def number_options(command: F) -> F:
-    """Add ``--app-secret``, ``--verify-token``, ``--access-token`` and ``--phone-number-id``."""
+    """Add ``--app-secret``, ``--verify-token``, ``--access-token``, ``--phone-number-id``
+    and ``--templates``."""
     options = [
         click.option(
             "--app-secret", default=None, help="Signs the webhooks (X-Hub-Signature-256)."
@@ -64,6 +77,7 @@ def number_options(command: F) -> F:
             "--access-token", default=None, help="Bearer token the fake Graph API accepts."
         ),
         click.option("--phone-number-id", default=None, help="The business number's id."),
+        templates_option,
     ]
     for option in reversed(options):
         command = option(command)

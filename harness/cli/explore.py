@@ -186,6 +186,7 @@ def explore_command(
     verify_token: str | None,
     access_token: str | None,
     phone_number_id: str | None,
+    templates: str | None,
     terse: bool,
 ) -> None:
     """Search SCENARIO's channel schedules for one that breaks the agent; write it shrunk.
@@ -212,6 +213,7 @@ def explore_command(
             ("verify_token", verify_token),
             ("access_token", access_token),
             ("phone_number_id", phone_number_id),
+            ("templates", templates),
         )
         if value is not None
     }

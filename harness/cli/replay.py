@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from harness.cli._shared_options import templates_option
 from harness.cli.judging import judge_exit, judge_options
 from harness.exceptions import ConfigError
 from harness.options import parse_settings
@@ -79,6 +80,7 @@ __all__ = ["replay_command"]
     default=None,
     help="Write report.json, junit.xml and report.html here, as harness run does.",
 )
+@templates_option
 @judge_options
 @click.pass_context
 def replay_command(
@@ -95,6 +97,7 @@ def replay_command(
     redis_url: str | None,
     fixture_id: str | None,
     report_dir: Path | None,
+    templates: str | None,
     judge: bool,
     judge_gate: float | None,
 ) -> None:
@@ -130,6 +133,8 @@ def replay_command(
     channel_options: dict[str, object] = {}
     if target_url is not None:
         channel_options = {"graph_url": f"http://{graph_host}:{graph_port}", "serve_graph": True}
+    if templates is not None:
+        channel_options["templates"] = templates
     runner = Runner(
         RunOptions(
             target=None if target_url else (target or _recorded_target(loaded.meta)),

@@ -221,6 +221,7 @@ def run_command(
     verify_token: str | None,
     access_token: str | None,
     phone_number_id: str | None,
+    templates: str | None,
     waba_id: str | None,
 ) -> None:
     """Run scenario suites (default: scenarios/) against an agent; exit 1 if any fails.
@@ -268,6 +269,7 @@ def run_command(
             ("verify_token", verify_token),
             ("access_token", access_token),
             ("phone_number_id", phone_number_id),
+            ("templates", templates),
             ("waba_id", waba_id),
         )
         if value is not None

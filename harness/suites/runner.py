@@ -258,6 +258,13 @@ class Runner:
         line of the first problem (see :mod:`harness.suites.preflight`).
         """
         check_user_models(scenarios, self.options.user_model, self.options.user_model_key)
+        if self.plugin.check_options is not None:
+            try:
+                self.plugin.check_options(self.options.channel_options)
+            except ConfigError:
+                raise
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
         if self.plugin.check_message is not None:
             check_step_messages(scenarios, self.plugin.check_message)
         if self.plugin.check_faults is not None:

@@ -3,15 +3,15 @@
 Parameters are positional (``{"type": "text", "text": ...}``) or named
 (with ``parameter_name``). The model checks the shape; whether the template
 exists in that language, and takes that many parameters, is the
-:class:`~channels.whatsapp.validation.TemplateRegistry`'s to say (132001,
-132000), from :meth:`TemplateSend.parameter_counts`.
+:class:`~channels.whatsapp.templates.TemplateRegistry`'s to say (132001,
+132000 ...), from the components.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, StrictInt, model_validator
 
 from channels.whatsapp.sends.common import MessageSend, SendSummary
 from channels.whatsapp.sends.fields import Maybe, NonEmpty, SendModel, send_problem
@@ -32,6 +32,10 @@ _TEXT_NEEDS_TEXT: dict[str, Any] = {
 }
 
 
+# Which of the template's buttons a button component fills in: 0, or "0" as Meta writes it.
+_ButtonIndex = Annotated[StrictInt | Annotated[str, Field(pattern=r"^[0-9]+$")], Field()]
+
+
 class TemplateParameter(SendModel):
     """One parameter: its type and value (``text`` for text parameters), optionally named."""
 
@@ -49,9 +53,16 @@ class TemplateParameter(SendModel):
 
 
 class TemplateComponent(SendModel):
-    """A component (header, body, button ...) and the parameters it fills in."""
+    """A component (header, body, button ...) and the parameters it fills in.
+
+    A ``button`` component names which of the template's buttons it fills in
+    by ``index`` (``"0"`` or ``0``), and its kind by ``sub_type`` (``url``,
+    ``quick_reply``, ``copy_code`` ...).
+    """
 
     type: NonEmpty
+    sub_type: Maybe[NonEmpty] = None
+    index: Maybe[_ButtonIndex] = None
     parameters: Maybe[list[TemplateParameter]] = None
 
 
@@ -75,14 +86,6 @@ class TemplateSend(MessageSend):
 
     type: Literal["template"]
     template: TemplateContent
-
-    def parameter_counts(self) -> dict[str, int]:
-        """How many parameters the send gives, by component type (``body``, ``header`` ...)."""
-        counts: dict[str, int] = {}
-        for component in self.template.components or ():
-            if component.parameters is not None:
-                counts[component.type] = counts.get(component.type, 0) + len(component.parameters)
-        return counts
 
     def content(self) -> SendSummary:
         """The template's name and language."""

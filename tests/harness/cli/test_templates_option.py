@@ -1,0 +1,72 @@
+"""``--templates``: a run's fake Graph API has the business's own templates, as Meta lists them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.cli.main import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
+
+ROOT = Path(__file__).resolve().parents[3]
+# The reference agent follows up with this template once the 24-hour window has closed.
+SCENARIO = ROOT / "scenarios/booking/unconfirmed_followup_template.yaml"
+REMINDER = {
+    "name": "appointment_reminder",
+    "language": "en_US",
+    "category": "UTILITY",
+    "components": [{"type": "BODY", "text": "Still want {{1}} at {{2}}? Reply to confirm."}],
+}
+
+
+def _harness(*args: str) -> int:
+    try:
+        code: object = main(list(args))
+    except SystemExit as exc:
+        code = exc.code
+    assert isinstance(code, int)
+    return code
+
+
+def _run(tmp_path: Path, templates: object) -> tuple[int, str]:
+    path = tmp_path / "templates.json"
+    path.write_text(json.dumps(templates), encoding="utf-8")
+    reports = tmp_path / "reports"
+    code = _harness(
+        "run", str(SCENARIO), "--target", "agents.booking:agent_factory",
+        "--templates", str(path), "--report-dir", str(reports), "-q",
+    )  # fmt: skip
+    report = (reports / "report.json").read_text(encoding="utf-8") if reports.exists() else ""
+    return code, report
+
+
+def test_the_agents_template_is_sent_when_the_business_has_it(tmp_path: Path) -> None:
+    code, report = _run(tmp_path, {"data": [REMINDER]})
+    assert code == EXIT_OK, report
+
+
+@pytest.mark.parametrize(
+    ("templates", "answer"),
+    [
+        ([{**REMINDER, "status": "PAUSED"}], "132015"),
+        ([{**REMINDER, "language": "pt_BR"}], "132001"),
+        ([{**REMINDER, "components": [{"type": "BODY", "text": "Still want {{1}}?"}]}], "132000"),
+    ],
+)
+def test_a_template_the_business_cant_send_fails_the_run(
+    tmp_path: Path, templates: object, answer: str
+) -> None:
+    code, report = _run(tmp_path, templates)
+    assert code == EXIT_FAILED
+    assert f"refused a template send with {answer}" in report
+
+
+def test_a_bad_templates_file_stops_the_run_before_it_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, report = _run(tmp_path, [{"name": "appointment_reminder"}])
+    assert code == EXIT_USAGE
+    err = capsys.readouterr().err.strip()
+    assert "templates.json:1: [0].language: expected a non-empty string" in err
+    assert report == ""  # nothing ran
