@@ -84,12 +84,12 @@ from channels.whatsapp.errors import (
 from channels.whatsapp.ids import new_fbtrace_id, new_wamid
 from channels.whatsapp.media import MediaStore, largest_size, media_id_in
 from channels.whatsapp.openapi import VERSION_PATTERN, build_openapi
+from channels.whatsapp.templates import TemplateRegistry
 from channels.whatsapp.validation import (
     DEFAULT_LIMITS,
     MESSAGE_TYPES,
     SendLimits,
     SendValidator,
-    TemplateRegistry,
     ValidatedSend,
     parse_json_body,
 )

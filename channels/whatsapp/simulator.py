@@ -52,9 +52,9 @@ from channels.whatsapp.retention import Retention, RetentionPolicy
 from channels.whatsapp.sharing import SharedHooks
 from channels.whatsapp.simuser import ReceivedMessage, SentMessage, SimUser
 from channels.whatsapp.summary import interactive_options, message_reply_id, message_text
+from channels.whatsapp.templates import TemplateRegistry
 from channels.whatsapp.timekeeping import Timekeeping
 from channels.whatsapp.url_target import UrlTarget
-from channels.whatsapp.validation import TemplateRegistry
 from channels.whatsapp.window import SessionWindows
 from harness.clock import Clock, VirtualClock
 from harness.exceptions import ConfigError, DeliveryError, StepError

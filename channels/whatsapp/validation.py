@@ -31,7 +31,7 @@ from channels.whatsapp.sends.limits import DEFAULT_LIMITS, SendContext, SendLimi
 from channels.whatsapp.sends.problems import graph_error_for, request_error
 from channels.whatsapp.sends.request import MESSAGE_TYPES, SEND_REQUEST
 from channels.whatsapp.sends.template import TemplateSend
-from channels.whatsapp.templates import TemplateRegistry, TemplateSpec
+from channels.whatsapp.templates import TemplateRegistry
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -40,8 +40,6 @@ __all__ = [
     "SendAction",
     "SendLimits",
     "SendValidator",
-    "TemplateRegistry",
-    "TemplateSpec",
     "ValidatedSend",
     "normalize_wa_id",
     "parse_json_body",

@@ -13,11 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from channels.whatsapp.errors import GraphAPIError
+from channels.whatsapp.templates import TemplateRegistry, TemplateSpec
 from channels.whatsapp.validation import (
     SendLimits,
     SendValidator,
-    TemplateRegistry,
-    TemplateSpec,
     ValidatedSend,
     normalize_wa_id,
     parse_json_body,

@@ -23,7 +23,7 @@ from starlette.applications import Starlette
 from channels.whatsapp.channel import MEDIA_SAMPLES
 from channels.whatsapp.graph import AcceptAll, create_graph_app
 from channels.whatsapp.media import MediaStore
-from channels.whatsapp.validation import TemplateRegistry, TemplateSpec
+from channels.whatsapp.templates import TemplateRegistry, TemplateSpec
 from harness.clock import VirtualClock
 from tests.channels.whatsapp.conformance import spec
 from tests.channels.whatsapp.conformance.defects import DEFECTS, defect
