@@ -25,8 +25,10 @@ response): objects with a ``name``, a ``language``, a ``status`` and
 An authentication template, as created, has a ``BODY`` without text: Meta
 writes it (``{{1}} is your verification code.``), so it takes the code.
 ``FOOTER`` takes no parameters; other components (carousels, offers) are
-not checked. :func:`load_templates` reads such a list from a JSON or YAML
-file, with a one-line error naming the file, the line and the field.
+not checked. A send's text, as the trace and the reports show it, is the
+template's words with the send's parameters put in (:meth:`TemplateSpec.render`).
+:func:`load_templates` reads such a list from a JSON or YAML file, with a
+one-line error naming the file, the line and the field.
 """
 
 from __future__ import annotations
@@ -116,6 +118,36 @@ class TemplateSpec:
     header_names: tuple[str, ...] = ()
     buttons: tuple[TemplateButton, ...] | None = None
     status: str = "APPROVED"
+    #: Its words, placeholders and all (``Hi {{1}}``), where known: a text header, the body
+    #: and the footer. What a send shows the user is these with its parameters put in.
+    header_text: str = ""
+    body_text: str = ""
+    footer_text: str = ""
+
+    def render(self, components: object) -> str | None:
+        """What the user reads of a send of this template: its words, the parameters put in.
+
+        ``components`` is the send's ``template.components`` as JSON; a
+        parameter reads as its text, or as the ``fallback_value`` of a currency
+        or a date. ``None`` when the template's words are not known.
+        """
+        if not (self.header_text or self.body_text or self.footer_text):
+            return None
+        given: dict[str, list[Mapping[str, Any]]] = {}
+        for component in components if isinstance(components, list) else ():
+            if isinstance(component, Mapping) and isinstance(component.get("type"), str):
+                parameters = component.get("parameters")
+                given.setdefault(component["type"], []).extend(
+                    p
+                    for p in (parameters if isinstance(parameters, list) else ())
+                    if isinstance(p, Mapping)
+                )
+        lines = (
+            _filled(self.header_text, given.get("header", [])),
+            _filled(self.body_text, given.get("body", [])),
+            self.footer_text,
+        )
+        return "\n".join(line for line in lines if line)
 
 
 class TemplateRegistry:
@@ -251,6 +283,33 @@ def _button_index(spec: TemplateSpec, index: object) -> int:
     return index
 
 
+def _shown(parameter: Mapping[str, Any]) -> str:
+    """How a parameter reads on the phone: its text, or a currency's or a date's fallback."""
+    kind = parameter.get("type")
+    if kind == "text":
+        return str(parameter.get("text", ""))
+    value = parameter.get(kind) if isinstance(kind, str) else None
+    if isinstance(value, Mapping):
+        return str(value.get("fallback_value", ""))
+    return str(value) if isinstance(value, str | int | float) else ""
+
+
+def _filled(text: str, parameters: list[Mapping[str, Any]]) -> str:
+    """``text`` with each placeholder replaced by its parameter (by number, or by name)."""
+    named = {str(p["parameter_name"]): p for p in parameters if "parameter_name" in p}
+
+    def put(match: re.Match[str]) -> str:
+        key = match.group(1)
+        if key.isdigit():
+            index = int(key) - 1
+            found = parameters[index] if 0 <= index < len(parameters) else None
+        else:
+            found = named.get(key)
+        return match.group(0) if found is None else _shown(found)
+
+    return _PLACEHOLDER.sub(put, text)
+
+
 def _takes(least: int, most: int | None) -> str:
     if most == least:
         return str(least)
@@ -357,10 +416,16 @@ def _template(item: object, at: YamlPath, fail: Fail) -> TemplateSpec:
         if kind == "header":
             parts.update(_header(component, where, fail))
         elif kind == "body":
-            count, names = _placeholders(component.get("text"), (*where, "text"), fail)
-            if category == "authentication" and component.get("text") is None:
-                count = 1  # Meta writes the body ("{{1}} is your verification code.")
-            parts.update(body_params=count, body_names=names)
+            text = component.get("text")
+            count, names = _placeholders(text, (*where, "text"), fail)
+            if category == "authentication" and text is None:
+                text, count = _code_body(component), 1  # Meta writes the body
+            parts.update(body_params=count, body_names=names, body_text=text or "")
+        elif kind == "footer":
+            text = component.get("text")
+            if category == "authentication" and text is None:
+                text = _code_footer(component)
+            parts["footer_text"] = _text(text, (*where, "text"), fail, required=False)
         elif kind == "buttons":
             parts["buttons"] = _buttons(component.get("buttons"), (*where, "buttons"), fail)
     return TemplateSpec(
@@ -378,8 +443,30 @@ def _header(component: Mapping[str, Any], at: YamlPath, fail: Fail) -> dict[str,
     if kind != "text":
         # A media (or location) header: one parameter of that type.
         return {"header_format": kind, "header_params": 1}
-    count, names = _placeholders(component.get("text"), (*at, "text"), fail)
-    return {"header_format": "text", "header_params": count, "header_names": names}
+    text = component.get("text")
+    count, names = _placeholders(text, (*at, "text"), fail)
+    return {
+        "header_format": "text",
+        "header_params": count,
+        "header_names": names,
+        "header_text": text or "",
+    }
+
+
+def _code_body(component: Mapping[str, Any]) -> str:
+    """The body Meta writes for an authentication template: the code, and maybe a warning."""
+    warning = " For your security, do not share this code."
+    return "{{1}} is your verification code." + (
+        warning if component.get("add_security_recommendation") is True else ""
+    )
+
+
+def _code_footer(component: Mapping[str, Any]) -> str | None:
+    """The footer Meta writes for an authentication template with an expiry."""
+    minutes = component.get("code_expiration_minutes")
+    if isinstance(minutes, int) and not isinstance(minutes, bool):
+        return f"This code expires in {minutes} minutes."
+    return None
 
 
 def _placeholders(text: object, at: YamlPath, fail: Fail) -> tuple[int, tuple[str, ...]]:

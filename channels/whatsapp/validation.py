@@ -141,9 +141,17 @@ class SendValidator:
         except ValidationError as exc:
             error = graph_error_for(exc)
             raise self._unknown_template(body, error) or error from None
+        summary = send.summary()
         if isinstance(send, TemplateSend):
             template = send.template
-            self.templates.check(template.name, template.language.code, template.components or ())
+            spec = self.templates.check(
+                template.name, template.language.code, template.components or ()
+            )
+            # What the user reads: the template's words with the parameters in, where known.
+            raw = cast(Mapping[str, Any], body)["template"]
+            words = spec.render(raw.get("components"))
+            if words is not None:
+                summary["text"] = words
         if (
             isinstance(send, InteractiveSend)
             and send.interactive.type in PAYMENT_TYPES
@@ -155,9 +163,7 @@ class SendValidator:
             )
         # The model took the body, so it is a JSON object.
         body = cast(Mapping[str, Any], body)
-        return ValidatedSend(
-            phone_number_id, send.action, body, **send.summary(), api_version=api_version
-        )
+        return ValidatedSend(phone_number_id, send.action, body, **summary, api_version=api_version)
 
     def _unknown_template(self, body: object, error: GraphAPIError) -> TemplateNotFound | None:
         """132001 for a template the business lacks, when ``error`` is about its language code."""

@@ -247,6 +247,45 @@ def _body(text: str) -> list[dict[str, Any]]:
     return [{"name": "a", "language": "en", "components": [{"type": "BODY", "text": text}]}]
 
 
+def test_a_send_reads_as_the_template_s_words_with_its_parameters_in(
+    validator: SendValidator,
+) -> None:
+    sent = validator.validate(PHONE, _send("order_ready", [HEADER, BODY, URL]))
+    assert sent.text == "Hi Ana, order #7 is ready.\nReply STOP to opt out"
+    named = {
+        "name": "paid",
+        "language": "en",
+        "components": [
+            {"type": "HEADER", "format": "TEXT", "text": "Hello {{who}}"},
+            {"type": "BODY", "text": "{{who}} paid {{amount}} on {{day}}."},
+        ],
+    }
+    parameters = [
+        {"type": "text", "parameter_name": "who", "text": "Ana"},
+        {"type": "currency", "parameter_name": "amount",
+         "currency": {"fallback_value": "$25.00", "code": "USD", "amount_1000": 25000}},
+        {"type": "date_time", "parameter_name": "day", "date_time": {"fallback_value": "May 1"}},
+    ]  # fmt: skip
+    header = {"type": "header", "parameters": parameters[:1]}
+    paid = SendValidator(templates=TemplateRegistry.from_meta([named]))
+    body = _send("paid", [header, {"type": "body", "parameters": parameters}], "en")
+    assert paid.validate(PHONE, body).text == "Hello Ana\nAna paid $25.00 on May 1."
+    # a template known only by its counts has no words to show
+    assert SendValidator().validate(PHONE, _send("hello_world", [])).text is None
+
+
+def test_an_authentication_template_reads_as_meta_writes_it() -> None:
+    created = _created()["Create authentication template w/ OTP copy code button"]
+    validator = SendValidator(templates=TemplateRegistry.from_meta([created]))
+    code = [{"type": "text", "text": "123456"}]
+    button = {"type": "button", "sub_type": "url", "index": "0", "parameters": code}
+    body = _send(created["name"], [{"type": "body", "parameters": code}, button])
+    assert validator.validate(PHONE, body).text == (
+        "123456 is your verification code. For your security, do not share this code.\n"
+        "This code expires in 10 minutes."
+    )
+
+
 @pytest.mark.parametrize(
     ("objects", "says"),
     [

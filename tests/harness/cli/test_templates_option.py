@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,8 @@ def _run(tmp_path: Path, templates: object) -> tuple[int, str]:
 def test_the_agents_template_is_sent_when_the_business_has_it(tmp_path: Path) -> None:
     code, report = _run(tmp_path, {"data": [REMINDER]})
     assert code == EXIT_OK, report
+    # the report shows the template as the user reads it
+    assert re.search(r"Still want \w+ \d+ \w+ at 20:00\? Reply to confirm\.", report), report
 
 
 @pytest.mark.parametrize(
