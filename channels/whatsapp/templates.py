@@ -137,11 +137,9 @@ class TemplateSpec:
         for component in components if isinstance(components, list) else ():
             if isinstance(component, Mapping) and isinstance(component.get("type"), str):
                 parameters = component.get("parameters")
-                given.setdefault(component["type"], []).extend(
-                    p
-                    for p in (parameters if isinstance(parameters, list) else ())
-                    if isinstance(p, Mapping)
-                )
+                listed = parameters if isinstance(parameters, list) else []
+                kept = given.setdefault(component["type"].lower(), [])
+                kept.extend(p for p in listed if isinstance(p, Mapping))
         lines = (
             _filled(self.header_text, given.get("header", [])),
             _filled(self.body_text, given.get("body", [])),
@@ -202,7 +200,8 @@ class TemplateRegistry:
         132016 disabled; 132000 when the header, the body or a button gets
         another number of parameters than it takes (or other names); 132012
         when a media header gets a parameter of another type. ``components``
-        are the send's ``template.components``.
+        are the send's ``template.components``; their types are read in any
+        case (``BODY`` is ``body``), as Meta reads them.
         """
         spec = self.get(name, language)
         if spec is None:
@@ -216,11 +215,12 @@ class TemplateRegistry:
         buttons: dict[int, int] = {}
         for component in components:
             parameters = component.parameters or []
-            if component.type == "button":
+            kind = component.type.lower()  # Meta takes "BODY" as "body" (pywa writes it so)
+            if kind == "button":
                 index = _button_index(spec, component.index)
                 buttons[index] = buttons.get(index, 0) + len(parameters)
             else:
-                given.setdefault(component.type, []).extend(parameters)
+                given.setdefault(kind, []).extend(parameters)
         _check_part(spec, "header", spec.header_params, spec.header_names, given.get("header", []))
         _check_part(spec, "body", spec.body_params, spec.body_names, given.get("body", []))
         header = given.get("header", [])

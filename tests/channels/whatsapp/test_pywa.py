@@ -24,6 +24,7 @@ import httpx
 import pytest
 from pywa import filters
 from pywa.client import WhatsApp
+from pywa.errors import WhatsAppError
 from pywa.handlers import (
     CallbackButtonHandler,
     CallbackSelectionHandler,
@@ -35,6 +36,18 @@ from pywa.types.callback import Button, CallbackButton, CallbackSelection
 from pywa.types.message import Message
 from pywa.types.message_status import MessageStatus
 from pywa.types.system import PhoneNumberChange
+from pywa.types.templates import (
+    BodyText,
+    Buttons,
+    CopyCodeButton,
+    FooterText,
+    HeaderText,
+    QuickReplyButton,
+    Template,
+    TemplateCategory,
+    TemplateLanguage,
+    URLButton,
+)
 from pywa_async.client import WhatsApp as AsyncWhatsApp
 from starlette.applications import Starlette
 
@@ -306,3 +319,61 @@ async def test_a_pywa_bot_showing_typing_while_it_thinks_is_waited_for_by_a_serv
     assert answered == [["echo: hello"], ["echo: hello", "Keep 9am?"]]
     sends = sim.conversation().sends()
     assert [send.type for send in sends] == ["typing", "text", "typing", "interactive"]
+
+
+@pytest.mark.network
+async def test_pywa_sends_a_template_it_created_as_meta_takes_it() -> None:
+    # The template as pywa writes it for Meta's template endpoint is the business's template;
+    # pywa's own parameters for it must pass, and pywa must hear Meta's code when one is missing.
+    created = Template(
+        name="order_ready",
+        language=TemplateLanguage.ENGLISH_US,
+        category=TemplateCategory.UTILITY,
+        components=[
+            HeaderText("Order {{1}}", "#7"),
+            BodyText("Hi {{1}}, order {{2}} is ready.", "Ana", "#7"),
+            FooterText(text="Reply STOP to opt out"),
+            Buttons(
+                buttons=[
+                    URLButton(
+                        text="Track",
+                        url="https://example.com/t/{{1}}",
+                        example="https://example.com/t/7",
+                    ),
+                    QuickReplyButton(text="Stop"),
+                    CopyCodeButton(example="25OFF"),
+                ]
+            ),
+        ],
+    )
+    config = SimulatorConfig(templates=(json.loads(created.to_json()),))
+    sim = WhatsAppSimulator(config, clock=VirtualClock())
+    sim.add_user(WA_ID, "Ana")
+    params: list[Any] = [
+        # pywa calls these on the class; they lack @staticmethod, so a type checker binds self
+        HeaderText.params("#7"),  # type: ignore[arg-type]
+        BodyText.params("Ana", "#7"),  # type: ignore[arg-type]
+        URLButton.params(url_variable="7", index=0),
+        QuickReplyButton.params(callback_data="stop", index=1),
+        CopyCodeButton.params(coupon_code="25OFF", index=2),
+    ]
+    async with BackgroundServer(sim.graph_app, port=free_port()) as graph:
+        session = httpx.AsyncClient(transport=GraphRedirect(graph.url))
+        wa = AsyncWhatsApp(
+            phone_id=config.phone_number_id, token=config.access_token, session=session
+        )
+        sent = await wa.send_template(WA_ID, "order_ready", TemplateLanguage.ENGLISH_US, params)
+        try:
+            await wa.send_template(WA_ID, "order_ready", TemplateLanguage.ENGLISH_US, params[:-1])
+        except WhatsAppError as exc:  # pywa's errors don't survive pytest.raises' traceback
+            refused: WhatsAppError | None = exc
+        else:
+            refused = None
+        await session.aclose()
+    await sim.aclose()
+    assert refused is not None
+    assert refused.code == 132000
+    assert "button 2 (copy_code)" in str(refused.details)
+    [reply] = sim.conversation().replies()
+    assert reply.wamid == sent.id
+    assert reply.text == "Order #7\nHi Ana, order #7 is ready.\nReply STOP to opt out"

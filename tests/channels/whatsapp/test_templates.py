@@ -131,6 +131,15 @@ def test_a_send_that_gives_what_the_template_takes_is_accepted(validator: SendVa
     validator.validate(PHONE, _send("order_ready", [HEADER, BODY, URL, quick]))
 
 
+def test_component_types_are_read_in_any_case(validator: SendValidator) -> None:
+    # pywa writes "HEADER", "BODY" and "URL"; Meta's own examples write "CATALOG".
+    shouting = [{**HEADER, "type": "HEADER"}, {**BODY, "type": "BODY"}, {**URL, "sub_type": "URL"}]
+    sent = validator.validate(PHONE, _send("order_ready", shouting))
+    assert sent.text is not None
+    assert sent.text.startswith("Hi Ana, order #7")
+    _refused(validator, _send("order_ready", shouting[1:]), 132000)
+
+
 @pytest.mark.parametrize(
     ("components", "says"),
     [
