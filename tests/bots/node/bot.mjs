@@ -5,7 +5,8 @@
 //
 // For a text, it marks the message read with "typing...", then echoes it as a
 // reply to it; "buttons" gets two reply buttons, and a tap is answered with its
-// id; "card" gets a contact card. For a photo it downloads the file, checks its sha256 against the
+// id; "card" gets a contact card; "offer" gets the template order_ready, with a
+// header, a body (a name and an amount), a URL, a payload and a code to copy. For a photo it downloads the file, checks its sha256 against the
 // webhook's and the media endpoint's, uploads it again and sends it back by the new id, then deletes it.
 //
 //   PORT=8004 WHATSAPP_GRAPH_URL=http://127.0.0.1:8000 WHATSAPP_...=... node bot.mjs
@@ -17,13 +18,23 @@ import { Node18 } from "whatsapp-api-js/setup/node";
 import {
   ActionButtons,
   Body,
+  BodyComponent,
+  BodyParameter,
   Button,
   Contacts,
+  CopyComponent,
+  Currency,
+  HeaderComponent,
+  HeaderParameter,
   Image,
   Interactive,
+  Language,
   Name,
+  PayloadComponent,
   Phone,
+  Template,
   Text,
+  URLComponent,
 } from "whatsapp-api-js/messages";
 
 const env = process.env;
@@ -75,6 +86,14 @@ Whatsapp.on.message = async ({ message, reply, received }) => {
   } else if (message.type === "text" && message.text.body === "card") {
     const card = [new Name("Ana Lima", "Ana", "Lima"), new Phone("+55 11 98765-4321", "CELL")];
     failed("card", await reply(new Contacts(card)));
+  } else if (message.type === "text" && message.text.body === "offer") {
+    const offer = new Template("order_ready", new Language("en_US"),
+      new HeaderComponent(new HeaderParameter("#7")),
+      new BodyComponent(new BodyParameter("Ana"), new BodyParameter(new Currency(25000, "USD", "$25.00"))),
+      new URLComponent("7"),
+      new PayloadComponent("stop"),
+      new CopyComponent("25OFF"));
+    failed("template", await reply(offer));
   } else if (message.type === "text") {
     failed("echo", await reply(new Text(`You said: ${message.text.body}`), true));
   } else if (message.type === "interactive") {

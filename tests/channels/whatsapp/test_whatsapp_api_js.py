@@ -4,8 +4,9 @@ The bot (``tests/bots/node/bot.mjs``) is written as the library's README
 shows, on Node's own HTTP server: the library checks each webhook's
 signature, parses it into its events and makes every Graph API call itself
 (read receipts with typing, replies quoting the message, reply buttons, a
-contact card written as JSON text, a photo downloaded, uploaded again as
-FormData and sent back by id, then deleted). The library names
+contact card written as JSON text, a template with a header, a body and
+three buttons, a photo downloaded, uploaded again as FormData and sent back
+by id, then deleted). The library names
 ``https://graph.facebook.com``; the bot gives it a fetch that sends those
 calls to the simulator instead. A scenario runs
 against it at a URL, as against a staging bot.
@@ -82,8 +83,11 @@ def test_the_installed_library_is_the_pinned_one() -> None:
     assert installed["version"] == pinned["whatsapp-api-js"]
 
 
-async def _run(scenario: Scenario) -> tuple[ScenarioResult, str]:
-    """``scenario`` against the bot in its own process; with what the bot wrote to stderr."""
+async def _run(scenario: Scenario, **channel: object) -> tuple[ScenarioResult, str]:
+    """``scenario`` against the bot in its own process; with what the bot wrote to stderr.
+
+    ``channel`` adds channel options (``templates``).
+    """
     assert NODE is not None
     graph_port, bot_port = free_port(), free_port()
     env = {
@@ -96,7 +100,11 @@ async def _run(scenario: Scenario) -> tuple[ScenarioResult, str]:
     }
     options = RunOptions(
         target_url=f"http://127.0.0.1:{bot_port}/webhook",
-        channel_options={"graph_url": f"http://127.0.0.1:{graph_port}", "serve_graph": True},
+        channel_options={
+            "graph_url": f"http://127.0.0.1:{graph_port}",
+            "serve_graph": True,
+            **channel,
+        },
         quiet=0.6,
         expect_timeout=10.0,
     )
@@ -149,6 +157,55 @@ async def test_a_whatsapp_api_js_bot_runs_a_scenario_at_a_url() -> None:
     sent_in = conversation.inbound()[-1].body["image"]
     assert isinstance(sent_in, dict)
     assert sent_in["sha256"] == base64.b64encode(hashlib.sha256(sample).digest()).decode()
+
+
+OFFER: Final = parse_scenario(
+    """
+name: a template written with whatsapp-api-js
+users:
+  - {name: Ana, wa_id: "5511987654321"}
+steps:
+  - say: offer
+  - expect: {replies: 1}
+invariants: [sends_valid]
+""",
+    path="whatsapp_api_js_template.yaml",
+)
+
+# The business's template as Meta lists it: what the bot's template must fit.
+BUTTONS: Final = [
+    {"type": "URL", "text": "Track", "url": "https://example.com/t/{{1}}"},
+    {"type": "QUICK_REPLY", "text": "Stop"},
+    {"type": "COPY_CODE", "example": "25OFF"},
+]
+
+
+def _order_ready(buttons: list[dict[str, str]]) -> dict[str, object]:
+    return {
+        "name": "order_ready",
+        "language": "en_US",
+        "status": "APPROVED",
+        "category": "MARKETING",
+        "components": [
+            {"type": "HEADER", "format": "TEXT", "text": "Order {{1}}"},
+            {"type": "BODY", "text": "Hi {{1}}, your order of {{2}} is ready."},
+            {"type": "BUTTONS", "buttons": buttons},
+        ],
+    }
+
+
+async def test_a_whatsapp_api_js_template_fits_the_business_s_template() -> None:
+    result, said = await _run(OFFER, templates=[_order_ready(BUTTONS)])
+    assert result.status == "passed", ([v.headline() for v in result.violations], said)
+    assert result.conversation is not None
+    [offer] = result.conversation.replies()
+    assert offer.text == "Order #7\nHi Ana, your order of $25.00 is ready."
+    # One button fewer in the business's template: the library's send no longer fits it.
+    result, said = await _run(OFFER, templates=[_order_ready(BUTTONS[:2])])
+    assert result.status == "failed"
+    headlines = [v.headline() for v in result.violations]
+    assert any("refused a template send with 132000" in h for h in headlines), headlines
+    assert "template failed" in said
 
 
 BATCHED: Final = parse_scenario(
