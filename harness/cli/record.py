@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from harness.cli._shared_options import templates_option
 from harness.cli.project import find_project, resolve_target
 from harness.exceptions import ConfigError
 from harness.options import parse_settings
@@ -79,6 +80,7 @@ def _describe(record: LLMRecord | ToolRecord) -> str:
     help="Have the Anthropic judge score the conversation and record its verdict "
     "(needs ANTHROPIC_API_KEY); replays then judge offline.",
 )
+@templates_option
 @click.pass_context
 def record_command(
     ctx: click.Context,
@@ -91,8 +93,13 @@ def record_command(
     user_model: str,
     agent_settings: tuple[str, ...],
     judge: bool,
+    templates: str | None,
 ) -> None:
-    """Run a scenario once with the agent's model and tools recorded, into a fixture."""
+    """Run a scenario once with the agent's model and tools recorded, into a fixture.
+
+    With ``--templates`` the fixture keeps the templates themselves, so its
+    replays need no file.
+    """
     # Imported here, not above: `harness --help` reads this module for the help alone.
     import asyncio
 
@@ -129,6 +136,7 @@ def record_command(
             import_paths=search,
             user_model=user_model,
             user_model_key=key if user_live else None,
+            channel_options=_kept_templates(templates),
         )
     )
     loaded = load_scenario(scenario)
@@ -158,3 +166,20 @@ def record_command(
     if result.error:
         click.echo(f"  error: {result.error}")
     ctx.exit(0 if result.status == "passed" else 1)
+
+
+def _kept_templates(path: str | None) -> dict[str, object]:
+    """The channel option ``templates``: the file's content, to be kept in the fixture.
+
+    The channel checks the file first, so a problem names its line and field.
+    """
+    if path is None:
+        return {}
+    from harness.plugins import load_channel_plugins
+    from harness.suites.run_options import RunOptions
+    from harness.suites.yamlpos import read_text, read_yaml
+
+    plugin = load_channel_plugins().get(RunOptions().channel)
+    if plugin is not None and plugin.check_options is not None:
+        plugin.check_options({"templates": path})
+    return {"templates": read_yaml(read_text(path), path=path).data}
