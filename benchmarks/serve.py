@@ -22,8 +22,9 @@ rules, and the count would say nothing. Three figures, each with its target:
 (c) how much the serve process's resident memory grows over 5,000 turns
     with its default retention, in KB per turn (the users write 20 at a
     time). Target: at most 10. The same with ``--keep-all`` is printed
-    beside it, for comparison. Memory does not depend on timing, so these
-    runs go side by side, each server with a bot of its own.
+    beside it, for comparison. One server runs at a time, the two settings
+    taking turns: servers run side by side slowed each other's turns until
+    calls timed out on two cores.
 (d) one turn on a server keeping its state in Redis (``--redis``) against
     one turn on a server keeping it in memory, the two servers running side
     by side, each with a bot of its own, their turns taken one after the
@@ -495,10 +496,11 @@ async def memory_figure(args: argparse.Namespace) -> None:
         grown[name].append(per_turn)
         held[name] = (kept, total)
 
-    await asyncio.gather(
-        *(memory("default retention") for _ in range(repeats)),
-        *(memory("--keep-all", "--keep-all") for _ in range(repeats)),
-    )
+    # One serve at a time, the two settings taking turns: serves measured at once slow each
+    # other's turns until calls time out, and the figure needs no company.
+    for _ in range(repeats):
+        await memory("default retention")
+        await memory("--keep-all", "--keep-all")
     print(f"(c) resident memory of harness serve over {args.turns} turns, {AT_ONCE} at a time")
     for name, values in grown.items():
         kept, total = held[name]
