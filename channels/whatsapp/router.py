@@ -39,6 +39,7 @@ from channels.whatsapp.graph import AcceptAll, create_graph_app
 from channels.whatsapp.ids import id_source, new_wamid
 from channels.whatsapp.media import MediaStore
 from channels.whatsapp.server import BackgroundServer
+from channels.whatsapp.templates import TemplateRegistry, template_objects
 from channels.whatsapp.validation import normalize_wa_id
 from harness.clock import Clock, SystemClock
 from harness.endpoints import (
@@ -111,6 +112,7 @@ class GraphRouter:
             on_send=AcceptAll(),
             media=self.media,
             clock=self.clock,
+            templates=_registry(config),
             public_url=config.public_url,
         )
         self._server = BackgroundServer(self, host, port)
@@ -382,6 +384,8 @@ async def shared_graph(
     if target_url is None or not serve or not graph_url:
         yield None
         return
+    if settings.get("templates") is not None:  # a file's path, or Meta's objects
+        settings["templates"] = tuple(template_objects(settings["templates"]))
     config = SimulatorConfig(**settings).model_copy(update={"public_url": advertised or graph_url})
     url = httpx.URL(graph_url)
     store = open_store(routes_url) if routes_url else None
@@ -396,6 +400,11 @@ async def shared_graph(
     finally:
         if store is not None:
             await store.close()
+
+
+def _registry(config: SimulatorConfig) -> TemplateRegistry | None:
+    """The business's templates, where the run was given them."""
+    return None if config.templates is None else TemplateRegistry.from_meta(list(config.templates))
 
 
 def _latest_spoken(owners: Sequence[Owner]) -> Owner:

@@ -194,8 +194,10 @@ def _order_ready(buttons: list[dict[str, str]]) -> dict[str, object]:
     }
 
 
-async def test_a_whatsapp_api_js_template_fits_the_business_s_template() -> None:
-    result, said = await _run(OFFER, templates=[_order_ready(BUTTONS)])
+async def test_a_whatsapp_api_js_template_fits_the_business_s_template(tmp_path: Path) -> None:
+    path = tmp_path / "templates.json"  # as --templates gives it
+    path.write_text(json.dumps({"data": [_order_ready(BUTTONS)]}), encoding="utf-8")
+    result, said = await _run(OFFER, templates=str(path))
     assert result.status == "passed", ([v.headline() for v in result.violations], said)
     assert result.conversation is not None
     [offer] = result.conversation.replies()
