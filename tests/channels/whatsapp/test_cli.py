@@ -6,6 +6,7 @@ import asyncio
 import os
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -140,3 +141,11 @@ async def test_harness_serve_sends_at_the_throughput_it_is_given() -> None:
 async def test_harness_serve_without_rate_limits_takes_every_send() -> None:
     codes, _ = await _eight_sends_at_once("--throughput-mps", "3", "--no-rate-limits")
     assert codes == [200] * 8
+
+
+@pytest.mark.network
+async def test_harness_serve_answers_from_the_templates_it_is_given(tmp_path: Path) -> None:
+    path = tmp_path / "templates.yaml"
+    path.write_text("- {name: hello_world, language: en_US, status: PAUSED}\n", encoding="utf-8")
+    codes, _ = await _eight_sends_at_once("--templates", str(path), "--no-rate-limits")
+    assert codes == [132015] * 8
