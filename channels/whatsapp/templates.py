@@ -224,7 +224,8 @@ class TemplateRegistry:
         _check_part(spec, "header", spec.header_params, spec.header_names, given.get("header", []))
         _check_part(spec, "body", spec.body_params, spec.body_names, given.get("body", []))
         header = given.get("header", [])
-        if spec.header_format != "text" and header and header[0].type != spec.header_format:
+        kind_given = header[0].type.lower() if header else spec.header_format
+        if spec.header_format != "text" and kind_given != spec.header_format:
             raise TemplateParamFormat(
                 details=f"template.components: {spec.name} ({spec.language}) has a"
                 f" {spec.header_format} header; the send gave a {header[0].type} parameter"

@@ -18,9 +18,10 @@ import click
 import pytest
 
 from harness import __version__
-from harness.cli.main import EXIT_FAILED, EXIT_OK, EXIT_USAGE, cli, main
+from harness.cli.main import EXIT_FAILED, EXIT_OK, EXIT_USAGE, cli
 from harness.exceptions import ConfigError
 from tests.bots.loopback import free_port
+from tests.support.cli import harness as _harness
 
 BROKEN = "steps:\n  - say: [unclosed\n"
 BOOKS = """\
@@ -33,16 +34,6 @@ steps:
   - say: friday at 8pm
   - expect: {reply_contains: Saturday}
 """
-
-
-def _harness(*args: str) -> int:
-    """Run ``harness args`` in-process; the exit code the script would end with."""
-    try:
-        code: object = main(list(args))
-    except SystemExit as exc:
-        code = exc.code
-    assert isinstance(code, int)
-    return code
 
 
 def _python_m_harness(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

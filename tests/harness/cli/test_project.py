@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.main import EXIT_OK, EXIT_USAGE, main
+from harness.cli.main import EXIT_OK, EXIT_USAGE
 from harness.cli.project import NO_TARGET, ProjectSettings, find_project
 from harness.exceptions import ConfigError
+from tests.support.cli import harness as _harness
 
 ROOT = Path(__file__).resolve().parents[3]
 SAYS_HI = "name: {name}\ntags: [{tags}]\nsteps:\n  - say: hello\n  - expect: {{replies: 1}}\n"
@@ -93,15 +94,6 @@ def test_this_repository_names_the_bundled_agent_for_its_scenarios() -> None:
 
 
 # -- harness run with a project ----------------------------------------------------------
-
-
-def _harness(*args: str) -> int:
-    try:
-        code: object = main(list(args))
-    except SystemExit as exc:
-        code = exc.code
-    assert isinstance(code, int)
-    return code
 
 
 @pytest.fixture

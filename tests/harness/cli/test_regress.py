@@ -9,22 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.main import EXIT_DIVERGED, EXIT_OK, main
+from harness.cli.main import EXIT_DIVERGED, EXIT_OK
 from harness.report import load_json
+from tests.support.cli import harness as _harness
 
 ROOT = Path(__file__).resolve().parents[3]
 FIXTURES = ROOT / "scenarios" / "booking" / "fixtures"
 HAPPY = "happy_confirm_button"
 REDELIVERED = "redelivered_confirm_books_once"
-
-
-def _harness(*args: str) -> int:
-    try:
-        code: object = main(list(args))
-    except SystemExit as exc:
-        code = exc.code
-    assert isinstance(code, int)
-    return code
 
 
 @pytest.fixture

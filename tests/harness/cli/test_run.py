@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.main import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
+from harness.cli.main import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from tests.support.cli import harness as _harness
 
 PASSES = """\
 name: {name}
@@ -27,15 +28,6 @@ steps:
   - expect: {{reply_contains: Saturday}}
 """
 TARGET = "agents.booking:agent_factory"
-
-
-def _harness(*args: str) -> int:
-    try:
-        code: object = main(list(args))
-    except SystemExit as exc:
-        code = exc.code
-    assert isinstance(code, int)
-    return code
 
 
 @pytest.fixture

@@ -7,21 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.main import EXIT_DIVERGED, EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
+from harness.cli.main import EXIT_DIVERGED, EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from tests.support.cli import harness as _harness
 
 ROOT = Path(__file__).resolve().parents[3]
 BUNDLED = str(ROOT / "scenarios" / "booking" / "simulated_hesitant_customer.yaml")
 FIXTURE = str(ROOT / "scenarios" / "booking" / "fixtures" / "simulated_hesitant_customer")
 TARGET = "agents.booking:agent_factory"
-
-
-def _harness(*args: str) -> int:
-    try:
-        code: object = main(list(args))
-    except SystemExit as exc:
-        code = exc.code
-    assert isinstance(code, int)
-    return code
 
 
 def test_repeat_runs_a_simulated_scenario_with_seeds_counting_up_and_prints_its_pass_rate(

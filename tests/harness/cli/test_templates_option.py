@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.main import EXIT_DIVERGED, EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
+from harness.cli.main import EXIT_DIVERGED, EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from tests.support.cli import harness as _harness
 
 ROOT = Path(__file__).resolve().parents[3]
 # The reference agent follows up with this template once the 24-hour window has closed.
@@ -19,15 +20,6 @@ REMINDER = {
     "category": "UTILITY",
     "components": [{"type": "BODY", "text": "Still want {{1}} at {{2}}? Reply to confirm."}],
 }
-
-
-def _harness(*args: str) -> int:
-    try:
-        code: object = main(list(args))
-    except SystemExit as exc:
-        code = exc.code
-    assert isinstance(code, int)
-    return code
 
 
 def _run(tmp_path: Path, templates: object) -> tuple[int, str]:

@@ -8,19 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.main import EXIT_USAGE, main
+from harness.cli.main import EXIT_USAGE
+from tests.support.cli import harness as _harness
 
 ROOT = Path(__file__).resolve().parents[3]
 FIXTURES = ROOT / "scenarios" / "booking" / "fixtures"
-
-
-def _harness(*args: str) -> int:
-    try:
-        code: object = main(list(args))
-    except SystemExit as exc:
-        code = exc.code
-    assert isinstance(code, int)
-    return code
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.10", "::"])

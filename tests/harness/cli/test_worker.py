@@ -4,17 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.cli.main import EXIT_USAGE, main
+from harness.cli.main import EXIT_USAGE
 from tests.bots.loopback import free_port
-
-
-def _harness(*args: str) -> int:
-    try:
-        code: object = main(list(args))
-    except SystemExit as exc:
-        code = exc.code
-    assert isinstance(code, int)
-    return code
+from tests.support.cli import harness as _harness
 
 
 def test_a_distributed_run_against_a_url_without_a_store_is_refused_in_one_line(

@@ -14,27 +14,19 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.main import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
+from harness.cli.main import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from harness.results import ScenarioResult
 from harness.suites.explorer import ExploreStats, explore
 from harness.suites.runner import Runner, RunOptions
 from harness.suites.scenario import Scenario, load_scenario, parse_scenario
 from harness.suites.schedules import Schedule, TurnFaults, split_turns
 from harness.suites.steps import DEFAULT_GAP, FaultsStep, RedeliverStep, SayStep, WaitStep
+from tests.support.cli import harness as _harness
 
 ROOT = Path(__file__).resolve().parents[3]
 HAPPY = ROOT / "scenarios" / "booking" / "happy_confirm_button.yaml"
 TARGET = "agents.booking:agent_factory"
 BUDGET = 60
-
-
-def _harness(*args: str) -> int:
-    try:
-        code: object = main(list(args))
-    except SystemExit as exc:
-        code = exc.code
-    assert isinstance(code, int)
-    return code
 
 
 def _runner(regressions: str = "") -> Runner:
