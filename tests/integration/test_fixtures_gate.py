@@ -13,25 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.main import EXIT_DIVERGED, EXIT_OK, EXIT_USAGE, main
+from harness.cli.main import EXIT_DIVERGED, EXIT_OK, EXIT_USAGE
 from harness.fixture import FixtureWarning, load_fixture
 from harness.replay.playback import replay_fixture
 from harness.suites.runner import Runner, RunOptions
+from tests.support.cli import harness as _harness
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "scenarios" / "booking"
 FIXTURES = SCENARIOS / "fixtures"
 COMMITTED = sorted(p.parent.name for p in FIXTURES.glob("*/meta.json"))
-
-
-def _harness(*args: str) -> int:
-    """Run ``harness args`` in-process; the exit code the script would end with."""
-    try:
-        code: object = main(list(args))
-    except SystemExit as exc:
-        code = exc.code
-    assert isinstance(code, int)
-    return code
 
 
 def test_every_bundled_scenario_has_a_committed_fixture() -> None:
