@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from channels.whatsapp.control import control_routes as control_routes
     from channels.whatsapp.delivery import *
     from channels.whatsapp.envelope import *
+    from channels.whatsapp.error_codes import *
     from channels.whatsapp.errors import *
     from channels.whatsapp.faults import *
     from channels.whatsapp.forwarding import *
@@ -186,18 +187,18 @@ _OWNERS: dict[str, str] = {
     "DEFAULT_LIMITS": "channels.whatsapp.validation",
     "DEFAULT_RETRY_SCHEDULE": "channels.whatsapp.config",
     "Deliverer": "channels.whatsapp.delivery",
-    "Delivery": "channels.whatsapp.errors",
+    "Delivery": "channels.whatsapp.error_codes",
     "Document": "channels.whatsapp.messages",
     "DocumentMessage": "channels.whatsapp.messages",
     "DocumentSend": "channels.whatsapp.sends",
-    "ERROR_CODES": "channels.whatsapp.errors",
-    "ERROR_DOCS_URL": "channels.whatsapp.errors",
+    "ERROR_CODES": "channels.whatsapp.error_codes",
+    "ERROR_DOCS_URL": "channels.whatsapp.error_codes",
     "EcosystemLimited": "channels.whatsapp.errors",
     "Entry": "channels.whatsapp.envelope",
-    "ErrorCode": "channels.whatsapp.errors",
+    "ErrorCode": "channels.whatsapp.error_codes",
     "ErrorData": "channels.whatsapp.errors",
     "ErrorObject": "channels.whatsapp.errors",
-    "ErrorSpec": "channels.whatsapp.errors",
+    "ErrorSpec": "channels.whatsapp.error_codes",
     "ErrorUpdate": "channels.whatsapp.envelope",
     "FaultDice": "channels.whatsapp.faults",
     "FaultProfile": "channels.whatsapp.faults",
@@ -447,7 +448,7 @@ _OWNERS: dict[str, str] = {
     "sign": "channels.whatsapp.signing",
     "simulator_options": "channels.whatsapp.cli",
     "size_limit": "channels.whatsapp.media",
-    "spec_for": "channels.whatsapp.errors",
+    "spec_for": "channels.whatsapp.error_codes",
     "split_fragments": "channels.whatsapp.faults",
     "status": "channels.whatsapp.statuses",
     "status_item": "channels.whatsapp.statuses",

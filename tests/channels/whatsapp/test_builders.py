@@ -22,7 +22,8 @@ from channels.whatsapp.envelope import (
     iter_updates,
     parse_webhook,
 )
-from channels.whatsapp.errors import ERROR_DOCS_URL, ErrorObject, error_object
+from channels.whatsapp.error_codes import ERROR_DOCS_URL
+from channels.whatsapp.errors import ErrorObject, error_object
 from channels.whatsapp.ids import new_bsuid, new_media_id, new_wamid
 from channels.whatsapp.messages import (
     ContactCard,

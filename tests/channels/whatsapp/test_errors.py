@@ -8,11 +8,9 @@ from pathlib import Path
 import pytest
 
 from channels.whatsapp import errors
+from channels.whatsapp.error_codes import ERROR_CODES, ERROR_DOCS_URL, ErrorCode, spec_for
 from channels.whatsapp.errors import (
-    ERROR_CODES,
-    ERROR_DOCS_URL,
     AuthError,
-    ErrorCode,
     ErrorObject,
     GenericError,
     GraphAPIError,
@@ -29,7 +27,6 @@ from channels.whatsapp.errors import (
     error_envelope,
     error_object,
     graph_error,
-    spec_for,
 )
 from channels.whatsapp.payloads import PayloadError
 from harness.exceptions import ChannelError
