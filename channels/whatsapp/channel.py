@@ -73,7 +73,7 @@ class WhatsAppChannel:
         advertised = options.pop("graph_advertise", None)
         options.pop("graph_routes", None)  # the run's router keeps the book
         if options.get("templates") is not None:  # a file's path, or Meta's objects
-            options["templates"] = tuple(template_objects(options["templates"]))
+            options["templates"] = template_objects(options["templates"])
         self._server: BackgroundServer | None = None
         config = SimulatorConfig(**options)
         if self._graph_url:

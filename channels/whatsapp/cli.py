@@ -414,6 +414,6 @@ def _templates(path: Path | None) -> tuple[dict[str, Any], ...] | None:
     from channels.whatsapp.templates import template_objects
 
     try:
-        return tuple(template_objects(path))
+        return template_objects(path)
     except HarnessError as exc:
         raise click.BadParameter(str(exc), param_hint="--templates") from None

@@ -385,7 +385,7 @@ async def shared_graph(
         yield None
         return
     if settings.get("templates") is not None:  # a file's path, or Meta's objects
-        settings["templates"] = tuple(template_objects(settings["templates"]))
+        settings["templates"] = template_objects(settings["templates"])
     config = SimulatorConfig(**settings).model_copy(update={"public_url": advertised or graph_url})
     url = httpx.URL(graph_url)
     store = open_store(routes_url) if routes_url else None

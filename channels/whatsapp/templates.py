@@ -33,6 +33,7 @@ one-line error naming the file, the line and the field.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -351,13 +352,27 @@ def read_templates(objects: object, *, fail: Fail = _config_error) -> tuple[Temp
     return tuple(specs)
 
 
-def load_templates(path: Path | str) -> tuple[tuple[TemplateSpec, ...], list[Any]]:
+def load_templates(path: Path | str) -> tuple[tuple[TemplateSpec, ...], tuple[Any, ...]]:
     """Read a JSON or YAML file of templates in Meta's form (see :func:`read_templates`).
 
-    Returns the templates and the objects as read (plain data, to pass on).
-    A problem is one :class:`~harness.exceptions.ConfigError` line naming the
-    file, the line and the field.
+    Returns the templates and the objects as read (plain data, to pass on;
+    not to be changed: a file unchanged since it was last read is not read
+    again, as every scenario of a run asks for it). A problem is one
+    :class:`~harness.exceptions.ConfigError` line naming the file, the line
+    and the field.
     """
+    try:
+        found = Path(path).stat()
+    except OSError:
+        found = None
+    if found is None:  # read_text says why, in one line naming the file
+        return _load(str(path), 0, -1)
+    return _load(str(path), found.st_mtime_ns, found.st_size)
+
+
+@functools.lru_cache(maxsize=16)
+def _load(path: str, mtime_ns: int, size: int) -> tuple[tuple[TemplateSpec, ...], tuple[Any, ...]]:
+    """The file at ``path`` when it had this time and size (see :func:`load_templates`)."""
     try:
         document = read_yaml(read_text(path), path=path)  # JSON is YAML too
     except HarnessError as exc:  # unreadable, or not YAML: one line naming the file
@@ -369,10 +384,10 @@ def load_templates(path: Path | str) -> tuple[tuple[TemplateSpec, ...], list[Any
     specs = read_templates(document.data, fail=fail)
     data = document.data
     objects = data["data"] if isinstance(data, Mapping) and "data" in data else data
-    return specs, list(objects) if isinstance(objects, list) else []
+    return specs, tuple(objects) if isinstance(objects, list) else ()
 
 
-def template_objects(value: object) -> list[Any]:
+def template_objects(value: object) -> tuple[Any, ...]:
     """Meta's template objects from an option: a JSON or YAML file's path, or the objects.
 
     Raises a one-line :class:`~harness.exceptions.ConfigError` naming the
@@ -383,7 +398,7 @@ def template_objects(value: object) -> list[Any]:
     read_templates(value)
     if isinstance(value, Mapping) and "data" in value:
         value = value["data"]
-    return list(value) if isinstance(value, list) else []
+    return tuple(value) if isinstance(value, list) else ()
 
 
 def _text(value: object, at: YamlPath, fail: Fail, *, required: bool = True) -> str:

@@ -322,7 +322,10 @@ def test_a_file_of_templates_names_its_line(tmp_path: Path) -> None:
     good.write_text(yaml.safe_dump({"data": [ORDER_READY]}), encoding="utf-8")
     specs, objects = load_templates(good)
     assert [s.name for s in specs] == ["order_ready"]
-    assert objects == [ORDER_READY]
+    assert objects == (ORDER_READY,)
+    assert load_templates(good)[1] is objects  # unchanged: not read again for each scenario
+    good.write_text(yaml.safe_dump({"data": [ORDER_READY, {**ORDER_READY, "language": "en"}]}))
+    assert [s.language for s in load_templates(good)[0]] == ["en_US", "en"]  # changed: read
     bad = tmp_path / "templates.yaml"
     bad.write_text(
         "data:\n  - name: a\n    language: en_US\n    components:\n      - type: HEADER\n"
