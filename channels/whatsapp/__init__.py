@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from harness.lazy import lazy_names
 
 if TYPE_CHECKING:
+    from channels.whatsapp.account import *
     from channels.whatsapp.activity import *
     from channels.whatsapp.attribution import *
     from channels.whatsapp.channel import *
@@ -153,6 +154,12 @@ if TYPE_CHECKING:
 _OWNERS: dict[str, str] = {
     "ANSWERED_QUIET": "channels.whatsapp.timekeeping",
     "AcceptAll": "channels.whatsapp.graph",
+    "AccountAPI": "channels.whatsapp.account",
+    "BusinessAccount": "channels.whatsapp.account",
+    "business_account": "channels.whatsapp.account",
+    "template_id": "channels.whatsapp.account",
+    "template_object": "channels.whatsapp.account",
+    "unknown_object": "channels.whatsapp.account",
     "AccountInMaintenance": "channels.whatsapp.errors",
     "Activity": "channels.whatsapp.activity",
     "AppRateLimited": "channels.whatsapp.errors",

@@ -59,6 +59,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from channels.whatsapp._defaults import WABA_ID
 from channels.whatsapp._graph_app import GraphApp, SuccessJSON
 from channels.whatsapp._request_body import (
     FORM_TYPES,
@@ -72,6 +73,7 @@ from channels.whatsapp._request_body import (
     objects_written_as_text,
     read_limited,
 )
+from channels.whatsapp.account import AccountAPI, BusinessAccount, unknown_object
 from channels.whatsapp.errors import (
     AuthError,
     GenericError,
@@ -178,14 +180,6 @@ def success_body(send: ValidatedSend, outcome: SendOutcome) -> dict[str, Any]:
     return {"messaging_product": "whatsapp", "contacts": [contact], "messages": [message]}
 
 
-def _unknown_object(method: str, object_id: str) -> InvalidParameter:
-    details = (
-        f"Unsupported {method.lower()} request. There is no object with ID '{object_id}' that"
-        " this access token can use for this operation."
-    )
-    return InvalidParameter(message=f"(#100) {details}", details=details)
-
-
 #: Told about every well-addressed send the API refused: the phone_number_id, the
 #: body as sent (``{"raw": text}`` when it was not a JSON object) and the error.
 RefusalHandler = Callable[[str, Mapping[str, Any], GraphAPIError], None]
@@ -205,8 +199,10 @@ class _GraphAPI:
         validator: SendValidator,
         rng: random.Random,
         openapi: Callable[[], dict[str, Any]],
+        account: BusinessAccount,
         on_refuse: RefusalHandler | None = None,
     ) -> None:
+        self.account = AccountAPI(account, self.check)
         self.on_refuse = on_refuse
         self.tokens = tokens
         self.phone_numbers = phone_numbers
@@ -276,6 +272,11 @@ class _GraphAPI:
             )
             raise InvalidParameter(message=f"(#100) {details}", details=f"version: {details}")
 
+    def check(self, request: Request) -> None:
+        """The checks every endpoint makes first: the path's version, then the access token."""
+        self.check_version(request)
+        self.authenticate(request)
+
     def authenticate(self, request: Request) -> None:
         """Require a known, unexpired access token (header first, then query parameter)."""
         header = request.headers.get("authorization")
@@ -303,7 +304,7 @@ class _GraphAPI:
         """The path's phone_number_id, which must be one of the business's numbers."""
         phone_number_id: str = request.path_params["phone_number_id"]
         if phone_number_id not in self.phone_numbers:
-            raise _unknown_object(request.method, phone_number_id)
+            raise unknown_object(request.method, phone_number_id)
         return sys.intern(phone_number_id)  # one of a few: one string each, for every send
 
     # -- endpoints --------------------------------------------------------------
@@ -390,11 +391,13 @@ class _GraphAPI:
         self.check_version(request)
         self.authenticate(request)
         media_id: str = request.path_params["media_id"]
+        if request.method == "GET" and (node := self.account.node(request, media_id)) is not None:
+            return node  # the number, the account or a template
         await self.store.load(media_id)
         found = self.store.get(media_id)
         owner = request.query_params.get("phone_number_id")
         if found is None or (owner is not None and found.phone_number_id not in (None, owner)):
-            raise _unknown_object(request.method, media_id)
+            raise unknown_object(request.method, media_id)
         if request.method == "DELETE":
             self.store.delete(media_id)
             await self.store.published()
@@ -516,6 +519,7 @@ def create_graph_app(
     openapi_schemas: Mapping[str, Mapping[str, Any]] | None = None,
     on_refuse: RefusalHandler | None = None,
     payments: bool = False,
+    account: BusinessAccount | None = None,
 ) -> Starlette:
     """Build the fake Graph API.
 
@@ -529,13 +533,19 @@ def create_graph_app(
     ``on_refuse`` hears of every send refused once its token and number were
     known good (bad body, Meta's limits, the handler's own refusals).
     ``payments`` says whether the business may send ``order_details`` and
-    ``order_status`` messages (see :class:`SendValidator`).
+    ``order_status`` messages (see :class:`SendValidator`). ``account`` is the
+    business the read endpoints describe (:mod:`~channels.whatsapp.account`;
+    by default one holding ``phone_numbers`` and ``templates``).
     """
     tokens = (
         dict(access_tokens)
         if isinstance(access_tokens, Mapping)
         else dict.fromkeys(access_tokens, None)
     )
+    if account is None:
+        account = BusinessAccount(
+            WABA_ID, dict(phone_numbers), templates or TemplateRegistry.default()
+        )
     api = _GraphAPI(
         tokens=tokens,
         phone_numbers=dict(phone_numbers),
@@ -554,13 +564,22 @@ def create_graph_app(
             server_url=public_url,
         ),
         on_refuse=on_refuse,
+        account=account,
     )
     send = api.guarded(api.send)
+    profile = "/{version}/{phone_number_id}/whatsapp_business_profile"
     graph_routes = [
         Route("/openapi.json", api.guarded(api.document), methods=_ANY_METHOD),
         Route("/_media/{token}", api.guarded(api.download), methods=_ANY_METHOD),
         Route("/{version}/{phone_number_id}/messages", send, methods=["POST"]),
         Route("/{version}/{phone_number_id}/media", api.guarded(api.upload), methods=["POST"]),
+        Route(profile, api.guarded(api.account.profile), methods=["GET", "POST"]),
+        Route("/{version}/{waba_id}/phone_numbers", api.guarded(api.account.numbers)),
+        Route(
+            "/{version}/{waba_id}/message_templates",
+            api.guarded(api.account.templates),
+            methods=["GET", "POST", "DELETE"],
+        ),
         Route("/{version}/{media_id}", api.guarded(api.media), methods=["GET", "DELETE"]),
         *(
             Route(path, api.guarded(api.versionless), methods=_ANY_METHOD)

@@ -121,6 +121,31 @@ def _response_schemas() -> dict[str, Any]:
             id={"type": "string"},
         ),
         "GraphError": _object(["error"], error=error),
+        "Node": _object(["id"], id={"type": "string"}),
+        "Page": _object(
+            ["data"],
+            data={"type": "array", "items": {"type": "object"}},
+            paging={"type": "object"},
+            summary={"type": "object"},
+        ),
+        "BusinessProfile": _object(
+            ["data"], data={"type": "array", "items": _object(["messaging_product"])}
+        ),
+        "BusinessProfileUpdate": {
+            "type": "object",
+            "required": ["messaging_product"],
+            "additionalProperties": False,
+            "properties": {
+                "messaging_product": {"const": "whatsapp"},
+                "about": {"type": "string", "minLength": 1, "maxLength": 139},
+                "address": {"type": "string", "maxLength": 256},
+                "description": {"type": "string", "maxLength": 256},
+                "email": {"type": "string", "maxLength": 128},
+                "vertical": {"type": "string"},
+                "websites": {"type": "array", "maxItems": 2, "items": {"type": "string"}},
+                "profile_picture_handle": {"type": "string", "minLength": 1},
+            },
+        },
     }
 
 
@@ -218,14 +243,19 @@ def _paths() -> dict[str, Any]:
         "/{version}/{media_id}": {
             "get": {
                 "operationId": "getMedia",
-                "summary": "Media metadata, with a download URL valid for 5 minutes.",
+                "summary": "Media metadata, with a download URL valid for 5 minutes; or the"
+                " business's phone number, its account or a template, by their ids.",
                 "parameters": [
                     _VERSION,
                     media_id,
                     _owner("Only answer if the media was uploaded on this number."),
+                    _FIELDS,
                 ],
                 "responses": {
-                    "200": json_body(_ref("MediaInfo"), "The media's metadata."),
+                    "200": json_body(
+                        {"anyOf": [_ref("MediaInfo"), _ref("Node")]},
+                        "The media's metadata, or the node's fields.",
+                    ),
                     **_errors("400", "401", "500"),
                 },
             },
@@ -243,6 +273,7 @@ def _paths() -> dict[str, Any]:
                 },
             },
         },
+        **_account_paths(phone),
         "/_media/{token}": {
             "get": {
                 "operationId": "downloadMedia",
@@ -266,6 +297,101 @@ def _paths() -> dict[str, Any]:
             }
         },
     }
+
+
+_FIELDS: Final = {
+    "name": "fields",
+    "in": "query",
+    "required": False,
+    "description": "The fields to answer, comma-separated (id is always given).",
+    "schema": {"type": "string"},
+}
+
+
+def _query(name: str, description: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "in": "query",
+        "required": False,
+        "description": description,
+        "schema": {"type": "string"},
+    }
+
+
+def _account_paths(phone: Mapping[str, Any]) -> dict[str, Any]:
+    """The business account's read endpoints (:mod:`channels.whatsapp.account`)."""
+    waba = _path_param("waba_id", "The WhatsApp Business Account's id.")
+    paging = [
+        _query("limit", "At most this many on a page (25 by default)."),
+        _query("after", "The page after this cursor."),
+        _query("before", "The page before this cursor."),
+    ]
+    page = {"200": json_body(_ref("Page"), "A page of them."), **_errors("400", "401", "500")}
+    refused = {**_errors("400", "401", "500")}
+    return {
+        "/{version}/{phone_number_id}/whatsapp_business_profile": {
+            "get": {
+                "operationId": "getBusinessProfile",
+                "summary": "The number's business profile.",
+                "parameters": [_VERSION, phone, _FIELDS],
+                "responses": {
+                    "200": json_body(_ref("BusinessProfile"), "The profile."),
+                    **_errors("400", "401", "500"),
+                },
+            },
+            "post": {
+                "operationId": "updateBusinessProfile",
+                "summary": "Change the number's business profile.",
+                "parameters": [_VERSION, phone],
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": _ref("BusinessProfileUpdate")}},
+                },
+                "responses": {
+                    "200": json_body(_ref("Success"), "Changed."),
+                    **_errors("400", "401", "500"),
+                },
+            },
+        },
+        "/{version}/{waba_id}/phone_numbers": {
+            "get": {
+                "operationId": "getPhoneNumbers",
+                "summary": "The account's phone numbers.",
+                "parameters": [_VERSION, waba, _FIELDS, *paging],
+                "responses": page,
+            }
+        },
+        "/{version}/{waba_id}/message_templates": {
+            "get": {
+                "operationId": "getTemplates",
+                "summary": "The account's message templates.",
+                "parameters": [
+                    _VERSION,
+                    waba,
+                    _FIELDS,
+                    *paging,
+                    *(_query(key, f"Only templates of this {key}.") for key in _TEMPLATE_FILTERS),
+                    _query("summary", "true, or the counts to give (total_count ...)."),
+                ],
+                "responses": page,
+            },
+            "post": {
+                "operationId": "createTemplate",
+                "summary": "Refused: the simulator's templates are given, not created.",
+                "parameters": [_VERSION, waba],
+                "responses": refused,
+            },
+            "delete": {
+                "operationId": "deleteTemplate",
+                "summary": "Refused: the simulator's templates are given, not deleted.",
+                "parameters": [_VERSION, waba],
+                "responses": refused,
+            },
+        },
+    }
+
+
+_TEMPLATE_FILTERS: Final = ("name", "status", "language", "category")
 
 
 def build_openapi(

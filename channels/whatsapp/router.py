@@ -32,6 +32,7 @@ import httpx
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from channels.whatsapp.account import business_account
 from channels.whatsapp.attribution import latest_quoted, request_text
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.forwarding import Forwarder, RouteBook, read_body, recipients, replaying
@@ -106,14 +107,16 @@ class GraphRouter:
         self.clock: Clock = SystemClock()
         #: The media every scenario of the run uploads to and downloads from.
         self.media = _OwnMedia(self.clock, public_url=config.public_url, rng=id_source())
+        templates = _registry(config) or TemplateRegistry.default()
         self._shared_app = create_graph_app(
             access_tokens={config.access_token},
             phone_numbers={config.phone_number_id: config.display_phone_number},
             on_send=AcceptAll(),
             media=self.media,
             clock=self.clock,
-            templates=_registry(config),
+            templates=templates,
             public_url=config.public_url,
+            account=business_account(config, templates),
         )
         self._server = BackgroundServer(self, host, port)
         self._owners: dict[str, Owner] = {}  # by namespace

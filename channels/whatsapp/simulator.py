@@ -23,6 +23,7 @@ import httpx
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 
+from channels.whatsapp.account import business_account
 from channels.whatsapp.activity import Activity
 from channels.whatsapp.composing import UserMessages
 from channels.whatsapp.config import SimulatorConfig
@@ -214,6 +215,7 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages, SharedHooks):
             openapi_schemas=openapi_schemas,
             on_refuse=self._on_refuse,
             payments=self.config.payments,
+            account=business_account(self.config, self.templates),
         )
 
     @property

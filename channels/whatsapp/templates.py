@@ -36,7 +36,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -124,6 +124,8 @@ class TemplateSpec:
     header_text: str = ""
     body_text: str = ""
     footer_text: str = ""
+    #: The object it was read from, as Meta lists it (``None`` for one built in code).
+    source: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def render(self, components: object) -> str | None:
         """What the user reads of a send of this template: its words, the parameters put in.
@@ -149,6 +151,25 @@ class TemplateSpec:
         return "\n".join(line for line in lines if line)
 
 
+#: ``hello_world`` as Meta lists it on every new account (what a listing shows of it).
+_HELLO_WORLD: Final = {
+    "name": "hello_world",
+    "language": "en_US",
+    "status": "APPROVED",
+    "category": "UTILITY",
+    "components": [
+        {"type": "HEADER", "format": "TEXT", "text": "Hello World"},
+        {
+            "type": "BODY",
+            "text": "Welcome and congratulations!! This message demonstrates your ability to send"
+            " a message notification from WhatsApp Business Platform\u2019s Cloud API. Thank you"
+            " for taking the time to test with us.",
+        },
+        {"type": "FOOTER", "text": "WhatsApp Business API Team"},
+    ],
+}
+
+
 class TemplateRegistry:
     """The templates a business number has, by name and language code.
 
@@ -166,7 +187,7 @@ class TemplateRegistry:
         """A few templates most bots and samples use: ``hello_world`` and two utilities."""
         return cls(
             [
-                TemplateSpec("hello_world", "en_US"),
+                TemplateSpec("hello_world", "en_US", source=_HELLO_WORLD),
                 TemplateSpec("appointment_reminder", "en_US", body_params=2),
                 TemplateSpec("order_update", "en_US", body_params=1),
             ]
@@ -450,6 +471,7 @@ def _template(item: object, at: YamlPath, fail: Fail) -> TemplateSpec:
         category=category,
         status=status,
         buttons=parts.pop("buttons", ()),
+        source=item,
         **parts,
     )
 

@@ -45,6 +45,12 @@ def test_every_endpoint_is_described() -> None:
         ("post", "/{version}/{phone_number_id}/media"),
         ("get", "/{version}/{media_id}"),
         ("delete", "/{version}/{media_id}"),
+        ("get", "/{version}/{phone_number_id}/whatsapp_business_profile"),
+        ("post", "/{version}/{phone_number_id}/whatsapp_business_profile"),
+        ("get", "/{version}/{waba_id}/phone_numbers"),
+        ("get", "/{version}/{waba_id}/message_templates"),
+        ("post", "/{version}/{waba_id}/message_templates"),
+        ("delete", "/{version}/{waba_id}/message_templates"),
         ("get", "/_media/{token}"),
         ("get", "/openapi.json"),
     }

@@ -35,6 +35,7 @@ from pywa.handlers import (
 from pywa.types.callback import Button, CallbackButton, CallbackSelection
 from pywa.types.message import Message
 from pywa.types.message_status import MessageStatus
+from pywa.types.others import Industry
 from pywa.types.system import PhoneNumberChange
 from pywa.types.templates import (
     BodyText,
@@ -46,6 +47,7 @@ from pywa.types.templates import (
     Template,
     TemplateCategory,
     TemplateLanguage,
+    TemplateStatus,
     URLButton,
 )
 from pywa_async.client import WhatsApp as AsyncWhatsApp
@@ -377,3 +379,59 @@ async def test_pywa_sends_a_template_it_created_as_meta_takes_it() -> None:
     [reply] = sim.conversation().replies()
     assert reply.wamid == sent.id
     assert reply.text == "Order #7\nHi Ana, order #7 is ready.\nReply STOP to opt out"
+
+
+@pytest.mark.network
+async def test_pywa_reads_the_business_it_speaks_for() -> None:
+    # What a pywa bot reads at start or on a dashboard: its number, its account, its profile
+    # (and changes it), its templates; each parsed by pywa's own classes, unmodified.
+    config = SimulatorConfig(
+        templates=(
+            {
+                "name": "order_ready",
+                "language": "en_US",
+                "status": "APPROVED",
+                "category": "UTILITY",
+                "components": [
+                    {
+                        "type": "BODY",
+                        "text": "Hi {{1}}, order {{2}} is ready.",
+                        "example": {"body_text": [["Ana", "#7"]]},
+                    }
+                ],
+            },
+        )
+    )
+    sim = WhatsAppSimulator(config, clock=VirtualClock())
+    async with BackgroundServer(sim.graph_app, port=free_port()) as graph:
+        session = httpx.AsyncClient(transport=GraphRedirect(graph.url))
+        wa = AsyncWhatsApp(
+            phone_id=config.phone_number_id,
+            token=config.access_token,
+            session=session,
+            waba_id=config.waba_id,
+        )
+        number = await wa.get_business_phone_number()
+        numbers = (await wa.get_business_phone_numbers())[:]
+        account = await wa.get_business_account()
+        await wa.update_business_profile(
+            about="Tables for two to ten", industry=Industry.RESTAURANT
+        )
+        profile = await wa.get_business_profile()
+        templates = await wa.get_templates(statuses=[TemplateStatus.APPROVED])
+        listed = templates[:]
+        one = await wa.get_template(listed[0].id)
+        await session.aclose()
+    await sim.aclose()
+    assert (number.id, number.display_phone_number) == (
+        config.phone_number_id,
+        config.display_phone_number,
+    )
+    assert [found.id for found in numbers] == [config.phone_number_id]
+    assert account.id == config.waba_id
+    assert (profile.about, profile.industry) == ("Tables for two to ten", Industry.RESTAURANT)
+    assert templates.total_count == 1
+    assert [template.name for template in listed] == ["order_ready"]
+    assert (one.name, one.status) == ("order_ready", TemplateStatus.APPROVED)
+    assert isinstance(one.components[0], BodyText)
+    assert one.components[0].text == "Hi {{1}}, order {{2}} is ready."
