@@ -8,6 +8,10 @@ objects Starlette would have used, so the answer is the same byte for byte;
 every other request goes through Starlette as before. A send path that one of
 the app's extra routes (the harness's control endpoints) could also serve is
 left to Starlette too, which tries those routes first.
+
+A path without a version whose first segment is an id (``/{phone_number_id}/messages``,
+``/{media_id}``) is served at the app's default version, as Graph serves an
+unversioned call.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ __all__ = ["GraphApp", "SuccessJSON"]
 
 _SEND_PATH: Final = re.compile(r"/([^/]+)/([^/]+)/messages")
 _LITERAL_FIRST: Final = re.compile(r"/([^/{}]*)(?:/|$)")
+# An unversioned Graph path: an id, maybe with an edge (``/{id}``, ``/{id}/messages``).
+_ID_FIRST: Final = re.compile(r"/[0-9]+(?:/[^/]+)?/?")
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -51,6 +57,7 @@ class GraphApp(Starlette):
 
     ``extra`` are the routes served before the Graph API's own: a send path
     whose first segment one of them could match is left to Starlette.
+    ``version`` is the one an unversioned call is served at.
     """
 
     def __init__(
@@ -60,13 +67,17 @@ class GraphApp(Starlette):
         routes: Sequence[BaseRoute],
         extra: Sequence[BaseRoute],
         exception_handlers: Mapping[Any, Callable[..., Any]],
+        version: str,
     ) -> None:
         super().__init__(routes=list(routes), exception_handlers=dict(exception_handlers))
+        self._version = version
         self._send_endpoint = send
         self._taken = _first_segments(extra)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one request; see the class."""
+        if scope["type"] == "http" and _ID_FIRST.fullmatch(scope["path"]) is not None:
+            scope = {**scope, "path": f"/{self._version}{scope['path']}"}  # unversioned
         # Under a root path (a mount, a proxy's prefix) Starlette finds the route.
         if (
             scope["type"] == "http"

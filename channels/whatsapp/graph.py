@@ -59,7 +59,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from channels.whatsapp._defaults import WABA_ID
+from channels.whatsapp._defaults import API_VERSION, WABA_ID
 from channels.whatsapp._graph_app import GraphApp, SuccessJSON
 from channels.whatsapp._request_body import (
     FORM_TYPES,
@@ -426,7 +426,7 @@ class _GraphAPI:
         return Response(media.data, media_type=media.mime_type)
 
     async def versionless(self, request: Request) -> Response:
-        """Paths without a version (``/{phone_number_id}/messages``): refused, or unknown."""
+        """Paths whose first segment is neither a version nor an id: refused, or unknown."""
         first = request.url.path.strip("/").split("/", 1)[0]
         if _VERSION.fullmatch(first) is not None:
             raise _unknown_path(request.url.path)
@@ -520,6 +520,7 @@ def create_graph_app(
     on_refuse: RefusalHandler | None = None,
     payments: bool = False,
     account: BusinessAccount | None = None,
+    api_version: str = API_VERSION,
 ) -> Starlette:
     """Build the fake Graph API.
 
@@ -535,7 +536,9 @@ def create_graph_app(
     ``payments`` says whether the business may send ``order_details`` and
     ``order_status`` messages (see :class:`SendValidator`). ``account`` is the
     business the read endpoints describe (:mod:`~channels.whatsapp.account`;
-    by default one holding ``phone_numbers`` and ``templates``).
+    by default one holding ``phone_numbers`` and ``templates``). A call without
+    a version (``/{phone_number_id}/messages``) is served at ``api_version``,
+    as Graph serves one at the app's version.
     """
     tokens = (
         dict(access_tokens)
@@ -591,6 +594,7 @@ def create_graph_app(
         routes=[*routes, *graph_routes],
         extra=routes,
         exception_handlers={HTTPException: api.http_error, Exception: api.internal_error},
+        version=api_version,
     )
     app.state.validator = api.validator
     app.state.media = media

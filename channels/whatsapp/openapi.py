@@ -36,7 +36,7 @@ _ERROR_STATUSES: Final = {
     "400": "A bad request, or one Meta refuses (rate limits answer 400 with their code).",
     "401": "The access token is missing, unknown or expired (code 190).",
     "403": "The business lacks a permission or is blocked.",
-    "404": "Not found: an unknown template (132001) or path.",
+    "404": "Not found: an unknown template (132001), or a path no endpoint serves.",
     "413": "The body is over the size limit: 1 MiB for a send, 101 MiB for an upload.",
     "500": "Something went wrong inside the simulator (131000).",
     "503": "The service is unavailable (131016).",
@@ -256,7 +256,7 @@ def _paths() -> dict[str, Any]:
                         {"anyOf": [_ref("MediaInfo"), _ref("Node")]},
                         "The media's metadata, or the node's fields.",
                     ),
-                    **_errors("400", "401", "500"),
+                    **_errors("400", "401", "404", "500"),
                 },
             },
             "delete": {
@@ -269,7 +269,7 @@ def _paths() -> dict[str, Any]:
                 ],
                 "responses": {
                     "200": json_body(_ref("Success"), "Deleted."),
-                    **_errors("400", "401", "500"),
+                    **_errors("400", "401", "404", "500"),
                 },
             },
         },

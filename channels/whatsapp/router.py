@@ -117,6 +117,7 @@ class GraphRouter:
             templates=templates,
             public_url=config.public_url,
             account=business_account(config, templates),
+            api_version=config.api_version,
         )
         self._server = BackgroundServer(self, host, port)
         self._owners: dict[str, Owner] = {}  # by namespace

@@ -216,6 +216,7 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages, SharedHooks):
             on_refuse=self._on_refuse,
             payments=self.config.payments,
             account=business_account(self.config, self.templates),
+            api_version=self.config.api_version,
         )
 
     @property

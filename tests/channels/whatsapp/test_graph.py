@@ -341,10 +341,26 @@ async def test_other_versions_are_refused(client: httpx.AsyncClient, version: st
     assert error["error_data"]["details"].startswith("version:")
 
 
-async def test_version_less_paths_are_refused(client: httpx.AsyncClient) -> None:
-    response = await client.post(f"/{PHONE}/messages", json=load_send("text"), headers=AUTH)
-    assert envelope(response, 400, 100)["error_data"]["details"].startswith("version:")
-    envelope(await client.get("/1479537139650973", headers=AUTH), 400, 100)
+async def test_version_less_paths_are_served_at_the_apps_version(clock: VirtualClock) -> None:
+    # Graph serves a call without a version at the app's version: here the one it is given.
+    versions: list[str | None] = []
+
+    async def note(send: ValidatedSend) -> SendOutcome:
+        versions.append(send.api_version)
+        return SendOutcome(wamid="wamid.versionless")
+
+    app = build_app(clock, note, api_version="v23.0")
+    async with client_for(app) as client:
+        response = await client.post(f"/{PHONE}/messages", json=load_send("text"), headers=AUTH)
+        assert response.status_code == 200, response.text
+        number = await client.get(f"/{PHONE}", headers=AUTH)
+        assert number.json()["id"] == PHONE
+        unknown = await client.get("/1479537139650973", headers=AUTH)
+        assert "no object with ID '1479537139650973'" in envelope(unknown, 400, 100)["message"]
+        # A first segment that is neither a version nor an id is still refused.
+        named = await client.post("/me/messages", json=load_send("text"), headers=AUTH)
+        assert envelope(named, 400, 100)["error_data"]["details"].startswith("version:")
+    assert versions == ["v23.0"]
 
 
 async def test_unknown_paths_and_methods(client: httpx.AsyncClient) -> None:
