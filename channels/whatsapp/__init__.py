@@ -142,6 +142,7 @@ if TYPE_CHECKING:
     from channels.whatsapp.simulator import *
     from channels.whatsapp.simuser import *
     from channels.whatsapp.statuses import *
+    from channels.whatsapp.subscriptions import *
     from channels.whatsapp.summary import *
     from channels.whatsapp.templates import *
     from channels.whatsapp.timekeeping import *
@@ -155,6 +156,14 @@ _OWNERS: dict[str, str] = {
     "ANSWERED_QUIET": "channels.whatsapp.timekeeping",
     "AcceptAll": "channels.whatsapp.graph",
     "AccountAPI": "channels.whatsapp.account",
+    "CallbackHook": "channels.whatsapp.subscriptions",
+    "CallbackRegistration": "channels.whatsapp.subscriptions",
+    "Registrar": "channels.whatsapp.subscriptions",
+    "Simulated": "channels.whatsapp.subscriptions",
+    "SubscriptionsAPI": "channels.whatsapp.subscriptions",
+    "SwitchTarget": "channels.whatsapp.subscriptions",
+    "business_routes": "channels.whatsapp.subscriptions",
+    "verification_failed": "channels.whatsapp.subscriptions",
     "BusinessAccount": "channels.whatsapp.account",
     "business_account": "channels.whatsapp.account",
     "template_id": "channels.whatsapp.account",

@@ -11,7 +11,7 @@ left to Starlette too, which tries those routes first.
 
 A path without a version whose first segment is an id (``/{phone_number_id}/messages``,
 ``/{media_id}``) is served at the app's default version, as Graph serves an
-unversioned call.
+unversioned call; a path ending in ``/`` is served as the path without it.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ __all__ = ["GraphApp", "SuccessJSON"]
 _SEND_PATH: Final = re.compile(r"/([^/]+)/([^/]+)/messages")
 _LITERAL_FIRST: Final = re.compile(r"/([^/{}]*)(?:/|$)")
 # An unversioned Graph path: an id, maybe with an edge (``/{id}``, ``/{id}/messages``).
-_ID_FIRST: Final = re.compile(r"/[0-9]+(?:/[^/]+)?/?")
+_ID_FIRST: Final = re.compile(r"/[0-9]+(?:/[^/]+)?")
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -76,8 +76,14 @@ class GraphApp(Starlette):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one request; see the class."""
-        if scope["type"] == "http" and _ID_FIRST.fullmatch(scope["path"]) is not None:
-            scope = {**scope, "path": f"/{self._version}{scope['path']}"}  # unversioned
+        if scope["type"] == "http":
+            path = scope["path"]
+            if len(path) > 1 and path.endswith("/"):  # Graph takes /{id}/ as /{id}
+                path = path.rstrip("/") or "/"
+            if _ID_FIRST.fullmatch(path) is not None:
+                path = f"/{self._version}{path}"  # unversioned
+            if path != scope["path"]:
+                scope = {**scope, "path": path}
         # Under a root path (a mount, a proxy's prefix) Starlette finds the route.
         if (
             scope["type"] == "http"

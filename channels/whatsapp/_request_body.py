@@ -28,9 +28,11 @@ from collections.abc import AsyncGenerator, Collection
 from typing import Final
 from urllib.parse import parse_qsl
 
-from starlette.datastructures import Headers
+from starlette.datastructures import Headers, UploadFile
 from starlette.formparsers import MultiPartParser
 from starlette.requests import Request
+
+from channels.whatsapp.errors import InvalidParameter
 
 __all__ = [
     "FORM_TYPES",
@@ -45,6 +47,7 @@ __all__ = [
     "nul_in",
     "objects_written_as_text",
     "read_limited",
+    "upload_type",
     "where",
 ]
 
@@ -248,3 +251,29 @@ def objects_written_as_text(body: object, fields: Collection[str]) -> object:
 def _written_as_json(value: str) -> bool:
     """Whether ``value`` is written as a JSON object or array (it may still not be JSON)."""
     return value.lstrip()[:1] in ("{", "[")
+
+
+def upload_type(named: object, upload: UploadFile) -> str:
+    """An upload's MIME type: its ``type`` field, else the Content-Type of its file part.
+
+    Meta's own description of the endpoint has the file part carry the type
+    (curl's ``-F 'file=@photo.jpg;type=image/jpeg'``); a ``type`` field, which
+    older documents ask for, names it when given.
+    """
+    if named is not None:
+        if not isinstance(named, str) or not named:
+            raise _form_problem("type", "the file's MIME type, as text")
+        return named
+    part = media_type(upload.headers)
+    if not part or part == "application/octet-stream":
+        raise _form_problem(
+            "file",
+            "the file part names no MIME type (its Content-Type is "
+            f"{repr(part) if part else 'missing'}): give it one, or a type field",
+        )
+    return part
+
+
+def _form_problem(field: str, problem: str) -> InvalidParameter:
+    details = f"{field}: {problem}" if field else problem
+    return InvalidParameter(message=f"(#100) {details}", details=details)

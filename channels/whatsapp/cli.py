@@ -312,6 +312,8 @@ async def _serve(
     from channels.whatsapp.ids import id_source
     from channels.whatsapp.server import BackgroundServer
     from channels.whatsapp.simulator import WhatsAppSimulator
+    from channels.whatsapp.subscriptions import SwitchTarget
+    from channels.whatsapp.url_target import UrlTarget
     from harness._tasks import cancel_until_done
     from harness.clock import VirtualClock
     from harness.store import check_store, open_store
@@ -340,8 +342,8 @@ async def _serve(
     )
     if shared is not None:
         await shared.attach(sim)
-    if webhook_url:
-        sim.connect(webhook_url)
+    if webhook_url:  # a URL a bot can change, registering its own (channels.whatsapp.subscriptions)
+        sim.connect(SwitchTarget(UrlTarget(webhook_url, timeout=config.webhook_timeout)))
     endpoints = model.endpoints(sim)
     app: ASGIApp = endpoints.around(control_app(sim, token=token))
     forwarder = None

@@ -8,6 +8,8 @@
   and delivery), answered in Meta's success shape;
 - ``POST /{version}/{phone_number_id}/media``, ``GET`` and ``DELETE
   /{version}/{media_id}`` and the download URLs ``GET /_media/{token}``;
+- what a bot reads of its business and where its webhooks go
+  (:mod:`~channels.whatsapp.account`, :mod:`~channels.whatsapp.subscriptions`);
 - ``GET /openapi.json``, the document describing all of it (no token needed).
 
 Every Graph endpoint wants an access token, as ``Authorization: Bearer`` or
@@ -18,12 +20,13 @@ bug in the simulator does: code 131000, logged with its traceback.
 Any version written ``v<major>.<minor>`` is served, as Meta does: a call to
 a version past its two years is served by the oldest version still live, so
 a bot or library that names an old one (v14.0 and v15.0 are still common)
-works on. Choices where Meta's documentation is silent: a path without a
-version, or with one not written that way (``v25``, ``latest``), is refused
-(400, code 100) rather than served as Graph's default version, so a bot
-building its URLs wrongly finds out here; a path
-no endpoint serves answers 404 and a method an endpoint does not take
-answers 405, both with code 100.
+works on. A path without a version whose first segment is an id
+(``/{phone_number_id}/messages``) is served at the simulator's version, as
+Graph serves an unversioned call at the app's. Choices where Meta's
+documentation is silent: a version not written ``v<major>.<minor>``
+(``v25``, ``latest``) is refused (400, code 100), so a bot building its URLs
+wrongly finds out here; a path no endpoint serves answers 404 and a method
+an endpoint does not take answers 405, both with code 100.
 
 Bodies are read as Graph reads them: a send is JSON
 (``application/json``) or form fields (``application/x-www-form-urlencoded``
@@ -72,6 +75,7 @@ from channels.whatsapp._request_body import (
     nul_in,
     objects_written_as_text,
     read_limited,
+    upload_type,
 )
 from channels.whatsapp.account import AccountAPI, BusinessAccount, unknown_object
 from channels.whatsapp.errors import (
@@ -86,6 +90,7 @@ from channels.whatsapp.errors import (
 from channels.whatsapp.ids import new_fbtrace_id, new_wamid
 from channels.whatsapp.media import MediaStore, largest_size, media_id_in
 from channels.whatsapp.openapi import VERSION_PATTERN, build_openapi
+from channels.whatsapp.subscriptions import CallbackHook, SubscriptionsAPI, business_routes
 from channels.whatsapp.templates import TemplateRegistry
 from channels.whatsapp.validation import (
     DEFAULT_LIMITS,
@@ -200,9 +205,16 @@ class _GraphAPI:
         rng: random.Random,
         openapi: Callable[[], dict[str, Any]],
         account: BusinessAccount,
+        subscriptions: tuple[str | None, CallbackHook | None],
         on_refuse: RefusalHandler | None = None,
     ) -> None:
         self.account = AccountAPI(account, self.check)
+        app_secret, on_callback = subscriptions
+        self.subscriptions = (
+            None
+            if app_secret is None
+            else SubscriptionsAPI(account, app_secret, self.check, self.check_version, on_callback)
+        )
         self.on_refuse = on_refuse
         self.tokens = tokens
         self.phone_numbers = phone_numbers
@@ -376,7 +388,7 @@ class _GraphAPI:
             upload = form.get("file")
             if not isinstance(upload, UploadFile):
                 raise _form_error("file", "required: the file to upload, as a file part")
-            mime_type = _upload_type(form.get("type"), upload)
+            mime_type = upload_type(form.get("type"), upload)
             data = await upload.read()
             media_id = self.store.upload(
                 data, mime_type, filename=upload.filename, phone_number_id=phone_number_id
@@ -393,6 +405,10 @@ class _GraphAPI:
         media_id: str = request.path_params["media_id"]
         if request.method == "GET" and (node := self.account.node(request, media_id)) is not None:
             return node  # the number, the account or a template
+        if request.method == "POST":  # the number's settings: its webhook URL
+            if media_id not in self.phone_numbers or self.subscriptions is None:
+                raise unknown_object("POST", media_id)
+            return await self.subscriptions.phone_settings(request, media_id)
         await self.store.load(media_id)
         found = self.store.get(media_id)
         owner = request.query_params.get("phone_number_id")
@@ -470,27 +486,6 @@ def _form_error(field: str, problem: str) -> InvalidParameter:
 _STRUCTURED: Final = frozenset({*MESSAGE_TYPES, "context"})
 
 
-def _upload_type(named: object, upload: UploadFile) -> str:
-    """An upload's MIME type: its ``type`` field, else the Content-Type of its file part.
-
-    Meta's own description of the endpoint has the file part carry the type
-    (curl's ``-F 'file=@photo.jpg;type=image/jpeg'``); a ``type`` field, which
-    older documents ask for, names it when given.
-    """
-    if named is not None:
-        if not isinstance(named, str) or not named:
-            raise _form_error("type", "the file's MIME type, as text")
-        return named
-    part = media_type(upload.headers)
-    if not part or part == "application/octet-stream":
-        raise _form_error(
-            "file",
-            "the file part names no MIME type (its Content-Type is "
-            f"{repr(part) if part else 'missing'}): give it one, or a type field",
-        )
-    return part
-
-
 def _too_large_send(limit: int) -> GraphAPIError:
     details = f"the request body is over the limit of {limit} bytes for a send"
     return InvalidParameter(message=f"(#100) {details}", details=details, http_status=413)
@@ -521,6 +516,8 @@ def create_graph_app(
     payments: bool = False,
     account: BusinessAccount | None = None,
     api_version: str = API_VERSION,
+    app_secret: str | None = None,
+    on_callback: CallbackHook | None = None,
 ) -> Starlette:
     """Build the fake Graph API.
 
@@ -538,7 +535,9 @@ def create_graph_app(
     business the read endpoints describe (:mod:`~channels.whatsapp.account`;
     by default one holding ``phone_numbers`` and ``templates``). A call without
     a version (``/{phone_number_id}/messages``) is served at ``api_version``,
-    as Graph serves one at the app's version.
+    as Graph serves one at the app's version. Given ``app_secret``, a bot can
+    register its webhook URL (:mod:`~channels.whatsapp.subscriptions`), and
+    ``on_callback`` is told.
     """
     tokens = (
         dict(access_tokens)
@@ -568,22 +567,16 @@ def create_graph_app(
         ),
         on_refuse=on_refuse,
         account=account,
+        subscriptions=(app_secret, on_callback),
     )
     send = api.guarded(api.send)
-    profile = "/{version}/{phone_number_id}/whatsapp_business_profile"
     graph_routes = [
         Route("/openapi.json", api.guarded(api.document), methods=_ANY_METHOD),
         Route("/_media/{token}", api.guarded(api.download), methods=_ANY_METHOD),
         Route("/{version}/{phone_number_id}/messages", send, methods=["POST"]),
         Route("/{version}/{phone_number_id}/media", api.guarded(api.upload), methods=["POST"]),
-        Route(profile, api.guarded(api.account.profile), methods=["GET", "POST"]),
-        Route("/{version}/{waba_id}/phone_numbers", api.guarded(api.account.numbers)),
-        Route(
-            "/{version}/{waba_id}/message_templates",
-            api.guarded(api.account.templates),
-            methods=["GET", "POST", "DELETE"],
-        ),
-        Route("/{version}/{media_id}", api.guarded(api.media), methods=["GET", "DELETE"]),
+        *business_routes(api.guarded, api.account, api.subscriptions, api.method_not_allowed),
+        Route("/{version}/{media_id}", api.guarded(api.media), methods=["GET", "POST", "DELETE"]),
         *(
             Route(path, api.guarded(api.versionless), methods=_ANY_METHOD)
             for path in ("/{phone_number_id}/messages", "/{phone_number_id}/media", "/{object_id}")

@@ -259,6 +259,16 @@ def _paths() -> dict[str, Any]:
                     **_errors("400", "401", "404", "500"),
                 },
             },
+            "post": {
+                "operationId": "numberSettings",
+                "summary": "For the business's number: its own webhook URL"
+                " (webhook_configuration: override_callback_uri, verify_token).",
+                "parameters": [_VERSION, media_id],
+                "responses": {
+                    "200": json_body(_ref("Success"), "Done."),
+                    **_errors("400", "401", "404", "500"),
+                },
+            },
             "delete": {
                 "operationId": "deleteMedia",
                 "summary": "Delete uploaded media.",
@@ -274,6 +284,7 @@ def _paths() -> dict[str, Any]:
             },
         },
         **_account_paths(phone),
+        **_subscription_paths(),
         "/_media/{token}": {
             "get": {
                 "operationId": "downloadMedia",
@@ -392,6 +403,72 @@ def _account_paths(phone: Mapping[str, Any]) -> dict[str, Any]:
 
 
 _TEMPLATE_FILTERS: Final = ("name", "status", "language", "category")
+
+
+def _subscription_paths() -> dict[str, Any]:
+    """Where a bot registers its webhook URL (:mod:`channels.whatsapp.subscriptions`)."""
+    app_id = _path_param("app_id", "The app's id.", "^[0-9]+$")
+    waba = _path_param("waba_id", "The WhatsApp Business Account's id.")
+    done = {"200": json_body(_ref("Success"), "Done."), **_errors("400", "401", "500")}
+    token = {
+        "operationId": "appAccessToken",
+        "summary": "The app's access token, for its id and secret.",
+        "security": [],
+        "parameters": [
+            _query("grant_type", "client_credentials."),
+            _query("client_id", "The app's id."),
+            _query("client_secret", "The app's secret."),
+        ],
+        "responses": {
+            "200": json_body(
+                _object(["access_token"], access_token={"type": "string"}), "A token."
+            ),
+            **_errors("400", "500"),
+        },
+    }
+    return {
+        "/oauth/access_token": {"get": token},
+        "/{version}/oauth/access_token": {
+            "get": {
+                **token,
+                "operationId": "appAccessTokenVersioned",
+                "parameters": [_VERSION, *token["parameters"]],
+            }
+        },
+        "/{version}/{app_id}/subscriptions": {
+            "post": {
+                "operationId": "subscribeApp",
+                "summary": "The app's webhook URL (object, callback_url, verify_token, fields);"
+                " checked with a verification GET. Takes the app's token.",
+                "parameters": [_VERSION, app_id],
+                "responses": done,
+            }
+        },
+        "/{version}/{waba_id}/subscribed_apps": {
+            "get": {
+                "operationId": "getSubscribedApps",
+                "summary": "The apps subscribed to the account.",
+                "parameters": [_VERSION, waba],
+                "responses": {
+                    "200": json_body(_ref("Page"), "The apps."),
+                    **_errors("400", "401", "500"),
+                },
+            },
+            "post": {
+                "operationId": "subscribeToAccount",
+                "summary": "Subscribe the app; with override_callback_uri and verify_token, the"
+                " account's own webhook URL.",
+                "parameters": [_VERSION, waba],
+                "responses": done,
+            },
+            "delete": {
+                "operationId": "unsubscribeFromAccount",
+                "summary": "Unsubscribe the app.",
+                "parameters": [_VERSION, waba],
+                "responses": done,
+            },
+        },
+    }
 
 
 def build_openapi(

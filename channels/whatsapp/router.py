@@ -118,6 +118,7 @@ class GraphRouter:
             public_url=config.public_url,
             account=business_account(config, templates),
             api_version=config.api_version,
+            app_secret=config.app_secret,
         )
         self._server = BackgroundServer(self, host, port)
         self._owners: dict[str, Owner] = {}  # by namespace

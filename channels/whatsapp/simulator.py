@@ -52,6 +52,7 @@ from channels.whatsapp.outbound import OutboundRules
 from channels.whatsapp.retention import Retention, RetentionPolicy
 from channels.whatsapp.sharing import SharedHooks
 from channels.whatsapp.simuser import ReceivedMessage, SentMessage, SimUser
+from channels.whatsapp.subscriptions import Registrar
 from channels.whatsapp.summary import interactive_options, message_reply_id, message_text
 from channels.whatsapp.templates import TemplateRegistry
 from channels.whatsapp.timekeeping import Timekeeping
@@ -178,20 +179,26 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages, SharedHooks):
 
     # -- wiring -------------------------------------------------------------
 
-    def connect(self, agent: ASGIApp | str | WebhookTarget) -> None:
-        """Point the simulator at the agent: an ASGI app, a webhook URL, or a target."""
+    def connect(self, agent: ASGIApp | str | WebhookTarget, *, verified: bool = False) -> None:
+        """Point the simulator at the agent: an ASGI app, a webhook URL, or a target.
+
+        A target with a true ``remote`` attribute is an agent across a network, as a URL is.
+        ``verified``: its URL passed the verification GET already (a bot registered it).
+        """
         if isinstance(agent, str):
             target: WebhookTarget = UrlTarget(agent, timeout=self.config.webhook_timeout)
-            self._remote = True
         elif hasattr(agent, "post") and hasattr(agent, "get") and hasattr(agent, "description"):
             target = agent  # type: ignore[assignment]  # a WebhookTarget, checked structurally
         else:
             target = AsgiTarget(
                 agent, self.config.webhook_path, timeout=self.config.webhook_timeout
             )
+        self._remote = isinstance(agent, str) or getattr(agent, "remote", False) is True
         self._target = target
         self._deliverer = self._deliverer_for(target)
         self._verified = asyncio.Event()
+        if verified:
+            self._verified.set()
 
     def build_graph_app(
         self,
@@ -217,6 +224,8 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages, SharedHooks):
             payments=self.config.payments,
             account=business_account(self.config, self.templates),
             api_version=self.config.api_version,
+            app_secret=self.config.app_secret,
+            on_callback=Registrar(self),
         )
 
     @property

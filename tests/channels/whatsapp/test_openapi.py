@@ -51,6 +51,13 @@ def test_every_endpoint_is_described() -> None:
         ("get", "/{version}/{waba_id}/message_templates"),
         ("post", "/{version}/{waba_id}/message_templates"),
         ("delete", "/{version}/{waba_id}/message_templates"),
+        ("post", "/{version}/{media_id}"),
+        ("get", "/oauth/access_token"),
+        ("get", "/{version}/oauth/access_token"),
+        ("post", "/{version}/{app_id}/subscriptions"),
+        ("get", "/{version}/{waba_id}/subscribed_apps"),
+        ("post", "/{version}/{waba_id}/subscribed_apps"),
+        ("delete", "/{version}/{waba_id}/subscribed_apps"),
         ("get", "/_media/{token}"),
         ("get", "/openapi.json"),
     }
@@ -175,6 +182,7 @@ _app = create_graph_app(
     on_send=AcceptAll(),
     media=MediaStore(_clock),
     clock=_clock,
+    app_secret="app-secret",
 )
 _config = schemathesis.Config.from_dict(
     {

@@ -1,0 +1,433 @@
+"""Where webhooks go, as a bot tells Meta at start: its callback URL and verify token.
+
+A bot (pywa with ``callback_url``, a setup script) registers its webhook in
+one of three ways, each served here as Meta serves it:
+
+- for the app: ``GET /oauth/access_token`` (``client_id``, ``client_secret``
+  = the app secret, ``grant_type=client_credentials``) answers the app's
+  token, ``{app_id}|{app_secret}``; with it, ``POST /{app_id}/subscriptions``
+  (``object=whatsapp_business_account``, ``callback_url``, ``verify_token``,
+  ``fields``);
+- for the account: ``POST /{waba_id}/subscribed_apps`` with
+  ``override_callback_uri`` and ``verify_token`` (without them, it subscribes
+  the app to the account and changes nothing else);
+- for the number: ``POST /{phone_number_id}`` with ``webhook_configuration``
+  (``override_callback_uri``, ``verify_token``).
+
+Meta checks the URL before it answers: a GET with ``hub.mode=subscribe``,
+the verify token and a challenge, which the bot must echo. A URL that fails
+answers 2200 and changes nothing. What happens after a registration passes is
+the simulator's to say (:data:`CallbackHook`): on ``harness serve`` webhooks
+go to the URL registered last, a number's own URL before the account's,
+and the account's before the app's; in a run, where the harness already
+delivers to the agent, a registration is checked and answered but does not
+move the webhooks. Parameters are read from the query string, a form or a
+JSON body, as Graph reads them.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from channels.whatsapp._request_body import (
+    FORM_TYPES,
+    BadBody,
+    BodyTooLarge,
+    decode_json,
+    form_fields,
+    media_type,
+    read_limited,
+)
+from channels.whatsapp.account import AccountAPI, BusinessAccount, unknown_object
+from channels.whatsapp.delivery import handshake
+from channels.whatsapp.errors import AuthError, GraphAPIError, InvalidParameter
+from channels.whatsapp.url_target import PostResult, UrlTarget
+from harness.exceptions import HandshakeError
+
+if TYPE_CHECKING:
+    from channels.whatsapp.config import SimulatorConfig
+    from channels.whatsapp.delivery import Deliverer, WebhookTarget
+    from channels.whatsapp.signing import SignedBody
+    from harness.clock import Clock
+    from harness.trace import Event
+
+__all__ = [
+    "CallbackHook",
+    "CallbackRegistration",
+    "Registrar",
+    "Simulated",
+    "SubscriptionsAPI",
+    "SwitchTarget",
+    "business_routes",
+    "verification_failed",
+]
+
+Scope = Literal["app", "waba", "phone"]
+_BODY_LIMIT: Final = 64 * 1024
+#: The error Meta answers when the callback URL fails its verification.
+_VERIFICATION_FAILED: Final = 2200
+
+
+@dataclass(frozen=True)
+class CallbackRegistration:
+    """A callback URL a bot registered: for the app, the account or one number."""
+
+    scope: Scope
+    url: str
+    verify_token: str
+
+
+#: Checks a registration's URL (the verification GET) and puts it to use, or raises what Meta
+#: answers (:func:`verification_failed`). ``None`` on a graph API without a simulator behind.
+CallbackHook = Callable[[CallbackRegistration], Awaitable[None]]
+
+
+def verification_failed(problem: str) -> GraphAPIError:
+    """Meta's answer for a callback URL that failed the verification GET (2200)."""
+    details = f"Callback verification failed with the following errors: {problem}"
+    return GraphAPIError(
+        _VERIFICATION_FAILED,
+        title="Callback verification failed",
+        message=f"(#{_VERIFICATION_FAILED}) {details}",
+        details=details,
+    )
+
+
+class SwitchTarget:
+    """The webhook URL a bot registered last: a target whose URL a registration can change.
+
+    Deliveries already scheduled go to the URL current when they go out, as
+    Meta's retries go to the URL registered by then. The verification GET
+    carries the verify token registered with the URL, as Meta's does.
+    """
+
+    remote = True
+
+    def __init__(self, target: UrlTarget, verify_token: str | None = None) -> None:
+        self._held = [target]
+        self._token = verify_token
+        #: The current URL.
+        self.description = target.description
+
+    def switch(self, target: UrlTarget, verify_token: str) -> None:
+        """Deliver to ``target`` from now on, verified with ``verify_token``."""
+        self._held.append(target)
+        self._token = verify_token
+        self.description = target.description
+
+    async def post(self, body: SignedBody) -> PostResult:
+        """POST to the current URL."""
+        return await self._held[-1].post(body)
+
+    async def get(self, params: dict[str, str]) -> tuple[int, str]:
+        """The verification GET to the current URL, with the verify token registered for it."""
+        if self._token is not None:
+            params = {**params, "hub.verify_token": self._token}
+        return await self._held[-1].get(params)
+
+    async def aclose(self) -> None:
+        """Close every URL's connections."""
+        for target in self._held:
+            await target.aclose()
+
+
+class Simulated(Protocol):
+    """What a :class:`Registrar` needs of the simulator it serves."""
+
+    @property
+    def config(self) -> SimulatorConfig:
+        """Its settings (the webhook timeout)."""
+        ...
+
+    @property
+    def clock(self) -> Clock:
+        """Its clock, for the trace."""
+        ...
+
+    @property
+    def paced(self) -> bool:
+        """Whether its time follows real time (``harness serve``)."""
+        ...
+
+    @property
+    def shared(self) -> object | None:
+        """The state it shares with other processes, if any."""
+        ...
+
+    @property
+    def deliverer(self) -> Deliverer | None:
+        """What delivers webhooks now (``None``: nowhere yet)."""
+        ...
+
+    def record(self, event: Event) -> None:
+        """Put ``event`` in the trace."""
+        ...
+
+    def connect(self, agent: WebhookTarget, *, verified: bool = False) -> None:
+        """Deliver to ``agent`` from now on."""
+        ...
+
+
+class Registrar:
+    """Puts the callback URLs bots register to use, on a simulator that follows real time.
+
+    On ``harness serve`` a registration's URL is verified as Meta verifies it
+    (the GET goes in the trace), then webhooks go to the number's own URL if
+    one was registered, else the account's, else the app's. In a run, where
+    the harness already delivers to the agent, nothing moves. A serve sharing
+    its state with other processes refuses: each process has its own
+    ``--webhook-url``.
+    """
+
+    def __init__(self, sim: Simulated) -> None:
+        self.sim = sim
+        self.registered: dict[Scope, CallbackRegistration] = {}
+
+    async def __call__(self, registration: CallbackRegistration) -> None:
+        """Verify ``registration``'s URL and deliver to it if it comes first; see the class."""
+        sim = self.sim
+        if not sim.paced:
+            return
+        if sim.shared is not None:
+            raise _bad(
+                "callback_url",
+                "this harness serve shares its state with other processes, each delivering to"
+                " its own --webhook-url; a callback URL can't be registered through one of them",
+            )
+        target = UrlTarget(registration.url, timeout=sim.config.webhook_timeout)
+        try:
+            await handshake(
+                target,
+                registration.verify_token,
+                random.Random(),
+                clock=sim.clock,
+                record=sim.record,
+            )
+        except HandshakeError as exc:
+            await target.aclose()
+            raise verification_failed(str(exc)) from None
+        self.registered[registration.scope] = registration
+        first = next(self.registered[s] for s in ("phone", "waba", "app") if s in self.registered)
+        if first is not registration:
+            await target.aclose()  # a number's or the account's own URL still comes first
+            return
+        current = sim.deliverer.target if sim.deliverer is not None else None
+        if isinstance(current, SwitchTarget):
+            current.switch(target, registration.verify_token)
+        else:
+            sim.connect(SwitchTarget(target, registration.verify_token), verified=True)
+
+
+class SubscriptionsAPI:
+    """The registration endpoints (see the module).
+
+    ``check`` refuses a bad version or access token (the business's tokens);
+    the app's own token, ``{app_id}|{app_secret}``, is also taken where Meta
+    takes it. ``on_callback`` is told of every registration that names a URL.
+    """
+
+    def __init__(
+        self,
+        account: BusinessAccount,
+        app_secret: str,
+        check: Callable[[Request], None],
+        check_version: Callable[[Request], None],
+        on_callback: CallbackHook | None = None,
+    ) -> None:
+        self.account = account
+        self.app_secret = app_secret
+        self._check = check
+        self._check_version = check_version
+        self.on_callback = on_callback
+        #: The account's subscribed apps, as ``GET /{waba_id}/subscribed_apps`` lists them.
+        self.subscribed: dict[str, dict[str, Any]] = {}
+
+    async def app_token(self, request: Request) -> Response:
+        """``GET /oauth/access_token``: the app's token, for its id and secret."""
+        if "version" in request.path_params:
+            self._check_version(request)
+        query = request.query_params
+        if query.get("grant_type") != "client_credentials":
+            raise _bad("grant_type", 'must be "client_credentials" for an app token')
+        app_id = query.get("client_id", "")
+        if not app_id.isdigit():
+            raise _bad("client_id", "the app's id is required (digits)")
+        if query.get("client_secret") != self.app_secret:
+            raise GraphAPIError(
+                1,
+                message="Error validating client secret.",
+                details="client_secret is not the app's secret.",
+            )
+        return JSONResponse({"access_token": f"{app_id}|{self.app_secret}", "token_type": "bearer"})
+
+    async def app_subscriptions(self, request: Request) -> Response:
+        """``POST /{version}/{app_id}/subscriptions``: the app's webhook URL for an object."""
+        self._check_version(request)
+        app_id = request.path_params["app_id"]
+        given = await _parameters(request)
+        self._app_token(request, given, app_id)
+        if given.get("object") != "whatsapp_business_account":
+            raise _bad("object", 'must be "whatsapp_business_account" for WhatsApp webhooks')
+        url = _required(given, "callback_url")
+        token = _required(given, "verify_token")
+        await self._register(CallbackRegistration("app", url, token))
+        return JSONResponse({"success": True})
+
+    async def subscribed_apps(self, request: Request) -> Response:
+        """``GET``, ``POST`` and ``DELETE /{version}/{waba_id}/subscribed_apps``."""
+        self._check(request)
+        waba_id = request.path_params["waba_id"]
+        if waba_id != self.account.waba_id:
+            raise unknown_object(request.method, waba_id)
+        if request.method == "GET":
+            return JSONResponse({"data": list(self.subscribed.values())})
+        if request.method == "DELETE":
+            self.subscribed.clear()
+            return JSONResponse({"success": True})
+        given = await _parameters(request)
+        url = given.get("override_callback_uri")
+        entry: dict[str, Any] = {"whatsapp_business_api_data": {"name": "WhatsApp bot"}}
+        if url is not None:
+            token = _required(given, "verify_token")
+            await self._register(
+                CallbackRegistration("waba", _text(url, "override_callback_uri"), token)
+            )
+            entry["override_callback_uri"] = url
+        self.subscribed["app"] = entry
+        return JSONResponse({"success": True})
+
+    async def phone_settings(self, request: Request, phone_number_id: str) -> Response:
+        """``POST /{version}/{phone_number_id}``: the number's own webhook URL."""
+        given = await _parameters(request)
+        configuration = given.get("webhook_configuration")
+        if not isinstance(configuration, Mapping):
+            raise _bad("webhook_configuration", "required: an object with override_callback_uri")
+        url = _required(configuration, "override_callback_uri", "webhook_configuration.")
+        token = _required(configuration, "verify_token", "webhook_configuration.")
+        await self._register(CallbackRegistration("phone", url, token))
+        return JSONResponse({"success": True})
+
+    def _app_token(self, request: Request, given: Mapping[str, Any], app_id: str) -> None:
+        """The app's own token, in the ``access_token`` parameter or the header.
+
+        A client may carry the business's token in its header and give the app's as the
+        parameter (pywa does); the call passes if either is the app's.
+        """
+        scheme, _, token = request.headers.get("authorization", "").strip().partition(" ")
+        tokens = {given.get("access_token")}
+        if scheme.lower() == "bearer":
+            tokens.add(token.strip())
+        if f"{app_id}|{self.app_secret}" not in tokens:
+            raise AuthError(
+                message="An app access token is required for this request.",
+                details=f"POST /{app_id}/subscriptions takes the app's token, {app_id}|<secret>.",
+            )
+
+    async def _register(self, registration: CallbackRegistration) -> None:
+        if not registration.url.startswith(("http://", "https://")):
+            raise _bad("callback_url", "must be an http:// or https:// URL")
+        if self.on_callback is not None:
+            await self.on_callback(registration)
+
+
+async def _parameters(request: Request) -> dict[str, Any]:
+    """The call's parameters: the query string, then a JSON or form body over it."""
+    given: dict[str, Any] = dict(request.query_params)
+    try:
+        raw = await read_limited(request, _BODY_LIMIT)
+    except BodyTooLarge:
+        raise _bad("", f"the body is over {_BODY_LIMIT} bytes") from None
+    if not raw.strip():
+        return given
+    kind = media_type(request.headers)
+    try:
+        body = (
+            decode_json(raw) if kind not in FORM_TYPES else await form_fields(raw, request.headers)
+        )
+    except BadBody as exc:
+        raise _bad("", f"the body can't be read ({exc})") from None
+    if not isinstance(body, dict):
+        raise _bad("", "the body must be a JSON object or form fields")
+    given.update(body)
+    if isinstance(given.get("webhook_configuration"), str):  # a form gives objects as JSON text
+        try:
+            given["webhook_configuration"] = decode_json(given["webhook_configuration"].encode())
+        except BadBody as exc:
+            raise _bad("webhook_configuration", f"is not a JSON object ({exc})") from None
+    return given
+
+
+def _required(given: Mapping[str, Any], name: str, prefix: str = "") -> str:
+    if name not in given:
+        raise _bad(prefix + name, "required")
+    return _text(given[name], prefix + name)
+
+
+def _text(value: object, name: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise _bad(name, "must be a non-empty string")
+    return value
+
+
+def _bad(name: str, problem: str) -> InvalidParameter:
+    details = f"{name}: {problem}" if name else problem
+    return InvalidParameter(message="(#100) Invalid parameter", details=details)
+
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def business_routes(
+    guard: Callable[[Endpoint], Endpoint],
+    account: AccountAPI,
+    subscriptions: SubscriptionsAPI | None,
+    not_allowed: Callable[[Request, str], Response | None],
+) -> Sequence[Route]:
+    """The routes of the account's endpoints and, given ``subscriptions``, the registrations.
+
+    ``guard`` wraps each endpoint so that its errors answer Meta's envelope;
+    ``not_allowed`` answers a method a path does not take (405), for the
+    token's path, which would otherwise be read as ``/{version}/{id}``.
+    """
+    routes = [
+        Route(
+            "/{version}/{phone_number_id}/whatsapp_business_profile",
+            guard(account.profile),
+            methods=["GET", "POST"],
+        ),
+        Route("/{version}/{waba_id}/phone_numbers", guard(account.numbers)),
+        Route(
+            "/{version}/{waba_id}/message_templates",
+            guard(account.templates),
+            methods=["GET", "POST", "DELETE"],
+        ),
+    ]
+    if subscriptions is not None:
+        app_token = subscriptions.app_token
+
+        async def token(request: Request) -> Response:
+            return not_allowed(request, "GET, HEAD") or await app_token(request)
+
+        any_method = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "QUERY"]
+        routes += [
+            Route("/oauth/access_token", guard(token), methods=any_method),
+            Route("/{version}/oauth/access_token", guard(token), methods=any_method),
+            Route(
+                "/{version}/{app_id}/subscriptions",
+                guard(subscriptions.app_subscriptions),
+                methods=["POST"],
+            ),
+            Route(
+                "/{version}/{waba_id}/subscribed_apps",
+                guard(subscriptions.subscribed_apps),
+                methods=["GET", "POST", "DELETE"],
+            ),
+        ]
+    return routes
