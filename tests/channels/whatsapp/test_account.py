@@ -14,6 +14,7 @@ from channels.whatsapp.router import GraphRouter
 from channels.whatsapp.simulator import WhatsAppSimulator
 from harness.clock import VirtualClock
 from tests.bots.loopback import free_port
+from tests.support.graph_errors import graph_error
 
 CONFIG: Final = SimulatorConfig(throughput_mps=1000)
 PHONE: Final = CONFIG.phone_number_id
@@ -55,14 +56,6 @@ async def own() -> AsyncIterator[httpx.AsyncClient]:
     await sim.aclose()
 
 
-def _error(response: httpx.Response, status: int = 400, code: int = 100) -> str:
-    assert response.status_code == status, response.text
-    error = response.json()["error"]
-    assert error["code"] == code
-    details: str = error["error_data"]["details"]
-    return details
-
-
 async def _get(client: httpx.AsyncClient, path: str, **params: str) -> Any:
     response = await client.get(path, params=params, headers=AUTH)
     assert response.status_code == 200, response.text
@@ -95,7 +88,7 @@ async def test_fields_choose_what_is_answered(client: httpx.AsyncClient) -> None
 
 async def test_a_field_the_node_lacks_is_refused(client: httpx.AsyncClient) -> None:
     response = await client.get(f"/v25.0/{PHONE}", params={"fields": "colour"}, headers=AUTH)
-    assert _error(response) == (
+    assert graph_error(response) == (
         "Tried accessing nonexisting field (colour) on node type (WhatsAppBusinessPhoneNumber)"
     )
 
@@ -110,7 +103,7 @@ async def test_the_account_and_its_numbers(client: httpx.AsyncClient) -> None:
 
 @pytest.mark.parametrize("path", ["/v25.0/999/phone_numbers", "/v25.0/999/message_templates"])
 async def test_another_account_is_unknown(client: httpx.AsyncClient, path: str) -> None:
-    details = _error(await client.get(path, headers=AUTH))
+    details = graph_error(await client.get(path, headers=AUTH))
     assert "no object with ID '999'" in details
 
 
@@ -125,19 +118,19 @@ async def test_another_account_is_unknown(client: httpx.AsyncClient, path: str) 
     ],
 )
 async def test_every_read_wants_a_valid_token(client: httpx.AsyncClient, path: str) -> None:
-    _error(await client.get(path), 401, 190)
-    _error(await client.get(path, headers={"Authorization": "Bearer nope"}), 401, 190)
-    assert _error(await client.get(path.replace("v25.0", "v25"), headers=AUTH)).startswith(
+    graph_error(await client.get(path), 401, 190)
+    graph_error(await client.get(path, headers={"Authorization": "Bearer nope"}), 401, 190)
+    assert graph_error(await client.get(path.replace("v25.0", "v25"), headers=AUTH)).startswith(
         "version:"
     )
 
 
 async def test_a_media_id_is_still_media(client: httpx.AsyncClient) -> None:
     # The number's and the account's ids share the path of media ids; others stay unknown.
-    details = _error(await client.get("/v25.0/123456789", headers=AUTH))
+    details = graph_error(await client.get("/v25.0/123456789", headers=AUTH))
     assert "no object with ID '123456789'" in details
     response = await client.delete(f"/v25.0/{PHONE}", headers=AUTH)
-    assert "no object with ID" in _error(response)
+    assert "no object with ID" in graph_error(response)
 
 
 # -- templates -----------------------------------------------------------------------
@@ -242,7 +235,7 @@ async def test_bad_paging_is_refused(
     own: httpx.AsyncClient, query: dict[str, str], problem: str
 ) -> None:
     path = f"/v25.0/{WABA}/message_templates"
-    assert _error(await own.get(path, params=query, headers=AUTH)) == problem
+    assert graph_error(await own.get(path, params=query, headers=AUTH)) == problem
 
 
 async def test_the_summary_counts_templates(own: httpx.AsyncClient) -> None:
@@ -253,7 +246,7 @@ async def test_the_summary_counts_templates(own: httpx.AsyncClient) -> None:
     assert everything["message_template_limit"] == 6000
     assert everything["are_translations_complete"] is True
     response = await own.get(path, params={"summary": "colour"}, headers=AUTH)
-    assert "nonexisting field (colour)" in _error(response)
+    assert "nonexisting field (colour)" in graph_error(response)
 
 
 async def test_a_template_is_read_by_its_id(own: httpx.AsyncClient) -> None:
@@ -271,7 +264,7 @@ async def test_a_template_is_read_by_its_id(own: httpx.AsyncClient) -> None:
 async def test_templates_are_not_created_or_deleted(own: httpx.AsyncClient, method: str) -> None:
     path = f"/v25.0/{WABA}/message_templates"
     response = await own.request(method, path, params={"name": "welcome"}, headers=AUTH)
-    assert "--templates" in _error(response)
+    assert "--templates" in graph_error(response)
     still = (await _get(own, path, name="welcome"))["data"]
     assert len(still) == 1
 
@@ -332,7 +325,7 @@ async def test_a_bad_profile_update_is_refused(
     path = f"/v25.0/{PHONE}/whatsapp_business_profile"
     product = {} if "about" in body and body["about"] == "hi" else {"messaging_product": "whatsapp"}
     response = await client.post(path, json={**product, **body}, headers=AUTH)
-    assert _error(response).startswith(problem)
+    assert graph_error(response).startswith(problem)
     [profile] = (await _get(client, path))["data"]
     assert profile["about"] == "Hey there! I am using WhatsApp."  # nothing half-applied
 
@@ -340,12 +333,12 @@ async def test_a_bad_profile_update_is_refused(
 async def test_a_profile_update_that_is_not_json_is_refused(client: httpx.AsyncClient) -> None:
     path = f"/v25.0/{PHONE}/whatsapp_business_profile"
     response = await client.post(path, content=b"{nope", headers=AUTH)
-    assert "not valid JSON" in _error(response)
+    assert "not valid JSON" in graph_error(response)
 
 
 async def test_another_numbers_profile_is_unknown(client: httpx.AsyncClient) -> None:
     response = await client.get("/v25.0/42/whatsapp_business_profile", headers=AUTH)
-    assert "no object with ID '42'" in _error(response)
+    assert "no object with ID '42'" in graph_error(response)
 
 
 async def test_a_run_at_a_url_answers_for_the_account_too() -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any, Final
 
 import httpx
@@ -23,6 +25,7 @@ from channels.whatsapp.transport import GraphRedirectSync
 from channels.whatsapp.url_target import UrlTarget
 from harness.clock import VirtualClock
 from tests.bots.loopback import free_port
+from tests.support.graph_errors import graph_error
 
 CONFIG: Final = SimulatorConfig()
 APP_ID: Final = "4242424242"
@@ -39,14 +42,6 @@ async def client() -> AsyncIterator[httpx.AsyncClient]:
     await sim.aclose()
 
 
-def _error(response: httpx.Response, status: int = 400, code: int = 100) -> str:
-    assert response.status_code == status, response.text
-    error = response.json()["error"]
-    assert error["code"] == code, error
-    details: str = error["error_data"]["details"]
-    return details
-
-
 # -- the endpoints, as Meta answers them ------------------------------------------------
 
 
@@ -56,9 +51,9 @@ async def test_the_app_token_is_given_for_the_apps_secret(client: httpx.AsyncCli
         answer = await client.get(path, params={**query, "client_secret": CONFIG.app_secret})
         assert answer.json() == {"access_token": APP_TOKEN, "token_type": "bearer"}
     wrong = await client.get(path, params={**query, "client_secret": "guess"})
-    _error(wrong, 400, 1)
+    graph_error(wrong, 400, 1)
     no_grant = await client.get(path, params={"client_id": APP_ID})
-    assert _error(no_grant).startswith("grant_type:")
+    assert graph_error(no_grant).startswith("grant_type:")
 
 
 async def test_the_app_subscribes_with_its_own_token(client: httpx.AsyncClient) -> None:
@@ -76,11 +71,11 @@ async def test_the_app_subscribes_with_its_own_token(client: httpx.AsyncClient) 
     in_the_form = await client.post(path, data={**form, "access_token": APP_TOKEN})
     assert in_the_form.json() == {"success": True}
     # The business's token is not the app's.
-    _error(await client.post(path, data=form, headers=AUTH), 401, 190)
+    graph_error(await client.post(path, data=form, headers=AUTH), 401, 190)
     other_app = await client.post(
         "/v25.0/99/subscriptions", data=form, headers={"Authorization": f"Bearer {APP_TOKEN}"}
     )
-    _error(other_app, 401, 190)
+    graph_error(other_app, 401, 190)
 
 
 @pytest.mark.parametrize(
@@ -103,7 +98,7 @@ async def test_a_bad_subscription_is_refused(
     body = {k: v for k, v in {**body, **change}.items() if v is not None}
     path = f"/v25.0/{APP_ID}/subscriptions"
     response = await client.post(path, json=body, headers={"Authorization": f"Bearer {APP_TOKEN}"})
-    assert _error(response).startswith(problem)
+    assert graph_error(response).startswith(problem)
 
 
 async def test_the_account_lists_its_subscribed_app(client: httpx.AsyncClient) -> None:
@@ -119,8 +114,8 @@ async def test_the_account_lists_its_subscribed_app(client: httpx.AsyncClient) -
     assert (await client.delete(path, headers=AUTH)).json() == {"success": True}
     assert (await client.get(path, headers=AUTH)).json() == {"data": []}
     lacking = await client.post(path, json={"override_callback_uri": "https://x"}, headers=AUTH)
-    assert _error(lacking) == "verify_token: required"
-    assert "no object with ID '1'" in _error(
+    assert graph_error(lacking) == "verify_token: required"
+    assert "no object with ID '1'" in graph_error(
         await client.get("/v25.0/1/subscribed_apps", headers=AUTH)
     )
 
@@ -129,11 +124,11 @@ async def test_the_number_takes_a_url_of_its_own(client: httpx.AsyncClient) -> N
     body = {"webhook_configuration": {"override_callback_uri": "https://x/wa", "verify_token": "t"}}
     path = f"/v25.0/{CONFIG.phone_number_id}/"  # pywa writes the trailing slash
     assert (await client.post(path, json=body, headers=AUTH)).json() == {"success": True}
-    assert _error(await client.post(path, json={}, headers=AUTH)).startswith(
+    assert graph_error(await client.post(path, json={}, headers=AUTH)).startswith(
         "webhook_configuration: required"
     )
     media = await client.post("/v25.0/123456", json=body, headers=AUTH)
-    assert "no object with ID '123456'" in _error(media)
+    assert "no object with ID '123456'" in graph_error(media)
 
 
 async def test_in_a_run_a_registration_moves_nothing() -> None:
@@ -191,63 +186,82 @@ def _echo_bot(verify_token: str, seen: list[str], graph: httpx.AsyncClient) -> S
     )
 
 
-@pytest.mark.network
-async def test_on_serve_webhooks_go_where_the_bot_registered_them() -> None:
+@dataclass
+class Served:
+    """A simulator on real time, its Graph API at a URL, and two echo bots."""
+
+    sim: WhatsAppSimulator
+    graph: str
+    bots_graph: httpx.AsyncClient
+    urls: tuple[str, str]
+    seen: tuple[list[str], list[str]]
+
+    async def say(self, text: str) -> None:
+        """The user writes ``text``; back once the conversation is quiet."""
+        await self.sim.say(WA_ID, text)
+        await self.sim.settle_user(self.sim.user(WA_ID).key)
+
+
+@asynccontextmanager
+async def _served(*tokens: str) -> AsyncIterator[Served]:
+    """As under ``harness serve``: time follows real time; bots verify with ``tokens``."""
     port = free_port()
     config = SimulatorConfig(public_url=f"http://127.0.0.1:{port}")
     sim = WhatsAppSimulator(config, clock=VirtualClock())
     sim.add_user(WA_ID, "Ana")
     pacer = asyncio.get_running_loop().create_task(sim.run_paced())
-    first: list[str] = []
-    second: list[str] = []
+    seen: tuple[list[str], list[str]] = ([], [])
     try:
         async with (
             BackgroundServer(sim.graph_app, port=port) as graph,
-            httpx.AsyncClient(base_url=graph.url) as bots_graph,
-            BackgroundServer(_echo_bot("one", first, bots_graph), port=free_port()) as bot1,
-            BackgroundServer(_echo_bot("two", second, bots_graph), port=free_port()) as bot2,
+            httpx.AsyncClient(base_url=graph.url) as bots,
+            BackgroundServer(_echo_bot(tokens[0], seen[0], bots), port=free_port()) as one,
+            BackgroundServer(_echo_bot(tokens[1], seen[1], bots), port=free_port()) as two,
         ):
-            session = httpx.Client(transport=GraphRedirectSync(graph.url))
-            wa = WhatsApp(
-                phone_id=config.phone_number_id, token=config.access_token, session=session
-            )
-
-            def register_app(url: str, token: str) -> None:  # pywa's own calls, as it makes them
-                app_token = wa.api.get_app_access_token(
-                    client_id=int(APP_ID), client_secret=config.app_secret
-                )
-                wa.api.set_app_callback_url(
-                    app_id=int(APP_ID),
-                    access_token=app_token["access_token"],
-                    callback_url=url,
-                    verify_token=token,
-                    fields=("messages",),
-                )
-
-            def register_phone(url: str, token: str) -> None:
-                wa.api.set_phone_alternate_callback_url(
-                    override_callback_uri=url, verify_token=token, phone_id=config.phone_number_id
-                )
-
-            # A URL that fails the verification GET is refused with 2200, and changes nothing.
-            with pytest.raises(WhatsAppError) as refused:
-                await asyncio.to_thread(register_app, f"{bot1.url}/webhook", "two")
-            assert refused.value.code == 2200
-            assert sim.deliverer is None
-
-            await asyncio.to_thread(register_app, f"{bot1.url}/webhook", "one")
-            await sim.say(WA_ID, "hello")
-            await sim.settle_user(sim.user(WA_ID).key)
-            # The number's own URL comes before the app's, whichever was registered last.
-            await asyncio.to_thread(register_phone, f"{bot2.url}/webhook", "two")
-            await asyncio.to_thread(register_app, f"{bot1.url}/webhook", "one")
-            await sim.say(WA_ID, "again")
-            await sim.settle_user(sim.user(WA_ID).key)
-            await asyncio.to_thread(session.close)
+            yield Served(sim, graph.url, bots, (f"{one.url}/webhook", f"{two.url}/webhook"), seen)
     finally:
         pacer.cancel()
         await sim.aclose()
-    assert (first, second) == (["hello"], ["again"])
+
+
+@pytest.mark.network
+async def test_on_serve_webhooks_go_where_the_bot_registered_them() -> None:
+    async with _served("one", "two") as served:
+        sim, (url1, url2) = served.sim, served.urls
+        session = httpx.Client(transport=GraphRedirectSync(served.graph))
+        wa = WhatsApp(phone_id=CONFIG.phone_number_id, token=CONFIG.access_token, session=session)
+
+        def register_app(url: str, token: str) -> None:  # pywa's own calls, as it makes them
+            app_token = wa.api.get_app_access_token(
+                client_id=int(APP_ID), client_secret=CONFIG.app_secret
+            )
+            wa.api.set_app_callback_url(
+                app_id=int(APP_ID),
+                access_token=app_token["access_token"],
+                callback_url=url,
+                verify_token=token,
+                fields=("messages",),
+            )
+
+        def register_phone(url: str, token: str) -> None:
+            wa.api.set_phone_alternate_callback_url(
+                override_callback_uri=url, verify_token=token, phone_id=CONFIG.phone_number_id
+            )
+
+        # A URL that fails the verification GET is refused with 2200, and changes nothing.
+        with pytest.raises(WhatsAppError) as refused:
+            await asyncio.to_thread(register_app, url1, "two")
+        assert refused.value.code == 2200
+        assert sim.deliverer is None
+
+        await asyncio.to_thread(register_app, url1, "one")
+        await served.say("hello")
+        # The number's own URL comes before the app's, whichever was registered last.
+        await asyncio.to_thread(register_phone, url2, "two")
+        await asyncio.to_thread(register_app, url1, "one")
+        await served.say("again")
+        await asyncio.to_thread(session.close)
+    assert served.seen == (["hello"], ["again"])
     assert [reply.text for reply in sim.conversation().replies()] == ["echo: hello", "echo: again"]
     verifications = [event for event in sim.events if event.kind == "verification"]
     assert [v.passed for v in verifications] == [False, True, True, True]
@@ -258,36 +272,16 @@ async def test_on_serve_webhooks_go_where_the_bot_registered_them() -> None:
 async def test_a_registration_takes_over_from_the_url_serve_was_given() -> None:
     # harness serve --webhook-url: the bot's own registration moves the webhooks, and what was
     # already on its way (the statuses of the first answer) goes to the URL registered by then.
-    port = free_port()
-    config = SimulatorConfig(public_url=f"http://127.0.0.1:{port}")
-    sim = WhatsAppSimulator(config, clock=VirtualClock())
-    sim.add_user(WA_ID, "Ana")
-    pacer = asyncio.get_running_loop().create_task(sim.run_paced())
-    first: list[str] = []
-    second: list[str] = []
-    try:
-        async with (
-            BackgroundServer(sim.graph_app, port=port) as graph,
-            httpx.AsyncClient(base_url=graph.url) as bots_graph,
-            BackgroundServer(
-                _echo_bot(config.verify_token, first, bots_graph), port=free_port()
-            ) as bot1,
-            BackgroundServer(_echo_bot("two", second, bots_graph), port=free_port()) as bot2,
-        ):
-            given = SwitchTarget(UrlTarget(f"{bot1.url}/webhook"))
-            sim.connect(given)
-            await sim.say(WA_ID, "hello")
-            await sim.settle_user(sim.user(WA_ID).key)
-            override = {"override_callback_uri": f"{bot2.url}/webhook", "verify_token": "two"}
-            path = f"/v25.0/{config.waba_id}/subscribed_apps"
-            registered = await bots_graph.post(path, json=override, headers=AUTH)
-            assert registered.json() == {"success": True}
-            await sim.say(WA_ID, "again")
-            await sim.settle_user(sim.user(WA_ID).key)
-    finally:
-        pacer.cancel()
-        await sim.aclose()
-    assert (first, second) == (["hello"], ["again"])
-    assert sim.deliverer is not None
-    assert sim.deliverer.target is given
-    assert given.description == f"{bot2.url}/webhook"
+    async with _served(CONFIG.verify_token, "two") as served:
+        given = SwitchTarget(UrlTarget(served.urls[0]))
+        served.sim.connect(given)
+        await served.say("hello")
+        override = {"override_callback_uri": served.urls[1], "verify_token": "two"}
+        path = f"/v25.0/{CONFIG.waba_id}/subscribed_apps"
+        registered = await served.bots_graph.post(path, json=override, headers=AUTH)
+        assert registered.json() == {"success": True}
+        await served.say("again")
+    assert served.seen == (["hello"], ["again"])
+    assert served.sim.deliverer is not None
+    assert served.sim.deliverer.target is given
+    assert given.description == served.urls[1]
