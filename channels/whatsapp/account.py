@@ -274,7 +274,7 @@ class AccountAPI:
         self._check = check
 
     def node(self, request: Request, object_id: str) -> Response | None:
-        """``GET /{version}/{id}`` for the number, the account or a template; ``None`` else."""
+        """``GET /{version}/{id}`` for the number or the account; ``None`` for another id."""
         account = self.account
         if object_id in account.phone_numbers:
             found = _fields(request, account.phone_number(object_id), _PHONE_FIELDS, _PHONE_DEFAULT)
@@ -282,7 +282,11 @@ class AccountAPI:
         if object_id == account.waba_id:
             fields = _fields(request, account.account(), _ACCOUNT_FIELDS, _ACCOUNT_DEFAULT)
             return JSONResponse(fields)
-        template = account.template(object_id)
+        return None
+
+    def template_node(self, request: Request, object_id: str) -> Response | None:
+        """``GET /{version}/{id}`` for a template; ``None`` if no template has that id."""
+        template = self.account.template(object_id)
         if template is None:
             return None
         return JSONResponse(_fields(request, template, _TEMPLATE_FIELDS, _TEMPLATE_DEFAULT))

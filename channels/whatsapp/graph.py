@@ -404,7 +404,7 @@ class _GraphAPI:
         self.authenticate(request)
         media_id: str = request.path_params["media_id"]
         if request.method == "GET" and (node := self.account.node(request, media_id)) is not None:
-            return node  # the number, the account or a template
+            return node  # the number or the account
         if request.method == "POST":  # the number's settings: its webhook URL
             if media_id not in self.phone_numbers or self.subscriptions is None:
                 raise unknown_object("POST", media_id)
@@ -412,6 +412,10 @@ class _GraphAPI:
         await self.store.load(media_id)
         found = self.store.get(media_id)
         owner = request.query_params.get("phone_number_id")
+        if found is None and request.method == "GET":
+            template = self.account.template_node(request, media_id)
+            if template is not None:
+                return template
         if found is None or (owner is not None and found.phone_number_id not in (None, owner)):
             raise unknown_object(request.method, media_id)
         if request.method == "DELETE":
