@@ -36,6 +36,17 @@ _DEFAULT_SUITE = Path("scenarios")
 _SERVES = " (default: the same as harness serve's)"
 
 
+def _business_templates(path: Path) -> tuple[Any, ...]:
+    """The templates in ``--templates``: one line naming the file, line and field if bad."""
+    from channels.whatsapp.templates import template_objects
+    from harness.exceptions import HarnessError
+
+    try:
+        return template_objects(path)
+    except HarnessError as exc:
+        raise click.BadParameter(str(exc), param_hint="--templates") from None
+
+
 def _seconds(text: str, option: str) -> float:
     from harness.durations import parse_duration
 
@@ -119,6 +130,14 @@ def _seconds(text: str, option: str) -> float:
     "--graph-host", default="127.0.0.1", show_default=True, help="Where the fake Graph API listens."
 )
 @click.option("--graph-port", default=8000, show_default=True, type=int, help="Its port.")
+@click.option(
+    "--templates",
+    "graph_templates",
+    default=None,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The business's message templates its Graph API takes (a JSON or YAML file, as"
+    " Meta's GET message_templates lists them); without it, hello_world and two examples.",
+)
 @click.option("--json", "json_out", type=click.Path(path_type=Path), help="Write the JSON report.")
 @click.option("--html", "html_out", type=click.Path(path_type=Path), help="Write the HTML report.")
 @click.option("--app-secret", help=f"Secret the webhooks are signed with{_SERVES}.")
@@ -145,6 +164,7 @@ def load_command(
     statuses: bool,
     graph_host: str,
     graph_port: int,
+    graph_templates: Path | None,
     json_out: Path | None,
     html_out: Path | None,
     loop: str,
@@ -176,7 +196,9 @@ def load_command(
         first_wa_id=first_wa_id,
         statuses=statuses,
     )
-    given = {name: value for name, value in identity.items() if value is not None}
+    given: dict[str, object] = {k: v for k, v in identity.items() if v is not None}
+    if graph_templates is not None:
+        given["templates"] = _business_templates(graph_templates)
     config = SimulatorConfig.model_validate(
         {
             **given,

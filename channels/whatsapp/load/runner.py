@@ -35,6 +35,7 @@ from channels.whatsapp.load.users import LoadUser
 from channels.whatsapp.load.webhooks import WebhookPoster
 from channels.whatsapp.media import MediaStore
 from channels.whatsapp.server import BackgroundServer
+from channels.whatsapp.templates import TemplateRegistry
 from harness.clock import SystemClock
 from harness.exceptions import ConfigError
 
@@ -205,6 +206,8 @@ async def run_load(
     inbox = Inbox(users, stats, loop.time, rng=id_source(purpose="load sends"), rules=rules)
     clock = SystemClock()
     public_url = f"http://{graph_host}:{graph_port}"
+    given = config.templates  # the business's own, else the simulator's default ones
+    business_templates = None if given is None else TemplateRegistry.from_meta(list(given))
     app = create_graph_app(
         access_tokens={config.access_token},
         phone_numbers={config.phone_number_id: config.display_phone_number},
@@ -213,6 +216,7 @@ async def run_load(
         clock=clock,
         public_url=public_url,
         on_refuse=inbox.refused,
+        templates=business_templates,
     )
     # The load run's Graph API reads no client address: no proxy headers to look at.
     server = BackgroundServer(app, graph_host, graph_port, proxy_headers=False)

@@ -93,6 +93,18 @@ def test_a_missing_scenario_file_is_refused(tmp_path: Path) -> None:
     assert lines[-1] == f"Error: Invalid value for --scenario: {missing}: no such file or folder"
 
 
+def test_a_bad_templates_file_is_one_line_naming_it(chat: Path, tmp_path: Path) -> None:
+    templates = tmp_path / "templates.yaml"
+    templates.write_text("- name: order_ready\n  language: en_US\n  components: nope\n")
+    code, lines = _load(
+        "--target-url", "http://x/webhook", "--scenario", str(chat), "--templates", str(templates)
+    )
+    assert code == 2
+    assert lines[-1].startswith("Error: Invalid value for --templates: ")
+    assert f"{templates}:3: " in lines[-1]
+    assert "components" in lines[-1]
+
+
 def test_a_scenario_with_nothing_to_say_is_refused(tmp_path: Path) -> None:
     quiet = tmp_path / "quiet.yaml"
     quiet.write_text(CHAT.replace("  - say: hi\n", "  - wait: 1h\n"))

@@ -9,8 +9,12 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
 
 from channels.whatsapp.config import SimulatorConfig, StatusTiming
 from channels.whatsapp.load import (
@@ -279,3 +283,65 @@ class _Balanced(HTMLParser):
             return
         assert self.open[-1:] == [tag], (self.open, tag)
         self.open.pop()
+
+
+ORDER_READY = {
+    "name": "order_ready",
+    "language": "en_US",
+    "status": "APPROVED",
+    "category": "UTILITY",
+    "components": [{"type": "BODY", "text": "Order {{1}} is ready."}],
+}
+
+
+def _template_bot(settings: Mapping[str, str], http: httpx.AsyncClient) -> Starlette:
+    """Answers every message with the business's own template, ``order_ready``."""
+    graph = f"{settings['WHATSAPP_GRAPH_URL']}/v25.0/{settings['WHATSAPP_PHONE_NUMBER_ID']}"
+    auth = {"Authorization": f"Bearer {settings['WHATSAPP_ACCESS_TOKEN']}"}
+
+    async def webhook(request: Request) -> Response:
+        if request.method == "GET":
+            return PlainTextResponse(request.query_params.get("hub.challenge", ""))
+        for entry in (await request.json())["entry"]:
+            for message in entry["changes"][0]["value"].get("messages", []):
+                template = {
+                    "name": "order_ready",
+                    "language": {"code": "en_US"},
+                    "components": [
+                        {"type": "body", "parameters": [{"type": "text", "text": "#7"}]}
+                    ],
+                }
+                body = {"messaging_product": "whatsapp", "to": message["from"]}
+                body |= {"type": "template", "template": template}
+                await http.post(f"{graph}/messages", json=body, headers=auth)
+        return PlainTextResponse("ok")
+
+    return Starlette(routes=[Route("/webhook", webhook, methods=["GET", "POST"])])
+
+
+@pytest.mark.parametrize("given", [True, False])
+async def test_the_graph_api_takes_the_business_templates_it_is_given(given: bool) -> None:
+    port = free_port()
+    async with httpx.AsyncClient(timeout=10) as http:
+        async for bot in _served(_template_bot(_settings(port), http), port):
+            config = CONFIG.model_copy(update={"templates": (ORDER_READY,) if given else None})
+            result = await run_load(
+                LoadPlan(
+                    target_url=bot.webhook,
+                    templates=(TEMPLATE,),
+                    users=2,
+                    rate=20.0,
+                    duration=0.5,
+                    reply_timeout=2.0,
+                    think=0.05,
+                ),
+                config,
+                graph_port=bot.graph_port,
+            )
+            stats = result.stats
+            if given:  # every message answered with the template
+                assert stats.replied == stats.sent > 0
+                assert not result.failed
+            else:  # Meta's 132001 for a template the business lacks: no answer arrives
+                assert stats.replied == 0
+                assert result.failed
