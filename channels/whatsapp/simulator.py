@@ -182,21 +182,21 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages, SharedHooks):
     def connect(self, agent: ASGIApp | str | WebhookTarget, *, verified: bool = False) -> None:
         """Point the simulator at the agent: an ASGI app, a webhook URL, or a target.
 
-        A target with a true ``remote`` attribute is an agent across a network, as a URL is.
-        ``verified``: its URL passed the verification GET already (a bot registered it).
+        A target with a true ``remote`` attribute is across a network, as a URL is. ``verified``:
+        it passed the verification GET (a registration); the same target again keeps its deliveries.
         """
-        if isinstance(agent, str):
-            target: WebhookTarget = UrlTarget(agent, timeout=self.config.webhook_timeout)
-        elif hasattr(agent, "post") and hasattr(agent, "get") and hasattr(agent, "description"):
-            target = agent  # type: ignore[assignment]  # a WebhookTarget, checked structurally
-        else:
-            target = AsgiTarget(
-                agent, self.config.webhook_path, timeout=self.config.webhook_timeout
-            )
-        self._remote = isinstance(agent, str) or getattr(agent, "remote", False) is True
-        self._target = target
-        self._deliverer = self._deliverer_for(target)
-        self._verified = asyncio.Event()
+        if agent is not self._target or self._deliverer is None:
+            if isinstance(agent, str):
+                target: WebhookTarget = UrlTarget(agent, timeout=self.config.webhook_timeout)
+            elif hasattr(agent, "post") and hasattr(agent, "get") and hasattr(agent, "description"):
+                target = agent  # type: ignore[assignment]  # a WebhookTarget, checked structurally
+            else:
+                timeout = self.config.webhook_timeout
+                target = AsgiTarget(agent, self.config.webhook_path, timeout=timeout)
+            self._remote = isinstance(agent, str) or getattr(agent, "remote", False) is True
+            self._target = target
+            self._deliverer = self._deliverer_for(target)
+            self._verified = asyncio.Event()
         if verified:
             self._verified.set()
 

@@ -222,7 +222,8 @@ class Registrar:
         if isinstance(current, SwitchTarget):
             current.switch(target, registration.verify_token)
         else:
-            sim.connect(SwitchTarget(target, registration.verify_token), verified=True)
+            current = SwitchTarget(target, registration.verify_token)
+        sim.connect(current, verified=True)  # the same target again: what is scheduled stays
 
 
 class SubscriptionsAPI:

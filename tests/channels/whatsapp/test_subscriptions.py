@@ -285,3 +285,21 @@ async def test_a_registration_takes_over_from_the_url_serve_was_given() -> None:
     assert served.sim.deliverer is not None
     assert served.sim.deliverer.target is given
     assert given.description == served.urls[1]
+    # The given URL verified before its first delivery, the registered one when registered.
+    verifications = [e for e in served.sim.events if e.kind == "verification"]
+    assert [v.passed for v in verifications] == [True, True]
+
+
+@pytest.mark.network
+async def test_a_url_registered_before_the_first_delivery_is_verified_once() -> None:
+    async with _served(CONFIG.verify_token, "two") as served:
+        served.sim.connect(SwitchTarget(UrlTarget(served.urls[0])))
+        override = {"override_callback_uri": served.urls[1], "verify_token": "two"}
+        path = f"/v25.0/{CONFIG.waba_id}/subscribed_apps"
+        registered = await served.bots_graph.post(path, json=override, headers=AUTH)
+        assert registered.json() == {"success": True}
+        await served.say("hello")
+    assert served.seen == ([], ["hello"])
+    # Meta verifies a URL when it is registered, not again before it delivers.
+    verifications = [e for e in served.sim.events if e.kind == "verification"]
+    assert [v.passed for v in verifications] == [True]
