@@ -87,7 +87,12 @@ async def echo_bot() -> AsyncIterator[Bot]:
         yield bot
 
 
-async def _run(bot: Bot, templates: tuple[Template, ...] = (TEMPLATE,), **plan: Any) -> LoadResult:
+async def _run(
+    bot: Bot,
+    templates: tuple[Template, ...] = (TEMPLATE,),
+    config: SimulatorConfig = CONFIG,
+    **plan: Any,
+) -> LoadResult:
     settings: Mapping[str, Any] = {
         "users": 3,
         "rate": 40.0,
@@ -98,7 +103,7 @@ async def _run(bot: Bot, templates: tuple[Template, ...] = (TEMPLATE,), **plan: 
     }
     return await run_load(
         LoadPlan(target_url=bot.webhook, templates=templates, **settings),
-        CONFIG,
+        config,
         graph_port=bot.graph_port,
     )
 
@@ -325,19 +330,7 @@ async def test_the_graph_api_takes_the_business_templates_it_is_given(given: boo
     async with httpx.AsyncClient(timeout=10) as http:
         async for bot in _served(_template_bot(_settings(port), http), port):
             config = CONFIG.model_copy(update={"templates": (ORDER_READY,) if given else None})
-            result = await run_load(
-                LoadPlan(
-                    target_url=bot.webhook,
-                    templates=(TEMPLATE,),
-                    users=2,
-                    rate=20.0,
-                    duration=0.5,
-                    reply_timeout=2.0,
-                    think=0.05,
-                ),
-                config,
-                graph_port=bot.graph_port,
-            )
+            result = await _run(bot, config=config, users=2, rate=20.0, duration=0.5)
             stats = result.stats
             if given:  # every message answered with the template
                 assert stats.replied == stats.sent > 0
