@@ -27,8 +27,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 from starlette.types import Receive, Scope, Send
 
-__all__ = ["GraphApp", "SuccessJSON"]
+__all__ = ["ANY_METHOD", "GraphApp", "SuccessJSON"]
 
+#: Every method, for routes that answer a method they don't take themselves (405, Meta's form).
+ANY_METHOD: Final = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "QUERY"]
 _SEND_PATH: Final = re.compile(r"/([^/]+)/([^/]+)/messages")
 _LITERAL_FIRST: Final = re.compile(r"/([^/{}]*)(?:/|$)")
 # An unversioned Graph path: an id, maybe with an edge (``/{id}``, ``/{id}/messages``).

@@ -32,7 +32,7 @@ from starlette.datastructures import Headers, UploadFile
 from starlette.formparsers import MultiPartParser
 from starlette.requests import Request
 
-from channels.whatsapp.errors import InvalidParameter
+from channels.whatsapp.sends.problems import request_error
 
 __all__ = [
     "FORM_TYPES",
@@ -262,18 +262,13 @@ def upload_type(named: object, upload: UploadFile) -> str:
     """
     if named is not None:
         if not isinstance(named, str) or not named:
-            raise _form_problem("type", "the file's MIME type, as text")
+            raise request_error("type", "the file's MIME type, as text")
         return named
     part = media_type(upload.headers)
     if not part or part == "application/octet-stream":
-        raise _form_problem(
+        raise request_error(
             "file",
             "the file part names no MIME type (its Content-Type is "
             f"{repr(part) if part else 'missing'}): give it one, or a type field",
         )
     return part
-
-
-def _form_problem(field: str, problem: str) -> InvalidParameter:
-    details = f"{field}: {problem}" if field else problem
-    return InvalidParameter(message=f"(#100) {details}", details=details)

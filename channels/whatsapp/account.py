@@ -43,6 +43,7 @@ from starlette.responses import JSONResponse, Response
 
 from channels.whatsapp._request_body import BadBody, BodyTooLarge, decode_json, read_limited
 from channels.whatsapp.errors import InvalidParameter
+from channels.whatsapp.sends.problems import request_error
 from channels.whatsapp.templates import TemplateRegistry, TemplateSpec
 
 if TYPE_CHECKING:
@@ -401,7 +402,7 @@ def _page(request: Request, items: list[dict[str, Any]]) -> dict[str, Any]:
     query = request.query_params
     limit = _number(query.get("limit"), "limit", _PAGE)
     if not 1 <= limit <= _MOST_PER_PAGE:
-        raise _bad_parameter("limit", f"must be between 1 and {_MOST_PER_PAGE}")
+        raise request_error("limit", f"must be between 1 and {_MOST_PER_PAGE}")
     start = 0
     if query.get("after") is not None:
         start = _cursor(query["after"], "after") + 1
@@ -433,14 +434,14 @@ def _cursor(text: str, name: str) -> int:
             return int(decoded)
     except (ValueError, UnicodeDecodeError):
         pass
-    raise _bad_parameter(name, "is not a cursor this endpoint gave")
+    raise request_error(name, "is not a cursor this endpoint gave")
 
 
 def _number(text: str | None, name: str, fallback: int) -> int:
     if text is None:
         return fallback
     if not text.isdigit() or not text.isascii():
-        raise _bad_parameter(name, "must be a whole number")
+        raise request_error(name, "must be a whole number")
     return int(text)
 
 
@@ -449,57 +450,52 @@ async def _profile_update(request: Request) -> dict[str, Any]:
     try:
         body = decode_json(await read_limited(request, _PROFILE_BODY_LIMIT))
     except BodyTooLarge:
-        raise _bad_parameter("", f"the body is over {_PROFILE_BODY_LIMIT} bytes") from None
+        raise request_error("", f"the body is over {_PROFILE_BODY_LIMIT} bytes") from None
     except BadBody as exc:
-        raise _bad_parameter("", f"the request body is not valid JSON ({exc})") from None
+        raise request_error("", f"the request body is not valid JSON ({exc})") from None
     if not isinstance(body, dict):
-        raise _bad_parameter("", "the body must be a JSON object")
+        raise request_error("", "the body must be a JSON object")
     if body.get("messaging_product") != "whatsapp":
-        raise _bad_parameter("messaging_product", 'required, and must be "whatsapp"')
+        raise request_error("messaging_product", 'required, and must be "whatsapp"')
     update: dict[str, Any] = {}
     for key, value in body.items():
         if key == "messaging_product":
             continue
         if key in _PROFILE_LIMITS:
             if not isinstance(value, str):
-                raise _bad_parameter(key, "must be a string")
+                raise request_error(key, "must be a string")
             if len(value) > _PROFILE_LIMITS[key]:
-                raise _bad_parameter(key, f"must be at most {_PROFILE_LIMITS[key]} characters")
+                raise request_error(key, f"must be at most {_PROFILE_LIMITS[key]} characters")
             if key == "about" and not value.strip():
-                raise _bad_parameter(key, "must not be empty")
+                raise request_error(key, "must not be empty")
             if key == "email" and value and _EMAIL.fullmatch(value) is None:
-                raise _bad_parameter(key, "is not an email address")
+                raise request_error(key, "is not an email address")
             update[key] = value
         elif key == "vertical":
             if not isinstance(value, str) or value not in _VERTICALS:
-                raise _bad_parameter(key, f"must be one of {', '.join(sorted(_VERTICALS))}")
+                raise request_error(key, f"must be one of {', '.join(sorted(_VERTICALS))}")
             update[key] = value
         elif key == "websites":
             update[key] = _websites(value)
         elif key == "profile_picture_handle":
             if not isinstance(value, str) or not value:
-                raise _bad_parameter(key, "must be the handle of an upload")
+                raise request_error(key, "must be the handle of an upload")
             digest = hashlib.sha256(value.encode()).hexdigest()[:32]
             update["profile_picture_url"] = f"https://pps.whatsapp.net/v/t61/{digest}.jpg"
         else:
-            raise _bad_parameter(key, "is not a field of the business profile")
+            raise request_error(key, "is not a field of the business profile")
     return update
 
 
 def _websites(value: object) -> list[str]:
     if not isinstance(value, list) or len(value) > 2:
-        raise _bad_parameter("websites", "must be a list of at most 2 URLs")
+        raise request_error("websites", "must be a list of at most 2 URLs")
     for i, site in enumerate(value):
         if not isinstance(site, str) or len(site) > 256:
-            raise _bad_parameter(f"websites[{i}]", "must be a URL of at most 256 characters")
+            raise request_error(f"websites[{i}]", "must be a URL of at most 256 characters")
         if not site.startswith(("http://", "https://")):
-            raise _bad_parameter(f"websites[{i}]", "must start with http:// or https://")
+            raise request_error(f"websites[{i}]", "must start with http:// or https://")
     return list(value)
-
-
-def _bad_parameter(name: str, problem: str) -> InvalidParameter:
-    details = f"{name}: {problem}" if name else problem
-    return InvalidParameter(message="(#100) Invalid parameter", details=details)
 
 
 def _no_field(name: str, node_type: str) -> InvalidParameter:

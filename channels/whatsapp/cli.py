@@ -23,8 +23,9 @@ from channels.whatsapp._defaults import SIMULATOR_DEFAULTS
 from channels.whatsapp._event_loop import loop_factory, loop_name, loop_option, run_on
 from channels.whatsapp._limit_options import limit_options
 from channels.whatsapp._retention_options import retention_options
+from channels.whatsapp._templates_option import business_templates_option
 from channels.whatsapp.model_options import model_endpoint_options
-from harness.exceptions import ConfigError, HarnessError
+from harness.exceptions import ConfigError
 from harness.record_mode import RecordMode
 
 if TYPE_CHECKING:
@@ -171,13 +172,7 @@ def simulator_options(command: F) -> F:
 )
 @loop_option
 @model_endpoint_options
-@click.option(
-    "--templates",
-    default=None,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="The business's message templates (a JSON or YAML file, as Meta's GET "
-    "message_templates lists them); without it, hello_world and two examples.",
-)
+@business_templates_option
 @simulator_options
 @retention_options
 def serve_command(
@@ -207,7 +202,7 @@ def serve_command(
     run_id: str | None,
     retention: RetentionPolicy,
     loop: str,
-    templates: Path | None,
+    business_templates: tuple[Any, ...] | None,
 ) -> None:
     """Run the fake Graph API and webhook sender, with a control API under /_harness/.
 
@@ -245,7 +240,7 @@ def serve_command(
         public_url=public_url or f"http://{host}:{port}",
         throughput_mps=throughput_mps,
         rate_limits=rate_limits,
-        templates=_templates(templates),
+        templates=business_templates,
     )
     if seed is not None:
         faults = faults.model_copy(update={"seed": seed})
@@ -407,15 +402,3 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
     except ValueError:  # a name other than localhost may resolve anywhere
         return False
-
-
-def _templates(path: Path | None) -> tuple[dict[str, Any], ...] | None:
-    """The templates in ``--templates``: one line naming the file, line and field if bad."""
-    if path is None:
-        return None
-    from channels.whatsapp.templates import template_objects
-
-    try:
-        return template_objects(path)
-    except HarnessError as exc:
-        raise click.BadParameter(str(exc), param_hint="--templates") from None

@@ -63,7 +63,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from channels.whatsapp._defaults import API_VERSION, WABA_ID
-from channels.whatsapp._graph_app import GraphApp, SuccessJSON
+from channels.whatsapp._graph_app import ANY_METHOD, GraphApp, SuccessJSON
 from channels.whatsapp._request_body import (
     FORM_TYPES,
     JSON_BODY_LIMIT,
@@ -90,6 +90,7 @@ from channels.whatsapp.errors import (
 from channels.whatsapp.ids import new_fbtrace_id, new_wamid
 from channels.whatsapp.media import MediaStore, largest_size, media_id_in
 from channels.whatsapp.openapi import VERSION_PATTERN, build_openapi
+from channels.whatsapp.sends.problems import request_error
 from channels.whatsapp.subscriptions import CallbackHook, SubscriptionsAPI, business_routes
 from channels.whatsapp.templates import TemplateRegistry
 from channels.whatsapp.validation import (
@@ -115,7 +116,6 @@ __all__ = [
 _log = logging.getLogger(__name__)
 _VERSION: Final = re.compile(VERSION_PATTERN)
 _EXPIRED_SUBCODE: Final = 463
-_ANY_METHOD: Final = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "QUERY"]
 # The largest upload read: the largest file WhatsApp takes (a document) and room for the form.
 _UPLOAD_LIMIT: Final = largest_size("document") + 1024 * 1024
 
@@ -329,7 +329,7 @@ class _GraphAPI:
         content_type = media_type(request.headers)
         if content_type != "application/json" and content_type not in FORM_TYPES:
             shown = repr(content_type) if content_type else "missing"
-            raise _form_error(
+            raise request_error(
                 "",
                 f"the Content-Type is {shown}: a send is application/json,"
                 " or form fields (application/x-www-form-urlencoded, multipart/form-data)",
@@ -366,7 +366,7 @@ class _GraphAPI:
         self.authenticate(request)
         phone_number_id = self.phone_number(request)
         if media_type(request.headers) != "multipart/form-data":
-            raise _form_error("", "media uploads are multipart/form-data")
+            raise request_error("", "media uploads are multipart/form-data")
         try:
             async with aclosing(limited_stream(request, _UPLOAD_LIMIT)) as stream:
                 form = await MultiPartParser(
@@ -379,15 +379,15 @@ class _GraphAPI:
                 http_status=413,
             ) from None
         except Exception as exc:  # python-multipart raises several kinds on bad bodies
-            raise _form_error("", f"the multipart body can't be read ({exc})") from None
+            raise request_error("", f"the multipart body can't be read ({exc})") from None
         try:
             # Graph reads a parameter from the query string as from the body.
             product = form.get("messaging_product", request.query_params.get("messaging_product"))
             if product != "whatsapp":
-                raise _form_error("messaging_product", 'required, and must be "whatsapp"')
+                raise request_error("messaging_product", 'required, and must be "whatsapp"')
             upload = form.get("file")
             if not isinstance(upload, UploadFile):
-                raise _form_error("file", "required: the file to upload, as a file part")
+                raise request_error("file", "required: the file to upload, as a file part")
             mime_type = upload_type(form.get("type"), upload)
             data = await upload.read()
             media_id = self.store.upload(
@@ -481,11 +481,6 @@ def _auth_error(problem: str) -> AuthError:
     )
 
 
-def _form_error(field: str, problem: str) -> InvalidParameter:
-    details = f"{field}: {problem}" if field else problem
-    return InvalidParameter(message=f"(#100) {details}", details=details)
-
-
 # The fields of a send that hold an object or array: the message's own, and its context.
 _STRUCTURED: Final = frozenset({*MESSAGE_TYPES, "context"})
 
@@ -499,7 +494,7 @@ async def _form(raw: bytes, headers: Headers) -> dict[str, object]:
     try:
         return await form_fields(raw, headers)
     except BadBody as exc:
-        raise _form_error("", str(exc)) from None
+        raise request_error("", str(exc)) from None
 
 
 def create_graph_app(
@@ -575,14 +570,14 @@ def create_graph_app(
     )
     send = api.guarded(api.send)
     graph_routes = [
-        Route("/openapi.json", api.guarded(api.document), methods=_ANY_METHOD),
-        Route("/_media/{token}", api.guarded(api.download), methods=_ANY_METHOD),
+        Route("/openapi.json", api.guarded(api.document), methods=ANY_METHOD),
+        Route("/_media/{token}", api.guarded(api.download), methods=ANY_METHOD),
         Route("/{version}/{phone_number_id}/messages", send, methods=["POST"]),
         Route("/{version}/{phone_number_id}/media", api.guarded(api.upload), methods=["POST"]),
         *business_routes(api.guarded, api.account, api.subscriptions, api.method_not_allowed),
         Route("/{version}/{media_id}", api.guarded(api.media), methods=["GET", "POST", "DELETE"]),
         *(
-            Route(path, api.guarded(api.versionless), methods=_ANY_METHOD)
+            Route(path, api.guarded(api.versionless), methods=ANY_METHOD)
             for path in ("/{phone_number_id}/messages", "/{phone_number_id}/media", "/{object_id}")
         ),
     ]

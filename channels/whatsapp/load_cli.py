@@ -21,6 +21,7 @@ import click
 
 from channels.whatsapp._event_loop import loop_factory, loop_option, run_on
 from channels.whatsapp._limit_options import limit_options
+from channels.whatsapp._templates_option import business_templates_option
 from harness.exceptions import ConfigError
 
 if TYPE_CHECKING:
@@ -34,17 +35,6 @@ _DEFAULT_SUITE = Path("scenarios")
 # The identity options default to the simulator's settings, read when the command runs (not
 # for its help, which would import the settings' models).
 _SERVES = " (default: the same as harness serve's)"
-
-
-def _business_templates(path: Path) -> tuple[Any, ...]:
-    """The templates in ``--templates``: one line naming the file, line and field if bad."""
-    from channels.whatsapp.templates import template_objects
-    from harness.exceptions import HarnessError
-
-    try:
-        return template_objects(path)
-    except HarnessError as exc:
-        raise click.BadParameter(str(exc), param_hint="--templates") from None
 
 
 def _seconds(text: str, option: str) -> float:
@@ -130,14 +120,7 @@ def _seconds(text: str, option: str) -> float:
     "--graph-host", default="127.0.0.1", show_default=True, help="Where the fake Graph API listens."
 )
 @click.option("--graph-port", default=8000, show_default=True, type=int, help="Its port.")
-@click.option(
-    "--templates",
-    "graph_templates",
-    default=None,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="The business's message templates its Graph API takes (a JSON or YAML file, as"
-    " Meta's GET message_templates lists them); without it, hello_world and two examples.",
-)
+@business_templates_option
 @click.option("--json", "json_out", type=click.Path(path_type=Path), help="Write the JSON report.")
 @click.option("--html", "html_out", type=click.Path(path_type=Path), help="Write the HTML report.")
 @click.option("--app-secret", help=f"Secret the webhooks are signed with{_SERVES}.")
@@ -164,7 +147,7 @@ def load_command(
     statuses: bool,
     graph_host: str,
     graph_port: int,
-    graph_templates: Path | None,
+    business_templates: tuple[Any, ...] | None,
     json_out: Path | None,
     html_out: Path | None,
     loop: str,
@@ -197,8 +180,8 @@ def load_command(
         statuses=statuses,
     )
     given: dict[str, object] = {k: v for k, v in identity.items() if v is not None}
-    if graph_templates is not None:
-        given["templates"] = _business_templates(graph_templates)
+    if business_templates is not None:
+        given["templates"] = business_templates
     config = SimulatorConfig.model_validate(
         {
             **given,

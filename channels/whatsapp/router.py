@@ -107,7 +107,7 @@ class GraphRouter:
         self.clock: Clock = SystemClock()
         #: The media every scenario of the run uploads to and downloads from.
         self.media = _OwnMedia(self.clock, public_url=config.public_url, rng=id_source())
-        templates = _registry(config) or TemplateRegistry.default()
+        templates = TemplateRegistry.given(config.templates)
         self._shared_app = create_graph_app(
             access_tokens={config.access_token},
             phone_numbers={config.phone_number_id: config.display_phone_number},
@@ -405,11 +405,6 @@ async def shared_graph(
     finally:
         if store is not None:
             await store.close()
-
-
-def _registry(config: SimulatorConfig) -> TemplateRegistry | None:
-    """The business's templates, where the run was given them."""
-    return None if config.templates is None else TemplateRegistry.from_meta(list(config.templates))
 
 
 def _latest_spoken(owners: Sequence[Owner]) -> Owner:

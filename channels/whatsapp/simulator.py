@@ -132,9 +132,7 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages, SharedHooks):
         self.throughput = ThroughputLimiter(
             self.clock, mps=int(self.config.throughput_mps), enabled=self.config.rate_limits
         )
-        if templates is None and self.config.templates is not None:
-            templates = TemplateRegistry.from_meta(list(self.config.templates))
-        self.templates = templates or TemplateRegistry.default()
+        self.templates = templates or TemplateRegistry.given(self.config.templates)
         #: The fake Graph API (``channels.whatsapp.control.control_app`` adds the control API).
         self.graph_app = self.build_graph_app()
         #: When set (by :meth:`run_paced`), virtual time follows real time.

@@ -36,6 +36,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from channels.whatsapp._graph_app import ANY_METHOD
 from channels.whatsapp._request_body import (
     FORM_TYPES,
     BadBody,
@@ -47,7 +48,8 @@ from channels.whatsapp._request_body import (
 )
 from channels.whatsapp.account import AccountAPI, BusinessAccount, unknown_object
 from channels.whatsapp.delivery import handshake
-from channels.whatsapp.errors import AuthError, GraphAPIError, InvalidParameter
+from channels.whatsapp.errors import AuthError, GraphAPIError
+from channels.whatsapp.sends.problems import request_error
 from channels.whatsapp.url_target import PostResult, UrlTarget
 from harness.exceptions import HandshakeError
 
@@ -196,7 +198,7 @@ class Registrar:
         if not sim.paced:
             return
         if sim.shared is not None:
-            raise _bad(
+            raise request_error(
                 "callback_url",
                 "this harness serve shares its state with other processes, each delivering to"
                 " its own --webhook-url; a callback URL can't be registered through one of them",
@@ -256,10 +258,10 @@ class SubscriptionsAPI:
             self._check_version(request)
         query = request.query_params
         if query.get("grant_type") != "client_credentials":
-            raise _bad("grant_type", 'must be "client_credentials" for an app token')
+            raise request_error("grant_type", 'must be "client_credentials" for an app token')
         app_id = query.get("client_id", "")
         if not app_id.isdigit():
-            raise _bad("client_id", "the app's id is required (digits)")
+            raise request_error("client_id", "the app's id is required (digits)")
         if query.get("client_secret") != self.app_secret:
             raise GraphAPIError(
                 1,
@@ -275,7 +277,9 @@ class SubscriptionsAPI:
         given = await _parameters(request)
         self._app_token(request, given, app_id)
         if given.get("object") != "whatsapp_business_account":
-            raise _bad("object", 'must be "whatsapp_business_account" for WhatsApp webhooks')
+            raise request_error(
+                "object", 'must be "whatsapp_business_account" for WhatsApp webhooks'
+            )
         url = _required(given, "callback_url")
         token = _required(given, "verify_token")
         await self._register(CallbackRegistration("app", url, token))
@@ -309,7 +313,9 @@ class SubscriptionsAPI:
         given = await _parameters(request)
         configuration = given.get("webhook_configuration")
         if not isinstance(configuration, Mapping):
-            raise _bad("webhook_configuration", "required: an object with override_callback_uri")
+            raise request_error(
+                "webhook_configuration", "required: an object with override_callback_uri"
+            )
         url = _required(configuration, "override_callback_uri", "webhook_configuration.")
         token = _required(configuration, "verify_token", "webhook_configuration.")
         await self._register(CallbackRegistration("phone", url, token))
@@ -333,7 +339,7 @@ class SubscriptionsAPI:
 
     async def _register(self, registration: CallbackRegistration) -> None:
         if not registration.url.startswith(("http://", "https://")):
-            raise _bad("callback_url", "must be an http:// or https:// URL")
+            raise request_error("callback_url", "must be an http:// or https:// URL")
         if self.on_callback is not None:
             await self.on_callback(registration)
 
@@ -344,7 +350,7 @@ async def _parameters(request: Request) -> dict[str, Any]:
     try:
         raw = await read_limited(request, _BODY_LIMIT)
     except BodyTooLarge:
-        raise _bad("", f"the body is over {_BODY_LIMIT} bytes") from None
+        raise request_error("", f"the body is over {_BODY_LIMIT} bytes") from None
     if not raw.strip():
         return given
     kind = media_type(request.headers)
@@ -353,33 +359,28 @@ async def _parameters(request: Request) -> dict[str, Any]:
             decode_json(raw) if kind not in FORM_TYPES else await form_fields(raw, request.headers)
         )
     except BadBody as exc:
-        raise _bad("", f"the body can't be read ({exc})") from None
+        raise request_error("", f"the body can't be read ({exc})") from None
     if not isinstance(body, dict):
-        raise _bad("", "the body must be a JSON object or form fields")
+        raise request_error("", "the body must be a JSON object or form fields")
     given.update(body)
     if isinstance(given.get("webhook_configuration"), str):  # a form gives objects as JSON text
         try:
             given["webhook_configuration"] = decode_json(given["webhook_configuration"].encode())
         except BadBody as exc:
-            raise _bad("webhook_configuration", f"is not a JSON object ({exc})") from None
+            raise request_error("webhook_configuration", f"is not a JSON object ({exc})") from None
     return given
 
 
 def _required(given: Mapping[str, Any], name: str, prefix: str = "") -> str:
     if name not in given:
-        raise _bad(prefix + name, "required")
+        raise request_error(prefix + name, "required")
     return _text(given[name], prefix + name)
 
 
 def _text(value: object, name: str) -> str:
     if not isinstance(value, str) or not value:
-        raise _bad(name, "must be a non-empty string")
+        raise request_error(name, "must be a non-empty string")
     return value
-
-
-def _bad(name: str, problem: str) -> InvalidParameter:
-    details = f"{name}: {problem}" if name else problem
-    return InvalidParameter(message="(#100) Invalid parameter", details=details)
 
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -416,10 +417,9 @@ def business_routes(
         async def token(request: Request) -> Response:
             return not_allowed(request, "GET, HEAD") or await app_token(request)
 
-        any_method = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "QUERY"]
         routes += [
-            Route("/oauth/access_token", guard(token), methods=any_method),
-            Route("/{version}/oauth/access_token", guard(token), methods=any_method),
+            Route("/oauth/access_token", guard(token), methods=ANY_METHOD),
+            Route("/{version}/oauth/access_token", guard(token), methods=ANY_METHOD),
             Route(
                 "/{version}/{app_id}/subscriptions",
                 guard(subscriptions.app_subscriptions),

@@ -194,6 +194,11 @@ class TemplateRegistry:
         )
 
     @classmethod
+    def given(cls, objects: Iterable[Any] | None) -> TemplateRegistry:
+        """The business's templates as Meta lists them, or :meth:`default` when none were given."""
+        return cls.default() if objects is None else cls.from_meta(list(objects))
+
+    @classmethod
     def from_meta(cls, objects: object) -> TemplateRegistry:
         """The templates as Meta lists them (see :func:`read_templates`)."""
         return cls(read_templates(objects))

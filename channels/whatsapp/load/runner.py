@@ -206,8 +206,6 @@ async def run_load(
     inbox = Inbox(users, stats, loop.time, rng=id_source(purpose="load sends"), rules=rules)
     clock = SystemClock()
     public_url = f"http://{graph_host}:{graph_port}"
-    given = config.templates  # the business's own, else the simulator's default ones
-    business_templates = None if given is None else TemplateRegistry.from_meta(list(given))
     app = create_graph_app(
         access_tokens={config.access_token},
         phone_numbers={config.phone_number_id: config.display_phone_number},
@@ -216,7 +214,7 @@ async def run_load(
         clock=clock,
         public_url=public_url,
         on_refuse=inbox.refused,
-        templates=business_templates,
+        templates=TemplateRegistry.given(config.templates),
     )
     # The load run's Graph API reads no client address: no proxy headers to look at.
     server = BackgroundServer(app, graph_host, graph_port, proxy_headers=False)
