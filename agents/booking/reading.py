@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
+from functools import lru_cache
 from typing import Any
 
 from agents.booking.language import find_date, find_time
@@ -165,6 +166,20 @@ def _listed(profile: str, label: str) -> list[str]:
     return []
 
 
+@lru_cache(maxsize=4096)
+def _result_data(raw: str) -> Any:
+    """A tool result's JSON (its text when it is not JSON), parsed once per distinct text.
+
+    The model is shown the same results on every call of a conversation
+    (the last 40 messages), so most are texts it has read before. What this
+    returns is shared between the readings: they only read it.
+    """
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
 def _block_event(role: str, block: Mapping[str, Any]) -> ChatEvent | None:
     kind = block.get("type")
     if kind == "text":
@@ -181,10 +196,7 @@ def _block_event(role: str, block: Mapping[str, Any]) -> ChatEvent | None:
         raw = block.get("content")
         if isinstance(raw, list):
             raw = "".join(str(part.get("text", "")) for part in raw)
-        try:
-            data = json.loads(raw) if isinstance(raw, str) else raw
-        except ValueError:
-            data = raw
+        data = _result_data(raw) if isinstance(raw, str) else raw
         return ChatEvent(
             role,
             "tool_result",

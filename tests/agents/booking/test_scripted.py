@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agents.booking import TOOL_SCHEMAS, ScriptedModel
-from agents.booking.reading import read_request
+from agents.booking.reading import _result_data, read_request
 from harness.llm import LLMClient, TextBlock, ToolUseBlock
 
 SYSTEM = """You are the WhatsApp booking assistant of Casa Lucia, a restaurant.
@@ -150,6 +150,27 @@ def test_a_tool_result_is_read_as_pythons_json_reader_reads_it(content: str) -> 
     block = {"type": "tool_result", "tool_use_id": "toolu_1", "content": content}
     (event,) = read_request(None, [{"role": "user", "content": [block]}]).events
     assert repr(event.data) == repr(expected)  # repr: NaN is not equal to itself
+
+
+async def test_a_tool_result_is_parsed_once_and_left_as_parsed() -> None:
+    # The model is shown the same results on each call; they are parsed once and shared, so
+    # nothing that reads them may change them: after a whole booking, each is as first read.
+    _result_data.cache_clear()
+    results = {"search_slots": FRIDAY, "book_appointment": {"status": "booked", "id": "bk-7"}}
+    await _run([_user("Friday at 19:00 for two please")], results)
+    text = json.dumps(FRIDAY)
+    block = {"type": "tool_result", "tool_use_id": "toolu_1", "content": text}
+    first = read_request(None, [{"role": "user", "content": [block]}]).events[0].data
+    again = {**block, "content": "".join(text)}  # an equal text, another string object
+    second = read_request(None, [{"role": "user", "content": [again]}]).events[0].data
+    assert second is first
+    assert _result_data.cache_info().hits >= 2
+    for raw in ("", *(json.dumps(r) for r in results.values())):
+        try:
+            expected = json.loads(raw)
+        except ValueError:
+            expected = raw
+        assert _result_data(raw) == expected
 
 
 async def test_a_day_and_a_free_time_go_straight_to_booking() -> None:
