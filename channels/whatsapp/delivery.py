@@ -266,8 +266,9 @@ class Deliverer:
         self.dice = dice
         self._emit = emit
         self._verify = verify
-        #: Why updates were dropped unsent (a failed handshake), until :meth:`take_failure`.
-        self.failure: HandshakeError | None = None
+        # Why updates were dropped unsent (a failed handshake), per user they were about,
+        # with when (``time.monotonic``), until :meth:`take_failure`.
+        self._failures: dict[str, tuple[float, HandshakeError]] = {}
         self._ids = itertools.count(1)
         self._seq = itertools.count(1)
         self._tasks: set[asyncio.Task[None]] = set()
@@ -362,10 +363,32 @@ class Deliverer:
             await asyncio.wait(tasks, timeout=5.0)
         self._batch.clear()
 
-    def take_failure(self) -> HandshakeError | None:
-        """Why updates were dropped since the last call (None if none were), and forget it."""
-        failure, self.failure = self.failure, None
-        return failure
+    def dropped(self, updates: Sequence[PendingUpdate], failure: HandshakeError) -> None:
+        """Note that ``updates`` were dropped unsent, and why (a failed handshake)."""
+        now = time.monotonic()
+        for update in updates:
+            self._failures[update.user] = (now, failure)
+
+    def take_failure(
+        self, user: str | None = None, *, since: float | None = None
+    ) -> HandshakeError | None:
+        """Why updates were dropped (None if none were), and forget it.
+
+        Without ``user``: the latest drop of all, every drop forgotten. With
+        ``user``: the latest drop of an update about that user, at or after
+        ``since`` (``time.monotonic``) if given; that user's drops are
+        forgotten, older ones unreported (the trace holds the handshake that
+        failed). A call that plays one user thus hears of what was dropped
+        while it ran, not of another user's loss or of an older one.
+        """
+        if user is None:
+            latest = max(self._failures.values(), default=None, key=lambda kept: kept[0])
+            self._failures.clear()
+            return None if latest is None else latest[1]
+        kept = self._failures.pop(user, None)
+        if kept is None or (since is not None and kept[0] < since):
+            return None
+        return kept[1]
 
     def enqueue(self, update: PendingUpdate) -> None:
         """Schedule an update for delivery at ``update.due`` plus the profile's faults."""
@@ -539,7 +562,7 @@ class Deliverer:
             try:
                 await self._verify()  # Meta delivers nothing to an endpoint it has not verified
             except HandshakeError as exc:
-                self.failure = exc
+                self.dropped(updates, exc)
                 return
         delivery = f"d{next(self._ids)}"
         first = self.clock.now()

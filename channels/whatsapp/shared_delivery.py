@@ -286,7 +286,7 @@ class SharedDeliverer(Deliverer):
             try:
                 await self._verify()  # Meta delivers nothing to an endpoint it has not verified
             except HandshakeError as exc:
-                self.failure = exc
+                self.dropped(updates, exc)
                 await self._finish(jobs)
                 return
         if any(job.get("taken") for job in jobs):

@@ -200,7 +200,7 @@ class Timekeeping:
                     continue
                 wait = window - idle
             await activity.next_change(min(wait, end - now), user=user)
-        self.raise_undelivered()
+        self.raise_undelivered(user, since=started)
 
     async def advance(self, seconds: float | timedelta, *, reason: str = "wait") -> None:
         """Let ``seconds`` of virtual time pass, waking everything due on the way."""
@@ -263,9 +263,14 @@ class Timekeeping:
         else:
             await clock.sleep(seconds)
 
-    def raise_undelivered(self) -> None:
-        """Raise why updates were dropped unsent since last asked (a failed handshake), if any."""
-        failure = self._deliverer.take_failure() if self._deliverer is not None else None
+    def raise_undelivered(self, user: str | None = None, *, since: float | None = None) -> None:
+        """Raise why updates were dropped unsent since last asked (a failed handshake), if any.
+
+        With ``user``: only a drop of an update about that user, at or after
+        ``since`` (``time.monotonic``), as :meth:`Deliverer.take_failure` reads it.
+        """
+        deliverer = self._deliverer
+        failure = None if deliverer is None else deliverer.take_failure(user, since=since)
         if failure is not None:
             raise failure
 

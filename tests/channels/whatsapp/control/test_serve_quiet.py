@@ -25,7 +25,7 @@ from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.control import control_app
 from channels.whatsapp.simulator import WhatsAppSimulator
 from harness.clock import VirtualClock
-from harness.trace import OutboundSend
+from harness.trace import OutboundSend, Verification
 
 ANA = "5511987654321"
 BRUNO = "4915112345678"
@@ -48,6 +48,7 @@ class Bot:
     pause: dict[str, float] = field(default_factory=dict)
     think: float = 0.5
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    answers_handshake: bool = True
 
     def app(self) -> Starlette:
         return Starlette(
@@ -59,7 +60,7 @@ class Bot:
 
     async def handshake(self, request: Request) -> Response:
         params = request.query_params
-        if params.get("hub.verify_token") != self.config.verify_token:
+        if not self.answers_handshake or params.get("hub.verify_token") != self.config.verify_token:
             return Response(status_code=403)
         return Response(params.get("hub.challenge", ""))
 
@@ -339,3 +340,20 @@ async def test_bad_waiting_options_answer_400(served: Served, body: dict[str, An
     )
     assert answer.status_code == 400, answer.text
     assert not served.sim.events or all(e.kind != "inbound" for e in served.sim.events)
+
+
+async def test_a_webhook_lost_before_the_call_does_not_fail_it(served: Served) -> None:
+    # The business writes to Ana while the bot refuses Meta's verification: the status
+    # webhooks about her are dropped. Once the bot answers it, neither Bruno's call nor Ana's
+    # own next one is failed by that older loss (the trace keeps the failed handshake).
+    served.bot.answers_handshake = False
+    await served.bot.send(ANA, "our table is ready")
+    deadline = time.monotonic() + 10
+    while not any(isinstance(e, Verification) and not e.passed for e in served.sim.events):
+        assert time.monotonic() < deadline, "no status was due for delivery"
+        await asyncio.sleep(0.02)
+    served.bot.answers_handshake = True
+    await _say(served, BRUNO, "hi")
+    await _say(served, ANA, "hello")
+    assert served.replies(BRUNO) == ["re: hi"]
+    assert served.replies(ANA) == ["our table is ready", "re: hello"]
