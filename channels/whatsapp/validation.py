@@ -26,6 +26,7 @@ from channels.whatsapp.errors import (
     TemplateNotFound,
 )
 from channels.whatsapp.sends.common import SendAction, normalize_wa_id
+from channels.whatsapp.sends.fields import without_nulls
 from channels.whatsapp.sends.interactive import InteractiveSend
 from channels.whatsapp.sends.limits import DEFAULT_LIMITS, SendContext, SendLimits
 from channels.whatsapp.sends.problems import graph_error_for, request_error
@@ -136,6 +137,7 @@ class SendValidator:
         ``api_version`` is the Graph API version of the path it came through.
         """
         context = SendContext(self.limits, self.media_exists)
+        body = without_nulls(body)  # what the rules and the outbox read: no key given as null
         try:
             send = SEND_REQUEST.validate_python(body, context=context)
         except ValidationError as exc:

@@ -38,6 +38,7 @@ from channels.whatsapp.sends.fields import (
     json_kind,
     literal_values,
     send_problem,
+    without_nulls,
 )
 from channels.whatsapp.sends.interactive import (
     ButtonAction,
@@ -204,4 +205,5 @@ __all__ = [
     "request_error",
     "send_problem",
     "send_schemas",
+    "without_nulls",
 ]

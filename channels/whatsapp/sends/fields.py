@@ -4,8 +4,11 @@ Every rule a send must follow is written once, on a model; the checks and the
 OpenAPI document both come from it. The pieces here keep that true where
 plain Pydantic would not:
 
-- :data:`Maybe` marks a field that may be left out but not sent as ``null``
-  (Meta refuses ``null`` where it expects an object or a string);
+- :data:`Maybe` marks a field that may be left out but not given as ``null``:
+  the models (and the OpenAPI document drawn from them) describe a body as
+  written without nulls; the endpoint first reads a key given as ``null`` as
+  left out (:func:`without_nulls`), as Graph reads a parameter given as
+  ``null`` (a required one is then missing);
 - :class:`Refused` marks a key that must not appear (a caption on audio);
 - :class:`Dispatch` picks the model for an object by one of its fields
   (``interactive.type``), so a bad body gets the errors of the one model it
@@ -52,6 +55,7 @@ __all__ = [
     "json_kind",
     "literal_values",
     "send_problem",
+    "without_nulls",
 ]
 
 _T = TypeVar("_T")
@@ -143,7 +147,30 @@ class _NotNull:
 
 
 Maybe = Annotated[_T | None, _NotNull()]
-"""An optional field: absent means ``None``, but a ``null`` in the body is refused."""
+"""An optional field: absent means ``None``; a ``null`` is refused (the endpoint drops it first)."""
+
+
+def without_nulls(value: Any) -> Any:
+    """``value`` with every object key whose value is ``null`` left out, at any depth.
+
+    Graph reads a parameter given as ``null`` as one not given: client
+    libraries send ``"components": null`` for a template without parameters,
+    and a ``null`` text is reported missing, not malformed. Returns ``value``
+    itself when it holds no such key (the usual body: nothing is copied).
+    A ``null`` inside an array is kept: it is an item, and a bad one.
+    """
+    if isinstance(value, dict):
+        if not any(item is None or isinstance(item, (dict, list)) for item in value.values()):
+            return value
+        cleaned = {key: without_nulls(item) for key, item in value.items() if item is not None}
+        if len(cleaned) == len(value) and all(cleaned[k] is value[k] for k in cleaned):
+            return value
+        return cleaned
+    if isinstance(value, list):
+        items = [without_nulls(item) for item in value]
+        return value if all(new is old for new, old in zip(items, value, strict=True)) else items
+    return value
+
 
 NonEmpty = Annotated[str, Field(min_length=1)]
 """A string with at least one character."""
