@@ -4,8 +4,11 @@ Reply buttons and lists are checked in full against :class:`SendLimits`:
 at most 3 buttons with unique ids and titles; at most 10 sections and 10
 rows in all, row ids unique across sections, and every section titled once
 there are several. The other kinds (``cta_url``, ``flow``, ``product`` ...)
-need only their ``action`` object; their body text, if any, is what the user
-reads.
+need their ``action`` object, whose shape is theirs, and are held to what
+Meta's description of an interactive message says of all kinds: a header of
+a known type (text of at most 60 characters; required for ``product_list``,
+refused for ``product``), a body of at most 1024 characters, a footer of at
+most 60. Their body text, if any, is what the user reads.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from channels.whatsapp.sends.limits import Limit, context_of
 from channels.whatsapp.sends.media import MediaRef
 
 __all__ = [
+    "AnyHeader",
     "ButtonAction",
     "ButtonBody",
     "ButtonInteractive",
@@ -68,6 +72,12 @@ class DocumentHeader(SendModel):
 
     type: Literal["document"]
     document: MediaRef
+
+
+AnyHeader = Annotated[
+    TextHeader | ImageHeader | VideoHeader | DocumentHeader, Dispatch("type", "header type")
+]
+"""A header of any kind: text, image, video or document."""
 
 
 class InteractiveFooter(SendModel):
@@ -129,12 +139,7 @@ class ButtonInteractive(SendModel):
     """A message with up to three reply buttons."""
 
     type: Literal["button"]
-    header: Maybe[
-        Annotated[
-            TextHeader | ImageHeader | VideoHeader | DocumentHeader,
-            Dispatch("type", "header type"),
-        ]
-    ] = None
+    header: Maybe[AnyHeader] = None
     footer: Maybe[InteractiveFooter] = None
     body: ButtonBody
     action: ButtonAction
@@ -206,7 +211,7 @@ class ListInteractive(SendModel):
 class OptionalBody(SendModel):
     """The body of the other interactive kinds, which may leave it out."""
 
-    text: Maybe[NonEmpty] = None
+    text: Maybe[Annotated[NonEmpty, Limit("interactive_body")]] = None
 
 
 class OtherInteractive(SendModel):
@@ -227,7 +232,17 @@ class OtherInteractive(SendModel):
         "voice_call",
     ]
     action: dict[str, Any]
+    header: Maybe[AnyHeader] = None
     body: Maybe[OptionalBody] = None
+    footer: Maybe[InteractiveFooter] = None
+
+    @model_validator(mode="after")
+    def _header_as_the_kind_wants(self) -> Self:
+        if self.type == "product_list" and self.header is None:
+            send_problem("send_missing", "a product list needs a header", "header")
+        if self.type == "product" and self.header is not None:
+            send_problem("send_invalid", "a single product message takes no header", "header")
+        return self
 
 
 InteractiveContent = Annotated[

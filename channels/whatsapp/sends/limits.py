@@ -45,6 +45,8 @@ class SendLimits:
     header_text: int = 60
     footer_text: int = 60
     button_body: int = 1024
+    interactive_body: int = 1024
+    """The body of the other interactive kinds (``cta_url``, ``flow``, ``product`` ...)."""
     buttons: int = 3
     button_id: int = 256
     button_title: int = 20

@@ -254,6 +254,40 @@ BAD: dict[str, Bad] = {
         "template.components",
         schema_refuses=False,
     ),
+    # the other interactive kinds: what Meta's description says of every kind
+    "a call-to-action footer without text": Bad(
+        set_path(_CTA, "interactive.footer", {}), 131008, "interactive.footer.text"
+    ),
+    "a call-to-action footer of 61 characters": Bad(
+        set_path(_CTA, "interactive.footer", {"text": "x" * 61}), 131009, "interactive.footer.text"
+    ),
+    "a call-to-action header of 61 characters": Bad(
+        set_path(_CTA, "interactive.header", {"type": "text", "text": "x" * 61}),
+        131009,
+        "interactive.header.text",
+    ),
+    "a call-to-action header of an unknown type": Bad(
+        set_path(_CTA, "interactive.header", {"type": "sticker"}), 131009, "interactive.header.type"
+    ),
+    "a call-to-action body of 1025 characters": Bad(
+        set_path(_CTA, "interactive.body.text", "x" * 1025), 131009, "interactive.body.text"
+    ),
+    "a product list without a header": Bad(
+        set_path(_CTA, "interactive.type", "product_list"),
+        131008,
+        "interactive.header",
+        schema_refuses=False,
+    ),
+    "a single product with a header": Bad(
+        set_path(
+            set_path(_CTA, "interactive.type", "product"),
+            "interactive.header",
+            {"type": "text", "text": "Our pick"},
+        ),
+        131009,
+        "interactive.header",
+        schema_refuses=False,
+    ),
     # payments: the default business has no payment configuration
     "an order_details message": Bad(
         set_path(_CTA, "interactive.type", "order_details"),

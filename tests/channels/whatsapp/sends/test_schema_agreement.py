@@ -3,7 +3,8 @@
 Both come from the same models, so for any body the models take, the schema
 must take it, and the other way round. The only exceptions are the rules
 JSON Schema can't say, named here: unique button ids and titles, unique row
-ids, and at most 10 rows across a list's sections (the media store and the
+ids, at most 10 rows across a list's sections, and which interactive kinds
+need a header or take none (one model holds those kinds; the media store and the
 template registry are not the models' business, so they are left out).
 Two families of bodies test it: the sample sends with fields dropped,
 retyped or stretched at random, and bodies built at the edges of every
@@ -25,7 +26,12 @@ from tests.channels.whatsapp.sends.served import served_request_schema
 from tests.channels.whatsapp.test_graph import mutated_sends
 
 # The problems only the server can find (the models word them so).
-INEXPRESSIBLE: Final = ("is used twice", "rows in all its sections")
+INEXPRESSIBLE: Final = (
+    "is used twice",
+    "rows in all its sections",
+    "needs a header",
+    "takes no header",
+)
 
 
 def models_verdict(body: object) -> tuple[bool, list[str]]:
