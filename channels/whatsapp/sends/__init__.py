@@ -41,6 +41,7 @@ from channels.whatsapp.sends.fields import (
     without_nulls,
 )
 from channels.whatsapp.sends.interactive import (
+    AnyHeader,
     ButtonAction,
     ButtonBody,
     ButtonInteractive,
@@ -133,6 +134,7 @@ __all__ = [
     "MESSAGE_TYPES",
     "SEND_REQUEST",
     "WA_NUMBER_PATTERN",
+    "AnyHeader",
     "AudioSend",
     "ButtonAction",
     "ButtonBody",
