@@ -14,6 +14,7 @@ from typing import Final
 __all__ = [
     "ACCESS_TOKEN",
     "API_VERSION",
+    "APP_ID",
     "APP_SECRET",
     "DEFAULT_RETRY_SCHEDULE",
     "DISPLAY_PHONE_NUMBER",
@@ -36,6 +37,8 @@ __all__ = [
 ]
 
 APP_SECRET: Final = "harness-app-secret"
+#: The Meta app the bot is: the one ``GET /{waba_id}/subscribed_apps`` lists.
+APP_ID: Final = "700600500400300"
 VERIFY_TOKEN: Final = "harness-verify-token"
 ACCESS_TOKEN: Final = "harness-access-token"
 PHONE_NUMBER_ID: Final = "100200300400500"
@@ -67,6 +70,7 @@ TEMPLATES: Final = None
 SIMULATOR_DEFAULTS: Final[Mapping[str, object]] = MappingProxyType(
     {
         "app_secret": APP_SECRET,
+        "app_id": APP_ID,
         "verify_token": VERIFY_TOKEN,
         "access_token": ACCESS_TOKEN,
         "phone_number_id": PHONE_NUMBER_ID,

@@ -16,7 +16,8 @@ What is wrong is raised as :class:`BodyTooLarge` or :class:`BadBody`; each
 API words it in its own error shape. :func:`nul_in` finds the NUL
 characters no WhatsApp message carries. :func:`form_fields` reads a send
 written as form fields, as Graph reads them, and
-:func:`objects_written_as_text` reads the objects a JSON send gives as text.
+:func:`objects_written_as_text` reads the objects a JSON send gives as text;
+:func:`graph_parameters` reads the parameters of a Graph call that is not a send.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import json
 import re
 from collections import deque
 from collections.abc import AsyncGenerator, Collection
-from typing import Final
+from typing import Final, cast
 from urllib.parse import parse_qsl
 
 from starlette.datastructures import Headers, UploadFile
@@ -42,6 +43,7 @@ __all__ = [
     "BodyTooLarge",
     "decode_json",
     "form_fields",
+    "graph_parameters",
     "limited_stream",
     "media_type",
     "nul_in",
@@ -246,6 +248,36 @@ def objects_written_as_text(body: object, fields: Collection[str]) -> object:
                 read = dict(body)
             read[key] = decoded
     return read
+
+
+async def graph_parameters(
+    request: Request, limit: int, objects: Collection[str] = ()
+) -> dict[str, object]:
+    """A call's parameters: the query string, then a JSON object or form body over it.
+
+    Graph reads a parameter wherever it is written; each of ``objects`` may be
+    given as its JSON text (in the query string too). A body over ``limit``
+    bytes, or one that is not an object or form fields, answers 100.
+    """
+    given: dict[str, object] = dict(request.query_params)
+    try:
+        raw = await read_limited(request, limit)
+    except BodyTooLarge:
+        raise request_error("", f"the body is over {limit} bytes") from None
+    if raw.strip():
+        try:
+            kind = media_type(request.headers)
+            body = (
+                decode_json(raw)
+                if kind not in FORM_TYPES
+                else await form_fields(raw, request.headers)
+            )
+        except BadBody as exc:
+            raise request_error("", f"the body can't be read ({exc})") from None
+        if not isinstance(body, dict):
+            raise request_error("", "the body must be a JSON object or form fields")
+        given.update(body)
+    return cast("dict[str, object]", objects_written_as_text(given, objects))  # a dict stays one
 
 
 def _written_as_json(value: str) -> bool:

@@ -41,6 +41,7 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from channels.whatsapp import _defaults as default
 from channels.whatsapp._request_body import BadBody, BodyTooLarge, decode_json, read_limited
 from channels.whatsapp.errors import InvalidParameter
 from channels.whatsapp.sends.problems import request_error
@@ -191,7 +192,8 @@ class BusinessAccount:
     """The WhatsApp Business Account a simulator plays: its id, numbers, templates and profile.
 
     ``phone_numbers`` maps each number's id to its display number. The
-    profile is kept per number and changes with each update a bot posts.
+    profile and the settings are kept per number and change with each update
+    a bot posts.
     """
 
     waba_id: str
@@ -200,6 +202,14 @@ class BusinessAccount:
     verified_name: str = "Harness Test Business"
     throughput_mps: float = _STANDARD_MPS
     profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The Meta app the bot is (the one ``subscribed_apps`` lists).
+    app_id: str = default.APP_ID
+    #: What bots set on each number (``POST /{phone_number_id}``) that its fields show.
+    number_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Each number's conversational automation and commerce settings, as bots set them
+    #: (:mod:`~channels.whatsapp._number_settings`).
+    automations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    commerce: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def phone_number(self, phone_number_id: str) -> dict[str, Any]:
         """Every field of a number the simulator has a value for."""
@@ -220,6 +230,7 @@ class BusinessAccount:
             "is_on_biz_app": False,
             "is_pin_enabled": False,
             "is_preverified_number": False,
+            **self.number_settings.get(phone_number_id, {}),
         }
 
     def account(self) -> dict[str, Any]:
@@ -260,6 +271,7 @@ def business_account(config: SimulatorConfig, templates: TemplateRegistry) -> Bu
         {config.phone_number_id: config.display_phone_number},
         templates,
         throughput_mps=config.throughput_mps,
+        app_id=config.app_id,
     )
 
 
@@ -272,7 +284,8 @@ class AccountAPI:
 
     def __init__(self, account: BusinessAccount, check: Callable[[Request], None]) -> None:
         self.account = account
-        self._check = check
+        #: Refuses a bad version or access token (see the class).
+        self.check = check
 
     def node(self, request: Request, object_id: str) -> Response | None:
         """``GET /{version}/{id}`` for the number or the account; ``None`` for another id."""
@@ -294,7 +307,7 @@ class AccountAPI:
 
     async def numbers(self, request: Request) -> Response:
         """``GET /{version}/{waba_id}/phone_numbers``."""
-        self._check(request)
+        self.check(request)
         account = self._known_account(request)
         items = [account.phone_number(number) for number in account.phone_numbers]
         shown = [_fields(request, item, _PHONE_FIELDS, _PHONE_DEFAULT) for item in items]
@@ -302,7 +315,7 @@ class AccountAPI:
 
     async def templates(self, request: Request) -> Response:
         """``GET /{version}/{waba_id}/message_templates``; creating or deleting is refused."""
-        self._check(request)
+        self.check(request)
         account = self._known_account(request)
         if request.method != "GET":
             details = (
@@ -338,7 +351,7 @@ class AccountAPI:
 
     async def profile(self, request: Request) -> Response:
         """``GET`` and ``POST /{version}/{phone_number_id}/whatsapp_business_profile``."""
-        self._check(request)
+        self.check(request)
         phone_number_id = request.path_params["phone_number_id"]
         account = self.account
         if phone_number_id not in account.phone_numbers:

@@ -72,6 +72,8 @@ class SimulatorConfig(_Settings):
     """Everything that identifies the simulated business number and how Meta behaves."""
 
     app_secret: str = default.APP_SECRET
+    #: The Meta app the bot is, as the account lists its subscribed apps.
+    app_id: str = default.APP_ID
     verify_token: str = default.VERIFY_TOKEN
     access_token: str = default.ACCESS_TOKEN
     phone_number_id: str = default.PHONE_NUMBER_ID

@@ -20,77 +20,60 @@ import copy
 from collections.abc import Mapping
 from typing import Any, Final
 
+from channels.whatsapp._number_settings import number_paths, number_schemas
+from channels.whatsapp._openapi_parts import (
+    FIELDS,
+    REF,
+    VERSION,
+    VERSION_PATTERN,
+    error_response,
+    errors,
+    json_body,
+    obj,
+    path_param,
+    query,
+    ref,
+)
 from channels.whatsapp.sends.limits import DEFAULT_LIMITS, SendLimits
 from channels.whatsapp.sends.request import send_schemas
 
 __all__ = ["GRAPH_API_VERSIONS", "VERSION_PATTERN", "build_openapi", "error_response", "json_body"]
 
-VERSION_PATTERN: Final = r"^v[0-9]+\.[0-9]+$"
-"""What the ``{version}`` path segment must look like (``v25.0``)."""
 GRAPH_API_VERSIONS: Final = tuple(f"v{major}.0" for major in range(19, 27))
 """The Graph API versions Meta's changelog lists for WhatsApp, v19.0 to v26.0 (any version is
 served: an expired one is upgraded, as Meta upgrades it)."""
 
-_REF = "#/components/schemas/"
-_ERROR_STATUSES: Final = {
-    "400": "A bad request, or one Meta refuses (rate limits answer 400 with their code).",
-    "401": "The access token is missing, unknown or expired (code 190).",
-    "403": "The business lacks a permission or is blocked.",
-    "404": "Not found: an unknown template (132001), or a path no endpoint serves.",
-    "413": "The body is over the size limit: 1 MiB for a send, 101 MiB for an upload.",
-    "500": "Something went wrong inside the simulator (131000).",
-    "503": "The service is unavailable (131016).",
-}
-
-
-def _ref(name: str) -> dict[str, str]:
-    return {"$ref": _REF + name}
-
-
-def json_body(schema: Mapping[str, Any], description: str) -> dict[str, Any]:
-    """A response (or request body) object holding JSON described by ``schema``."""
-    return {"description": description, "content": {"application/json": {"schema": schema}}}
-
-
-def error_response(description: str) -> dict[str, Any]:
-    """A response object carrying Meta's Graph error envelope."""
-    return json_body(_ref("GraphError"), description)
-
-
-def _object(required: list[str], **properties: Any) -> dict[str, Any]:
-    return {"type": "object", "required": required, "properties": properties}
-
 
 def _response_schemas() -> dict[str, Any]:
     """The schemas of what the endpoints answer (requests come from the send models)."""
-    error = _object(
+    error = obj(
         ["message", "type", "code", "fbtrace_id"],
         message={"type": "string"},
         type={"type": "string"},
         code={"type": "integer"},
         error_subcode={"type": "integer"},
-        error_data=_object(
+        error_data=obj(
             ["details"], messaging_product={"const": "whatsapp"}, details={"type": "string"}
         ),
         fbtrace_id={"type": "string"},
     )
-    contact = _object(
+    contact = obj(
         ["input"], input={"type": "string"}, wa_id={"type": "string"}, user_id={"type": "string"}
     )
-    message = _object(
+    message = obj(
         ["id"],
         id={"type": "string", "pattern": "^wamid\\."},
         message_status={"type": "string"},
         group_id={"type": "string"},
     )
     return {
-        "SendResponse": _object(
+        "SendResponse": obj(
             ["messaging_product", "contacts", "messages"],
             messaging_product={"const": "whatsapp"},
             contacts={"type": "array", "items": contact},
             messages={"type": "array", "minItems": 1, "items": message},
         ),
-        "Success": _object(["success"], success={"const": True}),
+        "Success": obj(["success"], success={"const": True}),
         "MediaUpload": {
             "type": "object",
             "required": ["file"],
@@ -110,8 +93,8 @@ def _response_schemas() -> dict[str, Any]:
                 },
             },
         },
-        "MediaId": _object(["id"], id={"type": "string", "pattern": "^[0-9]+$"}),
-        "MediaInfo": _object(
+        "MediaId": obj(["id"], id={"type": "string", "pattern": "^[0-9]+$"}),
+        "MediaInfo": obj(
             ["messaging_product", "url", "mime_type", "sha256", "file_size", "id"],
             messaging_product={"const": "whatsapp"},
             url={"type": "string"},
@@ -120,16 +103,16 @@ def _response_schemas() -> dict[str, Any]:
             file_size={"type": "string", "pattern": "^[0-9]+$"},
             id={"type": "string"},
         ),
-        "GraphError": _object(["error"], error=error),
-        "Node": _object(["id"], id={"type": "string"}),
-        "Page": _object(
+        "GraphError": obj(["error"], error=error),
+        "Node": obj(["id"], id={"type": "string"}),
+        "Page": obj(
             ["data"],
             data={"type": "array", "items": {"type": "object"}},
             paging={"type": "object"},
             summary={"type": "object"},
         ),
-        "BusinessProfile": _object(
-            ["data"], data={"type": "array", "items": _object(["messaging_product"])}
+        "BusinessProfile": obj(
+            ["data"], data={"type": "array", "items": obj(["messaging_product"])}
         ),
         "BusinessProfileUpdate": {
             "type": "object",
@@ -149,26 +132,6 @@ def _response_schemas() -> dict[str, Any]:
     }
 
 
-def _path_param(
-    name: str,
-    description: str,
-    pattern: str | None = None,
-    choices: tuple[str, ...] = (),
-) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "string", "minLength": 1}
-    if pattern is not None:
-        schema["pattern"] = pattern
-    if choices:
-        schema["enum"] = list(choices)
-    return {
-        "name": name,
-        "in": "path",
-        "required": True,
-        "description": description,
-        "schema": schema,
-    }
-
-
 def _owner(description: str) -> dict[str, Any]:
     """The media endpoint's optional ``phone_number_id`` query parameter."""
     return {
@@ -180,38 +143,28 @@ def _owner(description: str) -> dict[str, Any]:
     }
 
 
-def _errors(*statuses: str) -> dict[str, Any]:
-    return {status: error_response(_ERROR_STATUSES[status]) for status in statuses}
-
-
-_VERSION = _path_param(
-    "version",
-    "A Graph API version, such as v25.0. A version past its two years is served by the oldest"
-    " one still live, as Meta does.",
-    VERSION_PATTERN,
-)
 _SEND_ERRORS = ("400", "401", "403", "404", "413", "500", "503")
 
 
 def _paths() -> dict[str, Any]:
-    phone = _path_param("phone_number_id", "The business phone number's id.")
-    media_id = _path_param("media_id", "A media id from an upload or a webhook.")
+    phone = path_param("phone_number_id", "The business phone number's id.")
+    media_id = path_param("media_id", "A media id from an upload or a webhook.")
     return {
         "/{version}/{phone_number_id}/messages": {
             "post": {
                 "operationId": "sendMessage",
                 "summary": "Send a message, mark one read, or show a typing indicator.",
-                "parameters": [_VERSION, phone],
+                "parameters": [VERSION, phone],
                 "requestBody": {
                     "required": True,
-                    "content": {"application/json": {"schema": _ref("SendRequest")}},
+                    "content": {"application/json": {"schema": ref("SendRequest")}},
                 },
                 "responses": {
                     "200": json_body(
-                        {"anyOf": [_ref("SendResponse"), _ref("Success")]},
+                        {"anyOf": [ref("SendResponse"), ref("Success")]},
                         "Accepted: the message's wamid, or success for a read receipt.",
                     ),
-                    **_errors(*_SEND_ERRORS),
+                    **errors(*_SEND_ERRORS),
                 },
             }
         },
@@ -220,7 +173,7 @@ def _paths() -> dict[str, Any]:
                 "operationId": "uploadMedia",
                 "summary": "Upload a file to send later by id.",
                 "parameters": [
-                    _VERSION,
+                    VERSION,
                     phone,
                     {
                         "name": "messaging_product",
@@ -232,11 +185,11 @@ def _paths() -> dict[str, Any]:
                 ],
                 "requestBody": {
                     "required": True,
-                    "content": {"multipart/form-data": {"schema": _ref("MediaUpload")}},
+                    "content": {"multipart/form-data": {"schema": ref("MediaUpload")}},
                 },
                 "responses": {
-                    "200": json_body(_ref("MediaId"), "The new media id."),
-                    **_errors("400", "401", "413", "500"),
+                    "200": json_body(ref("MediaId"), "The new media id."),
+                    **errors("400", "401", "413", "500"),
                 },
             }
         },
@@ -246,56 +199,64 @@ def _paths() -> dict[str, Any]:
                 "summary": "Media metadata, with a download URL valid for 5 minutes; or the"
                 " business's phone number, its account or a template, by their ids.",
                 "parameters": [
-                    _VERSION,
+                    VERSION,
                     media_id,
                     _owner("Only answer if the media was uploaded on this number."),
-                    _FIELDS,
+                    FIELDS,
                 ],
                 "responses": {
                     "200": json_body(
-                        {"anyOf": [_ref("MediaInfo"), _ref("Node")]},
+                        {"anyOf": [ref("MediaInfo"), ref("Node")]},
                         "The media's metadata, or the node's fields.",
                     ),
-                    **_errors("400", "401", "404", "500"),
+                    **errors("400", "401", "404", "500"),
                 },
             },
             "post": {
-                "operationId": "numberSettings",
-                "summary": "For the business's number: its own webhook URL"
-                " (webhook_configuration: override_callback_uri, verify_token).",
-                "parameters": [_VERSION, media_id],
+                "operationId": "updatePhoneNumberStatus",
+                "summary": "For the business's number: its settings (pin, new_display_name,"
+                " whatsapp_business_api_data, search_visibility, username, connection_status,"
+                " webhook_url) and its own webhook URL (webhook_configuration:"
+                " override_callback_uri, verify_token). The parameters may also come as"
+                " query or form parameters.",
+                "parameters": [VERSION, media_id],
+                "requestBody": {
+                    "required": False,
+                    "content": {"application/json": {"schema": ref("PhoneNumberUpdate")}},
+                },
                 "responses": {
-                    "200": json_body(_ref("Success"), "Done."),
-                    **_errors("400", "401", "404", "500"),
+                    "200": json_body(ref("Success"), "Done."),
+                    **errors("400", "401", "404", "500"),
                 },
             },
             "delete": {
                 "operationId": "deleteMedia",
                 "summary": "Delete uploaded media.",
                 "parameters": [
-                    _VERSION,
+                    VERSION,
                     media_id,
                     _owner("Only delete the media if it was uploaded on this number."),
                 ],
                 "responses": {
-                    "200": json_body(_ref("Success"), "Deleted."),
-                    **_errors("400", "401", "404", "500"),
+                    "200": json_body(ref("Success"), "Deleted."),
+                    **errors("400", "401", "404", "500"),
                 },
             },
         },
         **_account_paths(phone),
+        **number_paths(phone),
         **_subscription_paths(),
         "/_media/{token}": {
             "get": {
                 "operationId": "downloadMedia",
                 "summary": "Download media through a URL from getMedia (needs the token).",
-                "parameters": [_path_param("token", "The URL's opaque token.")],
+                "parameters": [path_param("token", "The URL's opaque token.")],
                 "responses": {
                     "200": {
                         "description": "The file, with its MIME type.",
                         "content": {"*/*": {"schema": {"type": "string"}}},
                     },
-                    **_errors("401", "404", "500"),
+                    **errors("401", "404", "500"),
                 },
             }
         },
@@ -310,57 +271,38 @@ def _paths() -> dict[str, Any]:
     }
 
 
-_FIELDS: Final = {
-    "name": "fields",
-    "in": "query",
-    "required": False,
-    "description": "The fields to answer, comma-separated (id is always given).",
-    "schema": {"type": "string"},
-}
-
-
-def _query(name: str, description: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "in": "query",
-        "required": False,
-        "description": description,
-        "schema": {"type": "string"},
-    }
-
-
 def _account_paths(phone: Mapping[str, Any]) -> dict[str, Any]:
     """The business account's read endpoints (:mod:`channels.whatsapp.account`)."""
-    waba = _path_param("waba_id", "The WhatsApp Business Account's id.")
+    waba = path_param("waba_id", "The WhatsApp Business Account's id.")
     paging = [
-        _query("limit", "At most this many on a page (25 by default)."),
-        _query("after", "The page after this cursor."),
-        _query("before", "The page before this cursor."),
+        query("limit", "At most this many on a page (25 by default)."),
+        query("after", "The page after this cursor."),
+        query("before", "The page before this cursor."),
     ]
-    page = {"200": json_body(_ref("Page"), "A page of them."), **_errors("400", "401", "500")}
-    refused = {**_errors("400", "401", "500")}
+    page = {"200": json_body(ref("Page"), "A page of them."), **errors("400", "401", "500")}
+    refused = {**errors("400", "401", "500")}
     return {
         "/{version}/{phone_number_id}/whatsapp_business_profile": {
             "get": {
                 "operationId": "getBusinessProfile",
                 "summary": "The number's business profile.",
-                "parameters": [_VERSION, phone, _FIELDS],
+                "parameters": [VERSION, phone, FIELDS],
                 "responses": {
-                    "200": json_body(_ref("BusinessProfile"), "The profile."),
-                    **_errors("400", "401", "500"),
+                    "200": json_body(ref("BusinessProfile"), "The profile."),
+                    **errors("400", "401", "500"),
                 },
             },
             "post": {
                 "operationId": "updateBusinessProfile",
                 "summary": "Change the number's business profile.",
-                "parameters": [_VERSION, phone],
+                "parameters": [VERSION, phone],
                 "requestBody": {
                     "required": True,
-                    "content": {"application/json": {"schema": _ref("BusinessProfileUpdate")}},
+                    "content": {"application/json": {"schema": ref("BusinessProfileUpdate")}},
                 },
                 "responses": {
-                    "200": json_body(_ref("Success"), "Changed."),
-                    **_errors("400", "401", "500"),
+                    "200": json_body(ref("Success"), "Changed."),
+                    **errors("400", "401", "500"),
                 },
             },
         },
@@ -368,7 +310,7 @@ def _account_paths(phone: Mapping[str, Any]) -> dict[str, Any]:
             "get": {
                 "operationId": "getPhoneNumbers",
                 "summary": "The account's phone numbers.",
-                "parameters": [_VERSION, waba, _FIELDS, *paging],
+                "parameters": [VERSION, waba, FIELDS, *paging],
                 "responses": page,
             }
         },
@@ -377,25 +319,25 @@ def _account_paths(phone: Mapping[str, Any]) -> dict[str, Any]:
                 "operationId": "getTemplates",
                 "summary": "The account's message templates.",
                 "parameters": [
-                    _VERSION,
+                    VERSION,
                     waba,
-                    _FIELDS,
+                    FIELDS,
                     *paging,
-                    *(_query(key, f"Only templates of this {key}.") for key in _TEMPLATE_FILTERS),
-                    _query("summary", "true, or the counts to give (total_count ...)."),
+                    *(query(key, f"Only templates of this {key}.") for key in _TEMPLATE_FILTERS),
+                    query("summary", "true, or the counts to give (total_count ...)."),
                 ],
                 "responses": page,
             },
             "post": {
                 "operationId": "createTemplate",
                 "summary": "Refused: the simulator's templates are given, not created.",
-                "parameters": [_VERSION, waba],
+                "parameters": [VERSION, waba],
                 "responses": refused,
             },
             "delete": {
                 "operationId": "deleteTemplate",
                 "summary": "Refused: the simulator's templates are given, not deleted.",
-                "parameters": [_VERSION, waba],
+                "parameters": [VERSION, waba],
                 "responses": refused,
             },
         },
@@ -407,23 +349,21 @@ _TEMPLATE_FILTERS: Final = ("name", "status", "language", "category")
 
 def _subscription_paths() -> dict[str, Any]:
     """Where a bot registers its webhook URL (:mod:`channels.whatsapp.subscriptions`)."""
-    app_id = _path_param("app_id", "The app's id.", "^[0-9]+$")
-    waba = _path_param("waba_id", "The WhatsApp Business Account's id.")
-    done = {"200": json_body(_ref("Success"), "Done."), **_errors("400", "401", "500")}
+    app_id = path_param("app_id", "The app's id.", "^[0-9]+$")
+    waba = path_param("waba_id", "The WhatsApp Business Account's id.")
+    done = {"200": json_body(ref("Success"), "Done."), **errors("400", "401", "500")}
     token = {
         "operationId": "appAccessToken",
         "summary": "The app's access token, for its id and secret.",
         "security": [],
         "parameters": [
-            _query("grant_type", "client_credentials."),
-            _query("client_id", "The app's id."),
-            _query("client_secret", "The app's secret."),
+            query("grant_type", "client_credentials."),
+            query("client_id", "The app's id."),
+            query("client_secret", "The app's secret."),
         ],
         "responses": {
-            "200": json_body(
-                _object(["access_token"], access_token={"type": "string"}), "A token."
-            ),
-            **_errors("400", "500"),
+            "200": json_body(obj(["access_token"], access_token={"type": "string"}), "A token."),
+            **errors("400", "500"),
         },
     }
     return {
@@ -432,7 +372,7 @@ def _subscription_paths() -> dict[str, Any]:
             "get": {
                 **token,
                 "operationId": "appAccessTokenVersioned",
-                "parameters": [_VERSION, *token["parameters"]],
+                "parameters": [VERSION, *token["parameters"]],
             }
         },
         "/{version}/{app_id}/subscriptions": {
@@ -440,7 +380,7 @@ def _subscription_paths() -> dict[str, Any]:
                 "operationId": "subscribeApp",
                 "summary": "The app's webhook URL (object, callback_url, verify_token, fields);"
                 " checked with a verification GET. Takes the app's token.",
-                "parameters": [_VERSION, app_id],
+                "parameters": [VERSION, app_id],
                 "responses": done,
             }
         },
@@ -448,23 +388,23 @@ def _subscription_paths() -> dict[str, Any]:
             "get": {
                 "operationId": "getSubscribedApps",
                 "summary": "The apps subscribed to the account.",
-                "parameters": [_VERSION, waba],
+                "parameters": [VERSION, waba],
                 "responses": {
-                    "200": json_body(_ref("Page"), "The apps."),
-                    **_errors("400", "401", "500"),
+                    "200": json_body(ref("Page"), "The apps."),
+                    **errors("400", "401", "500"),
                 },
             },
             "post": {
                 "operationId": "subscribeToAccount",
                 "summary": "Subscribe the app; with override_callback_uri and verify_token, the"
                 " account's own webhook URL.",
-                "parameters": [_VERSION, waba],
+                "parameters": [VERSION, waba],
                 "responses": done,
             },
             "delete": {
                 "operationId": "unsubscribeFromAccount",
                 "summary": "Unsubscribe the app.",
-                "parameters": [_VERSION, waba],
+                "parameters": [VERSION, waba],
                 "responses": done,
             },
         },
@@ -489,7 +429,11 @@ def build_openapi(
         if path in paths:
             raise ValueError(f"the OpenAPI document already describes {path}")
         paths[path] = copy.deepcopy(dict(item))
-    schemas = {**send_schemas(limits, ref_template=_REF + "{model}"), **_response_schemas()}
+    schemas = {
+        **send_schemas(limits, ref_template=REF + "{model}"),
+        **_response_schemas(),
+        **number_schemas(),
+    }
     schemas.update({name: copy.deepcopy(dict(s)) for name, s in (extra_schemas or {}).items()})
     document: dict[str, Any] = {
         "openapi": "3.1.0",

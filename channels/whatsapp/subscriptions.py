@@ -12,7 +12,8 @@ one of three ways, each served here as Meta serves it:
   ``override_callback_uri`` and ``verify_token`` (without them, it subscribes
   the app to the account and changes nothing else);
 - for the number: ``POST /{phone_number_id}`` with ``webhook_configuration``
-  (``override_callback_uri``, ``verify_token``).
+  (``override_callback_uri``, ``verify_token``), alone or with the number's
+  other settings (:mod:`~channels.whatsapp._number_settings`).
 
 Meta checks the URL before it answers: a GET with ``hub.mode=subscribe``,
 the verify token and a challenge, which the bot must echo. A URL that fails
@@ -23,6 +24,12 @@ and the account's before the app's; in a run, where the harness already
 delivers to the agent, a registration is checked and answered but does not
 move the webhooks. Parameters are read from the query string, a form or a
 JSON body, as Graph reads them.
+
+``GET /{waba_id}/subscribed_apps`` lists the app (its id, name and link) once
+it subscribed, and also, as on Meta, while webhooks go to a URL (``harness
+serve --webhook-url``, a run against a URL): an app that receives the
+account's webhooks is subscribed to it. A ``DELETE`` takes it off the list
+until it subscribes again; the webhooks still go where they went.
 """
 
 from __future__ import annotations
@@ -37,15 +44,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from channels.whatsapp._graph_app import ANY_METHOD
-from channels.whatsapp._request_body import (
-    FORM_TYPES,
-    BadBody,
-    BodyTooLarge,
-    decode_json,
-    form_fields,
-    media_type,
-    read_limited,
-)
+from channels.whatsapp._number_settings import NUMBER_OBJECTS, NumberSettingsAPI, number_update
+from channels.whatsapp._request_body import graph_parameters
 from channels.whatsapp.account import AccountAPI, BusinessAccount, unknown_object
 from channels.whatsapp.delivery import handshake
 from channels.whatsapp.errors import AuthError, GraphAPIError
@@ -227,6 +227,11 @@ class Registrar:
             current = SwitchTarget(target, registration.verify_token)
         sim.connect(current, verified=True)  # the same target again: what is scheduled stays
 
+    def delivering(self) -> bool:
+        """Whether the simulator delivers webhooks to a URL (so, on Meta, to a subscribed app)."""
+        deliverer = self.sim.deliverer
+        return deliverer is not None and isinstance(deliverer.target, SwitchTarget | UrlTarget)
+
 
 class SubscriptionsAPI:
     """The registration endpoints (see the module).
@@ -251,6 +256,8 @@ class SubscriptionsAPI:
         self.on_callback = on_callback
         #: The account's subscribed apps, as ``GET /{waba_id}/subscribed_apps`` lists them.
         self.subscribed: dict[str, dict[str, Any]] = {}
+        #: Whether the app unsubscribed (``DELETE``) since it last subscribed.
+        self.left = False
 
     async def app_token(self, request: Request) -> Response:
         """``GET /oauth/access_token``: the app's token, for its id and secret."""
@@ -274,7 +281,7 @@ class SubscriptionsAPI:
         """``POST /{version}/{app_id}/subscriptions``: the app's webhook URL for an object."""
         self._check_version(request)
         app_id = request.path_params["app_id"]
-        given = await _parameters(request)
+        given = await graph_parameters(request, _BODY_LIMIT)
         self._app_token(request, given, app_id)
         if given.get("object") != "whatsapp_business_account":
             raise request_error(
@@ -292,13 +299,18 @@ class SubscriptionsAPI:
         if waba_id != self.account.waba_id:
             raise unknown_object(request.method, waba_id)
         if request.method == "GET":
-            return JSONResponse({"data": list(self.subscribed.values())})
+            listed = dict(self.subscribed)
+            hook = self.on_callback
+            if not listed and not self.left and isinstance(hook, Registrar) and hook.delivering():
+                listed["app"] = self._app()  # it receives the account's webhooks
+            return JSONResponse({"data": list(listed.values())})
         if request.method == "DELETE":
             self.subscribed.clear()
+            self.left = True
             return JSONResponse({"success": True})
-        given = await _parameters(request)
+        given = await graph_parameters(request, _BODY_LIMIT)
         url = given.get("override_callback_uri")
-        entry: dict[str, Any] = {"whatsapp_business_api_data": {"name": "WhatsApp bot"}}
+        entry = self._app()
         if url is not None:
             token = _required(given, "verify_token")
             await self._register(
@@ -306,19 +318,34 @@ class SubscriptionsAPI:
             )
             entry["override_callback_uri"] = url
         self.subscribed["app"] = entry
+        self.left = False
         return JSONResponse({"success": True})
 
+    def _app(self) -> dict[str, Any]:
+        """The app as the account lists it (Meta's example: its id, name and link)."""
+        app_id = self.account.app_id
+        link = f"https://www.facebook.com/games/?app_id={app_id}"
+        return {"whatsapp_business_api_data": {"id": app_id, "name": "WhatsApp bot", "link": link}}
+
     async def phone_settings(self, request: Request, phone_number_id: str) -> Response:
-        """``POST /{version}/{phone_number_id}``: the number's own webhook URL."""
-        given = await _parameters(request)
-        configuration = given.get("webhook_configuration")
-        if not isinstance(configuration, Mapping):
-            raise request_error(
-                "webhook_configuration", "required: an object with override_callback_uri"
-            )
-        url = _required(configuration, "override_callback_uri", "webhook_configuration.")
-        token = _required(configuration, "verify_token", "webhook_configuration.")
-        await self._register(CallbackRegistration("phone", url, token))
+        """``POST /{version}/{phone_number_id}``: the number's settings and its own webhook URL.
+
+        Everything given is checked before anything changes (:func:`number_update`); a
+        ``webhook_configuration`` is then verified and registered, and the rest kept.
+        """
+        given = await graph_parameters(request, _BODY_LIMIT, NUMBER_OBJECTS)
+        shown = number_update(given)
+        if "webhook_configuration" in given:
+            configuration = given["webhook_configuration"]
+            if not isinstance(configuration, Mapping):
+                raise request_error(
+                    "webhook_configuration",
+                    "must be an object with override_callback_uri and verify_token",
+                )
+            url = _required(configuration, "override_callback_uri", "webhook_configuration.")
+            token = _required(configuration, "verify_token", "webhook_configuration.")
+            await self._register(CallbackRegistration("phone", url, token))
+        self.account.number_settings.setdefault(phone_number_id, {}).update(shown)
         return JSONResponse({"success": True})
 
     def _app_token(self, request: Request, given: Mapping[str, Any], app_id: str) -> None:
@@ -342,33 +369,6 @@ class SubscriptionsAPI:
             raise request_error("callback_url", "must be an http:// or https:// URL")
         if self.on_callback is not None:
             await self.on_callback(registration)
-
-
-async def _parameters(request: Request) -> dict[str, Any]:
-    """The call's parameters: the query string, then a JSON or form body over it."""
-    given: dict[str, Any] = dict(request.query_params)
-    try:
-        raw = await read_limited(request, _BODY_LIMIT)
-    except BodyTooLarge:
-        raise request_error("", f"the body is over {_BODY_LIMIT} bytes") from None
-    if not raw.strip():
-        return given
-    kind = media_type(request.headers)
-    try:
-        body = (
-            decode_json(raw) if kind not in FORM_TYPES else await form_fields(raw, request.headers)
-        )
-    except BadBody as exc:
-        raise request_error("", f"the body can't be read ({exc})") from None
-    if not isinstance(body, dict):
-        raise request_error("", "the body must be a JSON object or form fields")
-    given.update(body)
-    if isinstance(given.get("webhook_configuration"), str):  # a form gives objects as JSON text
-        try:
-            given["webhook_configuration"] = decode_json(given["webhook_configuration"].encode())
-        except BadBody as exc:
-            raise request_error("webhook_configuration", f"is not a JSON object ({exc})") from None
-    return given
 
 
 def _required(given: Mapping[str, Any], name: str, prefix: str = "") -> str:
@@ -398,10 +398,21 @@ def business_routes(
     ``not_allowed`` answers a method a path does not take (405), for the
     token's path, which would otherwise be read as ``/{version}/{id}``.
     """
+    settings = NumberSettingsAPI(account.account, account.check)
     routes = [
         Route(
             "/{version}/{phone_number_id}/whatsapp_business_profile",
             guard(account.profile),
+            methods=["GET", "POST"],
+        ),
+        Route(
+            "/{version}/{phone_number_id}/conversational_automation",
+            guard(settings.automation),
+            methods=["GET", "POST"],
+        ),
+        Route(
+            "/{version}/{phone_number_id}/whatsapp_commerce_settings",
+            guard(settings.commerce),
             methods=["GET", "POST"],
         ),
         Route("/{version}/{waba_id}/phone_numbers", guard(account.numbers)),

@@ -25,6 +25,7 @@ from channels.whatsapp.transport import GraphRedirectSync
 from channels.whatsapp.url_target import UrlTarget
 from harness.clock import VirtualClock
 from tests.bots.loopback import free_port
+from tests.channels.whatsapp.conformance import spec
 from tests.support.graph_errors import graph_error
 
 CONFIG: Final = SimulatorConfig()
@@ -32,6 +33,12 @@ APP_ID: Final = "4242424242"
 APP_TOKEN: Final = f"{APP_ID}|{CONFIG.app_secret}"
 AUTH: Final = {"Authorization": f"Bearer {CONFIG.access_token}"}
 WA_ID: Final = "5511987654321"
+#: The app as the account lists it: Meta's example of getAllSubscriptionsForAWaba gives these.
+LISTED_APP: Final = {
+    "id": CONFIG.app_id,
+    "name": "WhatsApp bot",
+    "link": f"https://www.facebook.com/games/?app_id={CONFIG.app_id}",
+}
 
 
 @pytest.fixture
@@ -106,7 +113,7 @@ async def test_the_account_lists_its_subscribed_app(client: httpx.AsyncClient) -
     assert (await client.get(path, headers=AUTH)).json() == {"data": []}
     assert (await client.post(path, headers=AUTH)).json() == {"success": True}
     [app] = (await client.get(path, headers=AUTH)).json()["data"]
-    assert "override_callback_uri" not in app
+    assert app == {"whatsapp_business_api_data": LISTED_APP}
     override = {"override_callback_uri": "https://bot.example.com/wa", "verify_token": "mine"}
     assert (await client.post(path, json=override, headers=AUTH)).json() == {"success": True}
     [app] = (await client.get(path, headers=AUTH)).json()["data"]
@@ -120,12 +127,43 @@ async def test_the_account_lists_its_subscribed_app(client: httpx.AsyncClient) -
     )
 
 
+def test_the_listed_app_has_what_metas_example_gives() -> None:
+    operation = spec.as_written()["paths"]["/{Version}/{WABA-ID}/subscribed_apps"]["get"]
+    examples = operation["responses"]["200"]["content"]["application/json"]["examples"]
+    [example, *_] = examples["multiple_subscriptions"]["value"]["data"]
+    listed = example["whatsapp_business_api_data"]
+    assert set(listed) == set(LISTED_APP)
+    assert listed["link"] == f"https://www.facebook.com/games/?app_id={listed['id']}"
+
+
+@pytest.mark.parametrize("target", ["switch", "url"])
+async def test_an_app_that_receives_the_webhooks_at_a_url_is_subscribed(target: str) -> None:
+    # harness serve --webhook-url (a SwitchTarget), or a run against a URL: on Meta, an app
+    # receives the account's webhooks only if it is subscribed to the account.
+    sim = WhatsAppSimulator(CONFIG, clock=VirtualClock())
+    url = "http://127.0.0.1:9/webhook"
+    sim.connect(SwitchTarget(UrlTarget(url)) if target == "switch" else url)
+    path = f"/v25.0/{CONFIG.waba_id}/subscribed_apps"
+    async with sim.graph_client() as graph:
+        listed = (await graph.get(path, headers=AUTH)).json()
+        assert listed == {"data": [{"whatsapp_business_api_data": LISTED_APP}]}
+        assert (await graph.delete(path, headers=AUTH)).json() == {"success": True}
+        assert (await graph.get(path, headers=AUTH)).json() == {"data": []}
+        assert (await graph.post(path, headers=AUTH)).json() == {"success": True}
+        assert (await graph.get(path, headers=AUTH)).json() == listed
+    await sim.aclose()
+
+
 async def test_the_number_takes_a_url_of_its_own(client: httpx.AsyncClient) -> None:
     body = {"webhook_configuration": {"override_callback_uri": "https://x/wa", "verify_token": "t"}}
     path = f"/v25.0/{CONFIG.phone_number_id}/"  # pywa writes the trailing slash
     assert (await client.post(path, json=body, headers=AUTH)).json() == {"success": True}
     assert graph_error(await client.post(path, json={}, headers=AUTH)).startswith(
-        "webhook_configuration: required"
+        "nothing to change: give at least one of pin,"
+    )
+    lacking = {"webhook_configuration": {"override_callback_uri": "https://x/wa"}}
+    assert graph_error(await client.post(path, json=lacking, headers=AUTH)) == (
+        "webhook_configuration.verify_token: required"
     )
     media = await client.post("/v25.0/123456", json=body, headers=AUTH)
     assert "no object with ID '123456'" in graph_error(media)
