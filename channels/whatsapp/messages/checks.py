@@ -15,7 +15,7 @@ a message to what Meta always sends:
   message that held it: ``context`` with ``from`` and ``id``;
 - a ``context`` that quotes a message has both ``from`` and ``id``;
 - an ``unsupported`` message says why (``errors``);
-- a text is not empty, a contacts message shares at least one card, a
+- a text is not empty (nor only spaces), a contacts message shares at least one card, a
   location lies on the globe.
 
 Unknown extra fields pass, as Meta's own do. Every refusal is a
@@ -84,8 +84,9 @@ def check_inbound(item: Mapping[str, Any]) -> InboundMessage:
     _check_context(item, message)
     if isinstance(message, InteractiveMessage):
         _check_interactive(item["interactive"], message)
-    elif isinstance(message, TextMessage) and not message.text.body:
-        raise refusal("text.body", "empty; WhatsApp sends no empty message")
+    elif isinstance(message, TextMessage) and not message.text.body.strip():
+        # The app's send button stays off until the text holds more than spaces.
+        raise refusal("text.body", "empty; WhatsApp sends no empty message (nor one of spaces)")
     elif isinstance(message, ContactsMessage) and not message.contacts:
         raise refusal("contacts", "a contacts message shares at least one card")
     elif isinstance(message, LocationMessage):

@@ -297,6 +297,7 @@ async def test_media_must_name_a_stored_file_of_its_kind(
             "at contacts: a message of type 'contacts' carries a ",
         ),
         ({"type": "text", "text": {"body": ""}}, "at text.body: empty; WhatsApp sends no empty"),
+        ({"type": "text", "text": {"body": " \n\t"}}, "at text.body: empty; WhatsApp sends no emp"),
         ({"type": "text", "text": {}}, "at text.body: Field required"),
         (
             {"type": "contacts", "contacts": []},
