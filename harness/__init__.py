@@ -266,6 +266,7 @@ _OWNERS: dict[str, str] = {
     "Store": "harness.store",
     "StoreError": "harness.exceptions",
     "StoreUnavailable": "harness.exceptions",
+    "StraySend": "harness.results",
     "SystemClock": "harness.clock",
     "SystemPrompt": "harness.llm",
     "TapStep": "harness.suites.steps",

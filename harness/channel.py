@@ -25,6 +25,7 @@ from pydantic import JsonValue
 
 from harness.clock import DEFAULT_REAL_WORK_LIMIT, Clock, OffsetClock
 from harness.recording import Recording
+from harness.results import StraySend
 from harness.store import Store
 from harness.trace import Conversation, Event
 
@@ -157,6 +158,13 @@ class RunShared(Protocol):
 
     def late(self, namespace: str) -> list[Event]:
         """What the agent did for the scenario ``namespace`` after that scenario had ended."""
+        ...
+
+    def strays(self, namespace: str) -> list[StraySend]:
+        """What the agent sent, while scenario ``namespace`` ran, to numbers none of its users has.
+
+        Listed beside the scenario's verdict; the runner asks a run context that has it.
+        """
         ...
 
 

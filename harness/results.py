@@ -23,6 +23,7 @@ __all__ = [
     "ScenarioResult",
     "ScenarioStatus",
     "Skip",
+    "StraySend",
     "Violation",
     "ViolationKind",
 ]
@@ -86,6 +87,45 @@ class Skip(_Model):
         return f"{field}{where}: {self.reason}"
 
 
+class StraySend(_Model):
+    """A message the agent sent to a number that is none of this scenario's users.
+
+    Against an agent at a URL one fake Graph API serves the whole run and
+    hands each send to the scenario whose user it addresses; a send to a
+    number no scenario plays belongs to none. The run answers it as Meta
+    would (accepted, then a ``failed`` status with 131047: the number never
+    wrote) and lists it on the scenario that was running when it came, or on
+    each of them when ``running`` says several were (0: none was, and it is
+    listed on the one that ended last). It is shown beside the verdict and
+    does not change it: the scenario's own checks say what its user missed.
+    ``outcome`` is what became of the send (``accepted, then failed: 131047
+    (Re-engagement message)``).
+    """
+
+    to: str
+    type: str
+    text: str | None = None
+    at: AwareDatetime | None = None
+    wamid: str | None = None
+    outcome: str = ""
+    running: int = 1
+
+    def headline(self) -> str:
+        """One line: what was sent to which number, while what ran, and what became of it."""
+        what = f"{self.type} {self.text!r}" if self.text else f"a {self.type} message"
+        line = f"the agent sent {what} to {self.to}, "
+        if self.running == 1:
+            line += "a number that is none of this scenario's users"
+        elif self.running > 1:
+            line += (
+                f"a number that matched no scenario's user (sent while {self.running} "
+                "scenarios ran: listed on each)"
+            )
+        else:
+            line += "a number that matched no scenario's user (sent after this scenario ended)"
+        return line + (f"; {self.outcome}" if self.outcome else "")
+
+
 class Judgement(_Model):
     """What the judge made of a scenario's conversation, beside what the invariants found.
 
@@ -124,6 +164,9 @@ class ScenarioResult(_Model):
     background work while the scenario ran (:mod:`harness.failures`), one
     line each. ``outage`` marks an error that is not the agent's: the store
     under the scenario failed or restarted (see :mod:`harness.outages`).
+    ``stray_sends`` are the messages the agent sent, while the scenario ran,
+    to numbers that are none of its users (:class:`StraySend`), shown beside
+    its status.
     """
 
     name: str
@@ -140,6 +183,7 @@ class ScenarioResult(_Model):
     reproduce: str = ""
     skipped: tuple[Skip, ...] = ()
     agent_errors: tuple[str, ...] = ()
+    stray_sends: tuple[StraySend, ...] = ()
     judgement: Judgement | None = None
     #: What the simulated users did, a line each (``say: hi``, ``tap: Confirm``, ``wait: 1d``).
     simulated: tuple[str, ...] = ()

@@ -142,6 +142,7 @@ if TYPE_CHECKING:
     from channels.whatsapp.simulator import *
     from channels.whatsapp.simuser import *
     from channels.whatsapp.statuses import *
+    from channels.whatsapp.strays import *
     from channels.whatsapp.subscriptions import *
     from channels.whatsapp.summary import *
     from channels.whatsapp.templates import *
@@ -232,6 +233,7 @@ _OWNERS: dict[str, str] = {
     "Image": "channels.whatsapp.messages",
     "ImageMessage": "channels.whatsapp.messages",
     "ImageSend": "channels.whatsapp.sends",
+    "InFlight": "channels.whatsapp.strays",
     "InProcessClient": "channels.whatsapp.inprocess",
     "InboundMessage": "channels.whatsapp.messages",
     "Interactive": "channels.whatsapp.messages",
@@ -323,6 +325,7 @@ _OWNERS: dict[str, str] = {
     "StickerMessage": "channels.whatsapp.messages",
     "StickerSend": "channels.whatsapp.sends",
     "StoredMedia": "channels.whatsapp.media",
+    "StraySends": "channels.whatsapp.strays",
     "TYPING_SHOWN": "channels.whatsapp.activity",
     "TemplateButton": "channels.whatsapp.templates",
     "TemplateDisabled": "channels.whatsapp.errors",
@@ -415,6 +418,7 @@ _OWNERS: dict[str, str] = {
     "interactive_options": "channels.whatsapp.summary",
     "is_animated_webp": "channels.whatsapp.media",
     "is_bsuid": "channels.whatsapp.ids",
+    "is_message_send": "channels.whatsapp.strays",
     "is_valid": "channels.whatsapp.signing",
     "is_wamid": "channels.whatsapp.ids",
     "iter_updates": "channels.whatsapp.envelope",

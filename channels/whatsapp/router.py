@@ -11,7 +11,10 @@ one media store.
 
 A send for a scenario that has already ended is accepted as Meta would
 accept it, and kept as *late* for that scenario (:meth:`GraphRouter.late`),
-never credited to another one.
+never credited to another one. A message to a number no scenario plays is
+answered as Meta answers it (accepted, then a ``failed`` status with 131047,
+delivered to the agent), and kept for the scenarios running when it came
+(:meth:`GraphRouter.strays`, :mod:`channels.whatsapp.strays`).
 
 The router also serves the model endpoint and the OTLP receiver
 (:mod:`harness.endpoints`) for every scenario: a model call is answered from,
@@ -40,6 +43,7 @@ from channels.whatsapp.graph import AcceptAll, create_graph_app
 from channels.whatsapp.ids import id_source, new_wamid
 from channels.whatsapp.media import MediaStore
 from channels.whatsapp.server import BackgroundServer
+from channels.whatsapp.strays import StraySends, is_message_send
 from channels.whatsapp.templates import TemplateRegistry, template_objects
 from channels.whatsapp.validation import normalize_wa_id
 from harness.clock import Clock, SystemClock
@@ -56,6 +60,7 @@ from harness.endpoints import (
 )
 from harness.recording import Recording
 from harness.remote import SCENARIO_HEADER
+from harness.results import StraySend
 from harness.store import open_store
 from harness.tape import RecordMode, Sink
 from harness.trace import Event, InboundMessage, OutboundSend
@@ -100,9 +105,12 @@ class GraphRouter:
         anthropic_upstream: str = ANTHROPIC_UPSTREAM,
         openai_upstream: str = OPENAI_UPSTREAM,
         routes: RouteBook | None = None,
+        target_url: str | None = None,
     ) -> None:
         """``routes``: the book of the Graph APIs that play one Meta together (see
-        :mod:`channels.whatsapp.forwarding`); this router's users are written in it."""
+        :mod:`channels.whatsapp.forwarding`); this router's users are written in it.
+        ``target_url``: the agent's webhook, where the statuses of its sends to numbers
+        no scenario plays go."""
         self.config = config
         self.clock: Clock = SystemClock()
         #: The media every scenario of the run uploads to and downloads from.
@@ -124,6 +132,10 @@ class GraphRouter:
         self._owners: dict[str, Owner] = {}  # by namespace
         self._by_user: dict[str, Owner] = {}
         self._by_wamid: dict[str, Owner] = {}
+        self._last_ended: str | None = None
+        self._strays = StraySends(
+            config, self.media, target_url=target_url, in_flight=self._in_flight
+        )
         #: Which of the agent's own calls the endpoints have seen (``llm``, ``tool``).
         self.observed: set[str] = set()
         # A call no running scenario can take is answered as a replay miss, never live.
@@ -156,6 +168,7 @@ class GraphRouter:
         try:
             await self._server.stop()
             await self.model.aclose()
+            await self._strays.aclose()
         finally:
             if self.routes is not None:
                 await self.routes.release()
@@ -172,6 +185,9 @@ class GraphRouter:
 
         What still comes for its users is answered as for a stranger's number.
         """
+        self._strays.forget(namespace)
+        if self._last_ended == namespace:
+            self._last_ended = None
         owner = self._owners.pop(namespace, None)
         if owner is None:
             return
@@ -222,6 +238,7 @@ class GraphRouter:
         owner = self._owners.get(namespace)
         if owner is not None:
             owner.active = False
+            self._last_ended = namespace
         if self.routes is not None:
             self.routes.let_go(namespace)  # its entries expire soon after
 
@@ -229,6 +246,17 @@ class GraphRouter:
         """The sends that came for scenario ``namespace`` after it ended."""
         owner = self._owners.get(namespace)
         return [] if owner is None else list(owner.late)
+
+    def strays(self, namespace: str) -> list[StraySend]:
+        """The agent's messages to numbers no scenario plays, sent while ``namespace`` ran."""
+        return self._strays.strays(namespace)
+
+    def _in_flight(self) -> tuple[list[str], int]:
+        """The scenarios running now, and how many (none: the one that ended last, and 0)."""
+        running = [o.namespace for o in self._owners.values() if o.active]
+        if running:
+            return running, len(running)
+        return ([self._last_ended] if self._last_ended is not None else []), 0
 
     def _running(self) -> list[Owner]:
         return [o for o in self._owners.values() if o.active and o.recording is not None]
@@ -294,8 +322,12 @@ class GraphRouter:
         body = await read_body(receive)
         owner = self._owner_of(body)
         replay = replaying(body)
+        if owner is None and is_message_send(body):
+            # A number no scenario plays: answered, and its status sent, as Meta would.
+            await self._strays(scope, replay, send)
+            return
         if owner is None or owner.active:
-            # No owner: the shared app answers as Meta would for a stranger's number.
+            # A read receipt for no scenario's message: the shared app accepts it.
             await (owner.app if owner else self._shared_app)(scope, replay, send)
             return
         await self._answer_late(owner, body, send)
@@ -395,7 +427,9 @@ async def shared_graph(
     url = httpx.URL(graph_url)
     store = open_store(routes_url) if routes_url else None
     routes = RouteBook(store, advertised) if store is not None else None
-    router = GraphRouter(config, url.host, url.port or 80, **upstreams, routes=routes)
+    router = GraphRouter(
+        config, url.host, url.port or 80, **upstreams, routes=routes, target_url=target_url
+    )
     try:
         await router.start()
         try:

@@ -46,6 +46,7 @@ def render_result(result: ScenarioResult, notes: Sequence[str] = ()) -> str:
     lines.append("")
     lines.extend(render_violations(result.violations, result.conversation))
     lines.extend(f"agent: {line}" for line in result.agent_errors)
+    lines.extend(f"stray send: {stray.headline()}" for stray in result.stray_sends)
     for skip in result.skipped:
         lines.append(f"- skipped {skip.headline()}")
     for note in notes:

@@ -9,7 +9,8 @@ for each scenario that did not pass, its violations by cause (the one that
 names the cause leads, with the conversation lines that show it, and those
 that follow from it are listed under it; see :mod:`harness.report.causes`)
 and the YAML that reproduces the failure, and for each scenario its channel
-could not play (or played in part) what was skipped and why, then who
+could not play (or played in part) what was skipped and why, and what the
+agent sent to numbers that are none of the scenario's users, then who
 answered the run's model calls (``model: 57 model calls: the offline
 stand-in (no model), asked for claude-sonnet-4-6``). Nothing here
 depends on colour: every status is also written as a word, and off a
@@ -84,27 +85,38 @@ def make_console(**options: Any) -> Console:
 
 
 def result_line(result: ScenarioResult) -> str:
-    """One line for one scenario: its status word, its name, and why it did not pass."""
+    """One line for one scenario: its status word, its name, and why it did not pass.
+
+    A scenario the agent sent to numbers that are none of its users says so
+    at the end (``; the agent sent to 15550009999, none of its users``).
+    """
     label = f"{_LABELS[result.status]:<5} {result.name}"
     if result.status == "skipped":
         reason = result.skipped[0].reason if result.skipped else "not played"
         return f"{label}: {reason}"
+    strays = _strays_note(result)
     if result.status == "inconclusive" and result.judgement is not None:
-        return f"{label}: {result.judgement.headline()}"
+        return f"{label}: {result.judgement.headline()}{strays}"
     if result.status == "passed":
         if result.skipped:
             what = ", ".join(dict.fromkeys(skip.what for skip in result.skipped))
-            return f"{label} ({result.duration_s:.2f}s; skipped: {what})"
-        return f"{label} ({result.duration_s:.2f}s)"
+            return f"{label} ({result.duration_s:.2f}s; skipped: {what}){strays}"
+        return f"{label} ({result.duration_s:.2f}s){strays}"
     if result.status == "failed":
         if not result.violations:
-            return f"{label}: failed"
+            return f"{label}: failed{strays}"
         found = scenario_causes(result)
         notes = [f"+{len(found[0].follows)} from the same cause"] if found[0].follows else []
         notes += [f"+{sum(len(c.violations) for c in found[1:])} more"] if found[1:] else []
         extra = f" ({', '.join(notes)})" if notes else ""
-        return f"{label}: {found[0].lead.headline()}{extra}"
-    return f"{label}: {_first_line(result.error or '') or 'could not be run'}"
+        return f"{label}: {found[0].lead.headline()}{extra}{strays}"
+    return f"{label}: {_first_line(result.error or '') or 'could not be run'}{strays}"
+
+
+def _strays_note(result: ScenarioResult) -> str:
+    """``; the agent sent to 15550009999, none of its users``, or nothing."""
+    numbers = ", ".join(dict.fromkeys(stray.to for stray in result.stray_sends))
+    return f"; the agent sent to {numbers}, none of its users" if numbers else ""
 
 
 class SuiteProgress:
@@ -310,6 +322,10 @@ def _details(scenario: ScenarioResult, console: Console) -> None:
         line = Text("  ! agent: ", style="magenta")
         line.append(failure)
         console.print(line, soft_wrap=True)
+    for stray in scenario.stray_sends:
+        line = Text("  ! stray send: ", style="yellow")
+        line.append(stray.headline())
+        console.print(line, soft_wrap=True)
     _violations(scenario, console)
     if scenario.judgement is not None and scenario.judgement.outcome != "not judged":
         console.print(Text(f"  {scenario.judgement.headline()}"), soft_wrap=True)
@@ -350,7 +366,8 @@ def print_summary(
             console.print(Text(rest + " (-v lists them)"), soft_wrap=True)
         console.print()
     for scenario in run.scenarios:
-        if scenario.status != "passed" or scenario.skipped or scenario.agent_errors:
+        noted = scenario.skipped or scenario.agent_errors or scenario.stray_sends
+        if scenario.status != "passed" or noted:
             _details(scenario, console)
     for count in run_models(run):
         console.print(Text(f"model: {count.label}", style="dim"), soft_wrap=True)

@@ -5,11 +5,12 @@ reporters read: ``testsuites > testsuite > testcase``, with ``failure`` for
 a scenario whose invariants or expectations failed, ``error`` for one
 that could not be run to its end and ``skipped`` for one its channel does
 not play; the steps a played scenario skipped are listed in its
-``system-out``, and the failures of the agent's own background work
-in its ``system-err``, a line each. A failure's message is the headline of the
-violation that names its first cause (:mod:`harness.report.causes`) and
-its body lists every violation, by cause, with the conversation lines that
-show it, and the YAML that reproduces it.
+``system-out``, and the failures of the agent's own background work and its
+sends to numbers that are none of the scenario's users in its ``system-err``,
+a line each. A failure's message is the headline of the violation that names
+its first cause (:mod:`harness.report.causes`) and its body lists every
+violation, by cause, with the conversation lines that show it, the sends to
+numbers that are none of its users, and the YAML that reproduces it.
 """
 
 from __future__ import annotations
@@ -75,6 +76,10 @@ def _failure_body(scenario: ScenarioResult) -> str:
                 lines.append("   messages:")
                 lines.extend(f"     {message}" for message in violation.messages)
             lines.append("")
+    if scenario.stray_sends:
+        lines.append("Sent to numbers that are none of this scenario's users:")
+        lines.extend(f"  {stray.headline()}" for stray in scenario.stray_sends)
+        lines.append("")
     if scenario.reproduce:
         lines.append("Reproduce with:")
         lines.extend(f"  {line}" for line in scenario.reproduce.rstrip("\n").splitlines())
@@ -122,9 +127,11 @@ def _testcase(parent: ET.Element, scenario: ScenarioResult) -> None:
     if scenario.skipped and scenario.status != "skipped":
         out = ET.SubElement(case, "system-out")
         out.text = xml_safe("".join(f"skipped {s.headline()}\n" for s in scenario.skipped))
-    if scenario.agent_errors:
+    if scenario.agent_errors or scenario.stray_sends:
         err = ET.SubElement(case, "system-err")
-        err.text = xml_safe("".join(f"agent: {line}\n" for line in scenario.agent_errors))
+        lines = [f"agent: {line}" for line in scenario.agent_errors]
+        lines += [f"stray send: {stray.headline()}" for stray in scenario.stray_sends]
+        err.text = xml_safe("".join(f"{line}\n" for line in lines))
 
 
 def junit_xml(run: RunResult) -> str:

@@ -254,6 +254,7 @@ _OWNERS: dict[str, str] = {
     "watch_outages": "harness.suites.store_watch",
     "with_dates": "harness.suites.expectations",
     "with_late": "harness.suites.realtime",
+    "with_run_news": "harness.suites.realtime",
 }
 
 __all__ = sorted(_OWNERS)

@@ -4,7 +4,8 @@ An agent at a URL is one agent for a whole run and lives on real time, so
 each scenario gets numbers of its own (:func:`distinct_user`), an ``expect``
 waits as a person watching the phone would (:func:`expect_in_time`), and
 what the agent sends after a scenario ended is reported on that scenario as
-late (:func:`with_late`).
+late (:func:`with_late`), and what it sends to a number no scenario plays is
+listed beside the verdict of the scenario that was running (:func:`with_run_news`).
 """
 
 from __future__ import annotations
@@ -13,13 +14,13 @@ import hashlib
 from collections.abc import Sequence
 from datetime import datetime
 
-from harness.channel import ChannelSession, UserSpec
+from harness.channel import ChannelSession, RunShared, UserSpec
 from harness.results import ScenarioResult, Violation
 from harness.suites.expectations import check_expectation, eventual_part, needs_quiet
 from harness.suites.steps import ExpectStep
 from harness.trace import Conversation, Event
 
-__all__ = ["distinct_user", "expect_in_time", "with_late"]
+__all__ = ["distinct_user", "expect_in_time", "with_late", "with_run_news"]
 
 
 async def expect_in_time(
@@ -98,3 +99,21 @@ def with_late(result: ScenarioResult, late: Sequence[Event]) -> ScenarioResult:
             "status": "error" if result.status == "error" else "failed",
         }
     )
+
+
+def with_run_news(result: ScenarioResult, shared: RunShared, namespace: str) -> ScenarioResult:
+    """A result with what the run's channel kept for its scenario (``namespace``) to the end.
+
+    ``shared`` is the channel's run context (:class:`~harness.channel.RunShared`):
+    the agent's late sends become violations (:func:`with_late`); its sends to
+    numbers that are none of the scenario's users are listed beside the verdict,
+    which they leave as it was (a run context without ``strays`` has none).
+    """
+    late = shared.late(namespace)
+    if late:
+        result = with_late(result, late)
+    strays = getattr(shared, "strays", None)
+    found = tuple(strays(namespace)) if strays is not None else ()
+    if found:
+        result = result.model_copy(update={"stray_sends": (*result.stray_sends, *found)})
+    return result

@@ -49,7 +49,7 @@ from harness.suites.fit import ChannelFit
 from harness.suites.invariants import BoundInvariant
 from harness.suites.messages import MessageLabels
 from harness.suites.preflight import bind_invariants, check_agent_settings, check_faults
-from harness.suites.realtime import distinct_user, expect_in_time, with_late
+from harness.suites.realtime import distinct_user, expect_in_time, with_run_news
 from harness.suites.reproduce import shortest_reproduction
 from harness.suites.run_options import RunOptions as RunOptions
 from harness.suites.scenario import Scenario
@@ -314,11 +314,11 @@ class Runner:
             return
         # The last scenarios' late sends still reach the run's Graph API for a while.
         await asyncio.sleep(self.options.quiet)
-        # What the agent sent for a scenario after it ended is that scenario's, never another's.
+        # What the agent sent for a scenario after it ended is that scenario's, never another's;
+        # what it sent to a number no scenario plays goes on the scenarios running then.
         for index, result in enumerate(results):
-            late = shared.late(f"{run_id}:{index}") if result is not None else []
-            if result is not None and late:
-                results[index] = with_late(result, late)
+            if result is not None:
+                results[index] = with_run_news(result, shared, f"{run_id}:{index}")
 
     async def run_scenario(
         self,

@@ -10,7 +10,8 @@ from ``WHATSAPP_APP_SECRET``, ``WHATSAPP_VERIFY_TOKEN``,
 ``v25.0``):
 
 - ``inline``: replies ("You said: ...") inside the webhook handler, then answers
-  200. ``python -m tests.bots.inline --port 8001``
+  200 (to ``BOT_REPLY_TO``, if set, whoever wrote). ``python -m tests.bots.inline
+  --port 8001``
 - ``background``: answers 200 at once and replies from a Starlette background
   task (``BOT_BACKGROUND=asyncio``: from ``asyncio.create_task``), after
   ``BOT_REPLY_DELAY_SECONDS`` (default 0). ``python -m tests.bots.background

@@ -5,6 +5,9 @@ the webhook returns, so Meta's delivery stays open while the bot talks to the
 Graph API. Written as a third party would: the standard library, httpx,
 starlette and uvicorn, and Meta's documented wire format, nothing else.
 
+With ``BOT_REPLY_TO`` set it answers that number, whoever wrote, as bots
+configured with a fixed recipient (a ``RECIPIENT_WAID``) do.
+
 Run it with ``python -m tests.bots.inline --port 8001`` and the ``WHATSAPP_*``
 variables set.
 """
@@ -44,9 +47,11 @@ def create_app(
     version = settings.get("WHATSAPP_API_VERSION", "v25.0")
     messages_url = f"{graph}/{version}/{phone_id}/messages"
     auth = {"Authorization": f"Bearer {settings['WHATSAPP_ACCESS_TOKEN']}"}
+    reply_to = settings.get("BOT_REPLY_TO")
     http = client or httpx.AsyncClient(timeout=10)
 
-    async def reply(to: str, text: str) -> None:
+    async def reply(sender: str, text: str) -> None:
+        to = reply_to or sender
         body = {"messaging_product": "whatsapp", "to": to, "type": "text", "text": {"body": text}}
         response = await http.post(messages_url, json=body, headers=auth)
         if response.status_code != 200:
