@@ -11,9 +11,8 @@ import pytest
 from channels.whatsapp.account import template_id
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.router import GraphRouter
-from channels.whatsapp.simulator import WhatsAppSimulator
-from harness.clock import VirtualClock
 from tests.bots.loopback import free_port
+from tests.support.graph_clients import simulator_graph
 from tests.support.graph_errors import graph_error
 
 CONFIG: Final = SimulatorConfig(throughput_mps=1000)
@@ -40,20 +39,16 @@ WELCOME_PT: Final = {
 
 @pytest.fixture
 async def client() -> AsyncIterator[httpx.AsyncClient]:
-    sim = WhatsAppSimulator(CONFIG, clock=VirtualClock())
-    async with sim.graph_client() as graph:
+    async with simulator_graph(CONFIG) as graph:
         yield graph
-    await sim.aclose()
 
 
 @pytest.fixture
 async def own() -> AsyncIterator[httpx.AsyncClient]:
     """A simulator given the business's own templates, as Meta lists them."""
     config = SimulatorConfig(templates=(ORDER_READY, WELCOME_PT))
-    sim = WhatsAppSimulator(config, clock=VirtualClock())
-    async with sim.graph_client() as graph:
+    async with simulator_graph(config) as graph:
         yield graph
-    await sim.aclose()
 
 
 async def _get(client: httpx.AsyncClient, path: str, **params: str) -> Any:

@@ -11,9 +11,8 @@ import pytest
 
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.openapi import build_openapi
-from channels.whatsapp.simulator import WhatsAppSimulator
-from harness.clock import VirtualClock
 from tests.channels.whatsapp.conformance import spec
+from tests.support.graph_clients import simulator_graph
 from tests.support.graph_errors import graph_error
 
 CONFIG: Final = SimulatorConfig()
@@ -43,10 +42,8 @@ def _schema(name: str) -> jsonschema_rs.Validator:
 
 @pytest.fixture
 async def client() -> AsyncIterator[httpx.AsyncClient]:
-    sim = WhatsAppSimulator(CONFIG, clock=VirtualClock())
-    async with sim.graph_client() as graph:
+    async with simulator_graph(CONFIG) as graph:
         yield graph
-    await sim.aclose()
 
 
 async def _fields(client: httpx.AsyncClient, fields: str) -> Any:

@@ -26,6 +26,7 @@ from channels.whatsapp.url_target import UrlTarget
 from harness.clock import VirtualClock
 from tests.bots.loopback import free_port
 from tests.channels.whatsapp.conformance import spec
+from tests.support.graph_clients import simulator_graph
 from tests.support.graph_errors import graph_error
 
 CONFIG: Final = SimulatorConfig()
@@ -43,10 +44,8 @@ LISTED_APP: Final = {
 
 @pytest.fixture
 async def client() -> AsyncIterator[httpx.AsyncClient]:
-    sim = WhatsAppSimulator(CONFIG, clock=VirtualClock())
-    async with sim.graph_client() as graph:
+    async with simulator_graph(CONFIG) as graph:
         yield graph
-    await sim.aclose()
 
 
 # -- the endpoints, as Meta answers them ------------------------------------------------
