@@ -166,7 +166,10 @@ class ScenarioResult(_Model):
     under the scenario failed or restarted (see :mod:`harness.outages`).
     ``stray_sends`` are the messages the agent sent, while the scenario ran,
     to numbers that are none of its users (:class:`StraySend`), shown beside
-    its status.
+    its status. ``numbers``: in a run against an agent at a URL, the number
+    each user wrote from (name to wa_id; the scenario's own are replaced so
+    that no two scenarios, nor two runs, share a conversation): what to look
+    for in the agent's own logs.
     """
 
     name: str
@@ -184,6 +187,7 @@ class ScenarioResult(_Model):
     skipped: tuple[Skip, ...] = ()
     agent_errors: tuple[str, ...] = ()
     stray_sends: tuple[StraySend, ...] = ()
+    numbers: dict[str, str] = Field(default_factory=dict)
     judgement: Judgement | None = None
     #: What the simulated users did, a line each (``say: hi``, ``tap: Confirm``, ``wait: 1d``).
     simulated: tuple[str, ...] = ()

@@ -331,6 +331,9 @@ def _details(scenario: ScenarioResult, console: Console) -> None:
         console.print(Text(f"  {scenario.judgement.headline()}"), soft_wrap=True)
         for criterion in scenario.judgement.criteria:
             console.print(Text(f"    - {criterion}", style="dim"), soft_wrap=True)
+    if scenario.numbers and scenario.status != "passed":
+        seen = ", ".join(f"{name} {number}" for name, number in scenario.numbers.items())
+        console.print(Text(f"  The agent saw the users as: {seen}", style="dim"), soft_wrap=True)
     if scenario.reproduce:
         console.print(Text("  Reproduce with:", style="bold"))
         console.print(_indented(scenario.reproduce.rstrip("\n"), 4, style="cyan"), soft_wrap=True)

@@ -422,6 +422,7 @@ class Runner:
             ),
             skipped=tuple(progress.skipped),
             agent_errors=tuple(progress.agent_errors),
+            numbers=_numbers_seen(scenario, users),
             simulated=tuple(line for stretch in progress.stretches for line in stretch.actions),
         )
 
@@ -584,3 +585,9 @@ def _faults_of(scenario: Scenario) -> dict[str, Any]:
     if isinstance(faults, str):
         return {"preset": faults}
     return dict(faults)
+
+
+def _numbers_seen(scenario: Scenario, users: Sequence[UserSpec]) -> dict[str, str]:
+    """Each user's number where the run gave it one of its own (a run against a URL)."""
+    written = {user.name: user.wa_id for user in scenario.users}
+    return {u.name: u.wa_id for u in users if u.wa_id and u.wa_id != written.get(u.name)}

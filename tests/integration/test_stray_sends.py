@@ -116,6 +116,10 @@ async def test_a_bot_answering_a_fixed_number_gets_131047_and_the_report_says_wh
     )
     assert stray.outcome == "accepted, then failed: 131047 (Re-engagement message)"
     assert result_line(result).endswith("; the agent sent to 15550009999, none of its users")
+    # Ana wrote from a number of this run's own; the report names it, for the bot's logs.
+    [(name, number)] = result.numbers.items()
+    assert (name, len(number)) == ("Ana", 13)
+    assert number != "5511987654321"
     # The bot was told, on a signed status webhook, as Meta tells it.
     assert stray.wamid is not None
     [(body, signature)] = [(b, sig) for b, sig in bot.bodies if stray.wamid.encode() in b]

@@ -104,3 +104,16 @@ def test_the_page_shows_the_stray_sends_of_each_scenario() -> None:
         section = page.find("section", "scenario", data_status=status)
         listed = section.find("ul", "stray-sends")
         assert [li.text for li in listed.find_all("li")] == [f"stray send: {HEADLINE}"]
+
+
+def test_a_failing_scenario_names_the_numbers_the_agent_saw() -> None:
+    # A run against a URL gives each scenario numbers of its own: the reader of a failure
+    # needs them to find the conversation in the agent's own logs.
+    failed = double_booking().model_copy(update={"numbers": {"Ana": "5517770113166"}})
+    passed = happy_booking().model_copy(update={"numbers": {"Bruno": "4915100000001"}})
+    console = Console(record=True, width=300, color_system=None, file=StringIO())
+    print_summary(RunResult(scenarios=(failed, passed)), console)
+    text = console.export_text()
+    assert "  The agent saw the users as: Ana 5517770113166" in text.splitlines()
+    assert "4915100000001" not in text
+    assert json.loads(failed.model_dump_json())["numbers"] == {"Ana": "5517770113166"}
