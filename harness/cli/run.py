@@ -156,6 +156,13 @@ def write_reports(run: RunResult, directory: Path) -> list[Path]:
     "there are passed on to it.",
 )
 @click.option(
+    "--keep-numbers",
+    is_flag=True,
+    help="With --target-url: the users write from the numbers the scenarios give them, not "
+    "from numbers of the run's own, for a bot that answers a number it is configured with; "
+    "scenarios then run one at a time, and a bot that remembers users sees earlier runs.",
+)
+@click.option(
     "--real-work-limit",
     default="120s",
     show_default=True,
@@ -214,6 +221,7 @@ def run_command(
     expect_timeout: str,
     quiet_window: str,
     real_work_limit: str,
+    keep_numbers: bool,
     repeat: int,
     user_model: str,
     judge: bool,
@@ -281,6 +289,10 @@ def run_command(
             "--graph-advertise needs --target-url and --redis (the store the other Graph APIs "
             "read who plays which user from)"
         )
+    if keep_numbers and target_url is None:
+        raise ConfigError("--keep-numbers needs --target-url (in process, numbers are as written)")
+    if keep_numbers and broker_url is not None:
+        raise ConfigError("--keep-numbers runs the scenarios one at a time: not with --distributed")
     if target_url is not None:
         channel_options["graph_url"] = f"http://{graph_host}:{graph_port}"
         channel_options["serve_graph"] = True
@@ -292,6 +304,7 @@ def run_command(
     options = RunOptions(
         expect_timeout=positive_seconds(expect_timeout, "--expect-timeout"),
         quiet=positive_seconds(quiet_window, "--quiet"),
+        keep_numbers=keep_numbers,
         real_work_limit=positive_seconds(real_work_limit, "--real-work-limit"),
         channel=channel,
         target=target,

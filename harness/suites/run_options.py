@@ -32,6 +32,10 @@ class RunOptions:
     expect_timeout: float = 10.0
     #: Against an agent on real time: how long with nothing from it counts as done (seconds).
     quiet: float = 3.0
+    #: Against an agent at a URL: the users write from the numbers their scenarios give them,
+    #: not from numbers of the run's own (for a bot that answers a number it is configured
+    #: with); the scenarios then run one at a time.
+    keep_numbers: bool = False
     #: Real seconds the agent's real work (a model call ...) may take before its scenario
     #: ends with an error naming it.
     real_work_limit: float = DEFAULT_REAL_WORK_LIMIT

@@ -140,7 +140,9 @@ class Runner:
         self.check(scenarios)
         started_at = datetime.now(UTC)
         started = time.perf_counter()
-        workers = max(1, min(self.options.concurrency, len(scenarios)))
+        # Users on the scenarios' own numbers: two scenarios at once could share one.
+        at_once = 1 if self.options.keep_numbers else self.options.concurrency
+        workers = max(1, min(at_once, len(scenarios)))
         run_id = f"run{self.options.seed}-{started_at.strftime('%Y%m%d%H%M%S%f')}"
         results: list[ScenarioResult | None] = [None] * len(scenarios)
         pending = iter(range(len(scenarios)))
@@ -355,7 +357,7 @@ class Runner:
                 skipped=(not_here,),
             )
         users = [UserSpec(u.name, u.wa_id, u.bsuid, u.on_whatsapp) for u in scenario.users]
-        if self.options.target_url is not None and namespace:
+        if self.options.target_url is not None and namespace and not self.options.keep_numbers:
             # One agent serves every scenario of the run, and remembers users across runs:
             # each scenario gets numbers of its own, so none sees another's conversation.
             users = [distinct_user(u, namespace) for u in users]

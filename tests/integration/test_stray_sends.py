@@ -127,3 +127,32 @@ async def test_a_bot_answering_a_fixed_number_gets_131047_and_the_report_says_wh
     [failed] = [s for s in bot.statuses() if s["id"] == stray.wamid]
     assert (failed["status"], failed["recipient_id"]) == ("failed", FIXED)
     assert [e["code"] for e in failed["errors"]] == [131047]
+
+
+@pytest.mark.network
+async def test_with_keep_numbers_a_bot_answering_its_configured_number_passes() -> None:
+    # The tutorial bot's set-up: it answers the number it is configured with, which is the
+    # scenario's own user once the run keeps the numbers the scenario gives.
+    graph_port = free_port()
+    settings = {
+        "WHATSAPP_APP_SECRET": DEFAULTS.app_secret,
+        "WHATSAPP_VERIFY_TOKEN": DEFAULTS.verify_token,
+        "WHATSAPP_ACCESS_TOKEN": DEFAULTS.access_token,
+        "WHATSAPP_PHONE_NUMBER_ID": DEFAULTS.phone_number_id,
+        "WHATSAPP_GRAPH_URL": f"http://127.0.0.1:{graph_port}",
+        "BOT_REPLY_TO": "5511987654321",  # Ana's number in the scenario
+    }
+    async with serve_in_process(inline.create_app(settings)) as url:
+        options = RunOptions(
+            target_url=f"{url}/webhook",
+            channel_options={"graph_url": f"http://127.0.0.1:{graph_port}", "serve_graph": True},
+            quiet=0.6,
+            expect_timeout=2.0,
+            keep_numbers=True,
+            concurrency=4,
+        )
+        run = await Runner(options).run([SCENARIO, SCENARIO])
+    assert [r.status for r in run.scenarios] == ["passed", "passed"], [
+        (v.rule, v.message) for r in run.scenarios for v in r.violations
+    ]
+    assert all(not r.stray_sends and not r.numbers for r in run.scenarios)

@@ -200,3 +200,20 @@ def test_record_names_the_offline_stand_in_as_each_answer_is_recorded(
     assert all(line.split("s  ", 1)[1].startswith(stand_in) for line in models)
     meta = json.loads((Path("fixture") / "meta.json").read_text(encoding="utf-8"))
     assert (meta["model"], meta["provider"]) == ("claude-sonnet-4-6", "offline-stand-in")
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (("--target", TARGET), "error: --keep-numbers needs --target-url"),
+        (
+            ("--target-url", "http://127.0.0.1:9/webhook", "--distributed", "redis://x:1/1"),
+            "error: --keep-numbers runs the scenarios one at a time: not with --distributed",
+        ),
+    ],
+)
+def test_keep_numbers_outside_a_run_at_a_url_is_a_usage_error(
+    suite: Path, capsys: pytest.CaptureFixture[str], extra: tuple[str, ...], said: str
+) -> None:
+    assert _harness("run", "suite", "--keep-numbers", *extra) == EXIT_USAGE
+    assert capsys.readouterr().err.startswith(said)
