@@ -99,7 +99,8 @@ class StraySend(_Model):
     listed on the one that ended last). It is shown beside the verdict and
     does not change it: the scenario's own checks say what its user missed.
     ``outcome`` is what became of the send (``accepted, then failed: 131047
-    (Re-engagement message)``).
+    (Re-engagement message)``). ``written_for``: the user whose number this is
+    as the scenario writes it (the run gave that user another), if any.
     """
 
     to: str
@@ -109,6 +110,7 @@ class StraySend(_Model):
     wamid: str | None = None
     outcome: str = ""
     running: int = 1
+    written_for: str | None = None
 
     def headline(self) -> str:
         """One line: what was sent to which number, while what ran, and what became of it."""
@@ -123,6 +125,11 @@ class StraySend(_Model):
             )
         else:
             line += "a number that matched no scenario's user (sent after this scenario ended)"
+        if self.written_for is not None:
+            line += (
+                f" (it is {self.written_for}'s number as the scenario writes it; the run gave"
+                f" {self.written_for} one of its own: --keep-numbers keeps the scenario's)"
+            )
         return line + (f"; {self.outcome}" if self.outcome else "")
 
 

@@ -11,7 +11,7 @@ listed beside the verdict of the scenario that was running (:func:`with_run_news
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from harness.channel import ChannelSession, RunShared, UserSpec
@@ -101,19 +101,30 @@ def with_late(result: ScenarioResult, late: Sequence[Event]) -> ScenarioResult:
     )
 
 
-def with_run_news(result: ScenarioResult, shared: RunShared, namespace: str) -> ScenarioResult:
+def with_run_news(
+    result: ScenarioResult,
+    shared: RunShared,
+    namespace: str,
+    written: Mapping[str, str] | None = None,
+) -> ScenarioResult:
     """A result with what the run's channel kept for its scenario (``namespace``) to the end.
 
     ``shared`` is the channel's run context (:class:`~harness.channel.RunShared`):
     the agent's late sends become violations (:func:`with_late`); its sends to
     numbers that are none of the scenario's users are listed beside the verdict,
     which they leave as it was (a run context without ``strays`` has none).
+    ``written`` maps each number as the scenario writes it to its user: a send to
+    one of those says so (the bot answered a number it is configured with).
     """
     late = shared.late(namespace)
     if late:
         result = with_late(result, late)
     strays = getattr(shared, "strays", None)
     found = tuple(strays(namespace)) if strays is not None else ()
+    written = written or {}
+    found = tuple(
+        s.model_copy(update={"written_for": written[s.to]}) if s.to in written else s for s in found
+    )
     if found:
         result = result.model_copy(update={"stray_sends": (*result.stray_sends, *found)})
     return result

@@ -320,7 +320,8 @@ class Runner:
         # what it sent to a number no scenario plays goes on the scenarios running then.
         for index, result in enumerate(results):
             if result is not None:
-                results[index] = with_run_news(result, shared, f"{run_id}:{index}")
+                written = {u.wa_id: u.name for u in scenarios[index].users if u.wa_id}
+                results[index] = with_run_news(result, shared, f"{run_id}:{index}", written)
 
     async def run_scenario(
         self,

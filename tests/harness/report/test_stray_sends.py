@@ -17,6 +17,8 @@ from rich.console import Console
 from harness.report import print_summary, render_html, result_line, write_json, write_junit
 from harness.report.json_report import load_json
 from harness.results import RunResult, StraySend
+from harness.suites.realtime import with_run_news
+from harness.trace import Event
 from tests.harness.report.dom import parse
 from tests.harness.report.sample import double_booking, happy_booking
 
@@ -78,6 +80,7 @@ def test_the_json_report_keeps_each_stray_send_and_loads_it_back(tmp_path: Path)
             "wamid": "wamid.STRAY1",
             "outcome": "accepted, then failed: 131047 (Re-engagement message)",
             "running": 1,
+            "written_for": None,
         }
     ]
     assert load_json(path).scenarios[1].stray_sends == (STRAY,)
@@ -117,3 +120,30 @@ def test_a_failing_scenario_names_the_numbers_the_agent_saw() -> None:
     assert "  The agent saw the users as: Ana 5517770113166" in text.splitlines()
     assert "4915100000001" not in text
     assert json.loads(failed.model_dump_json())["numbers"] == {"Ana": "5517770113166"}
+
+
+class _Shared:
+    """A run context that kept one stray send and no late ones."""
+
+    def late(self, namespace: str) -> list[Event]:
+        return []
+
+    def strays(self, namespace: str) -> list[StraySend]:
+        return [STRAY]
+
+
+def test_a_send_to_a_number_as_the_scenario_writes_it_points_to_keep_numbers() -> None:
+    # A bot answering the number it is configured with, which the scenario gives Ana: the run
+    # gave Ana another, and the line says how to keep the scenario's.
+    result = double_booking()
+    told = with_run_news(result, _Shared(), "run:0", {"15550009999": "Ana"})
+    [stray] = told.stray_sends
+    assert stray.written_for == "Ana"
+    assert stray.headline() == (
+        "the agent sent text 'Booked for friday' to 15550009999, a number that is none of this "
+        "scenario's users (it is Ana's number as the scenario writes it; the run gave Ana one "
+        "of its own: --keep-numbers keeps the scenario's); accepted, then failed: 131047 "
+        "(Re-engagement message)"
+    )
+    [plain] = with_run_news(result, _Shared(), "run:0", {"5511987654321": "Ana"}).stray_sends
+    assert plain.headline() == HEADLINE
