@@ -30,28 +30,27 @@ from __future__ import annotations
 import copy
 import hashlib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from starlette.responses import JSONResponse, Response
 
 from channels.whatsapp._openapi_parts import (
     VERSION,
-    errors,
-    json_body,
+    change_operation,
     obj,
     query,
+    read_operation,
     ref,
 )
 from channels.whatsapp._request_body import graph_parameters
-from channels.whatsapp.account import unknown_object
 from channels.whatsapp.errors import InvalidParameter
 from channels.whatsapp.sends.problems import request_error
 
 if TYPE_CHECKING:
     from starlette.requests import Request
 
-    from channels.whatsapp.account import BusinessAccount
+    from channels.whatsapp.account import AccountAPI
 
 __all__ = [
     "NUMBER_FIELDS",
@@ -247,20 +246,13 @@ def _settings_id(phone_number_id: str) -> str:
 class NumberSettingsAPI:
     """The conversational automation and commerce settings endpoints (see the module).
 
-    ``check`` refuses a bad version or access token, as every Graph endpoint
-    does. The settings live on the account, beside its profile.
+    ``account`` checks each call's version, token and number as every
+    account endpoint does; the settings live on its account, beside the profile.
     """
 
-    def __init__(self, account: BusinessAccount, check: Callable[[Request], None]) -> None:
-        self.account = account
-        self._check = check
-
-    def _number(self, request: Request) -> str:
-        self._check(request)
-        phone_number_id: str = request.path_params["phone_number_id"]
-        if phone_number_id not in self.account.phone_numbers:
-            raise unknown_object(request.method, phone_number_id)
-        return phone_number_id
+    def __init__(self, account: AccountAPI) -> None:
+        self.account = account.account
+        self._number = account.known_number
 
     async def automation(self, request: Request) -> Response:
         """``GET`` and ``POST /{version}/{phone_number_id}/conversational_automation``."""
@@ -365,50 +357,40 @@ def number_schemas() -> dict[str, Any]:
 
 def number_paths(phone: Mapping[str, Any]) -> dict[str, Any]:
     """The operations of the conversational automation and commerce settings endpoints."""
-    done = {"200": json_body(ref("Success"), "Changed."), **errors("400", "401", "500")}
     flag = {"type": "string", "enum": ["true", "false"]}
     return {
         "/{version}/{phone_number_id}/conversational_automation": {
-            "get": {
-                "operationId": "getConversationalAutomation",
-                "summary": "The number's welcome message, ice breakers and commands.",
-                "parameters": [VERSION, phone],
-                "responses": {
-                    "200": json_body(ref("ConversationalAutomationSettings"), "The settings."),
-                    **errors("400", "401", "500"),
-                },
-            },
-            "post": {
-                "operationId": "configureConversationalAutomation",
-                "summary": "Change the number's welcome message, ice breakers or commands.",
-                "parameters": [VERSION, phone],
-                "requestBody": {
-                    "required": True,
-                    "content": {"application/json": {"schema": ref("ConversationalAutomation")}},
-                },
-                "responses": done,
-            },
+            "get": read_operation(
+                "getConversationalAutomation",
+                "The number's welcome message, ice breakers and commands.",
+                [VERSION, phone],
+                "ConversationalAutomationSettings",
+                "The settings.",
+            ),
+            "post": change_operation(
+                "configureConversationalAutomation",
+                "Change the number's welcome message, ice breakers or commands.",
+                [VERSION, phone],
+                "ConversationalAutomation",
+            ),
         },
         "/{version}/{phone_number_id}/whatsapp_commerce_settings": {
-            "get": {
-                "operationId": "getCommerceSettings",
-                "summary": "Whether the number shows a cart and its catalog.",
-                "parameters": [VERSION, phone],
-                "responses": {
-                    "200": json_body(ref("CommerceSettings"), "The settings."),
-                    **errors("400", "401", "500"),
-                },
-            },
-            "post": {
-                "operationId": "setOrUpdateCommerceSettings",
-                "summary": "Show or hide the number's cart and catalog.",
-                "parameters": [
+            "get": read_operation(
+                "getCommerceSettings",
+                "Whether the number shows a cart and its catalog.",
+                [VERSION, phone],
+                "CommerceSettings",
+                "The settings.",
+            ),
+            "post": change_operation(
+                "setOrUpdateCommerceSettings",
+                "Show or hide the number's cart and catalog.",
+                [
                     VERSION,
                     phone,
                     query("is_cart_enabled", "Show the cart (true by default).", flag),
                     query("is_catalog_visible", "Show the catalog (false by default).", flag),
                 ],
-                "responses": done,
-            },
+            ),
         },
     }

@@ -17,12 +17,14 @@ __all__ = [
     "REF",
     "VERSION",
     "VERSION_PATTERN",
+    "change_operation",
     "error_response",
     "errors",
     "json_body",
     "obj",
     "path_param",
     "query",
+    "read_operation",
     "ref",
 ]
 
@@ -60,6 +62,39 @@ def error_response(description: str) -> dict[str, Any]:
 def errors(*statuses: str) -> dict[str, Any]:
     """The error responses of ``statuses``, each described as :data:`ERROR_STATUSES` says."""
     return {status: error_response(ERROR_STATUSES[status]) for status in statuses}
+
+
+def read_operation(
+    operation_id: str, summary: str, parameters: list[Any], schema: str, described: str
+) -> dict[str, Any]:
+    """A ``GET`` answering the component schema ``schema``, or Meta's usual errors."""
+    return {
+        "operationId": operation_id,
+        "summary": summary,
+        "parameters": parameters,
+        "responses": {"200": json_body(ref(schema), described), **errors("400", "401", "500")},
+    }
+
+
+def change_operation(
+    operation_id: str, summary: str, parameters: list[Any], body: str | None = None
+) -> dict[str, Any]:
+    """A ``POST`` taking the component schema ``body`` as JSON (if any), answering success."""
+    operation: dict[str, Any] = {
+        "operationId": operation_id,
+        "summary": summary,
+        "parameters": parameters,
+    }
+    if body is not None:
+        operation["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": ref(body)}},
+        }
+    operation["responses"] = {
+        "200": json_body(ref("Success"), "Changed."),
+        **errors("400", "401", "500"),
+    }
+    return operation
 
 
 def obj(required: list[str], **properties: Any) -> dict[str, Any]:

@@ -351,11 +351,8 @@ class AccountAPI:
 
     async def profile(self, request: Request) -> Response:
         """``GET`` and ``POST /{version}/{phone_number_id}/whatsapp_business_profile``."""
-        self.check(request)
-        phone_number_id = request.path_params["phone_number_id"]
+        phone_number_id = self.known_number(request)
         account = self.account
-        if phone_number_id not in account.phone_numbers:
-            raise unknown_object(request.method, phone_number_id)
         profile = account.profile(phone_number_id)
         if request.method == "GET":
             asked = request.query_params.get("fields")
@@ -368,6 +365,17 @@ class AccountAPI:
         update = await _profile_update(request)
         profile.update(update)
         return JSONResponse({"success": True})
+
+    def known_number(self, request: Request) -> str:
+        """The ``{phone_number_id}`` a call names, once its version and token are checked.
+
+        A number the account does not have answers Graph's "no object with ID".
+        """
+        self.check(request)
+        phone_number_id: str = request.path_params["phone_number_id"]
+        if phone_number_id not in self.account.phone_numbers:
+            raise unknown_object(request.method, phone_number_id)
+        return phone_number_id
 
     def _known_account(self, request: Request) -> BusinessAccount:
         waba_id = request.path_params["waba_id"]

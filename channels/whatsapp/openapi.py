@@ -26,12 +26,14 @@ from channels.whatsapp._openapi_parts import (
     REF,
     VERSION,
     VERSION_PATTERN,
+    change_operation,
     error_response,
     errors,
     json_body,
     obj,
     path_param,
     query,
+    read_operation,
     ref,
 )
 from channels.whatsapp.sends.limits import DEFAULT_LIMITS, SendLimits
@@ -283,28 +285,19 @@ def _account_paths(phone: Mapping[str, Any]) -> dict[str, Any]:
     refused = {**errors("400", "401", "500")}
     return {
         "/{version}/{phone_number_id}/whatsapp_business_profile": {
-            "get": {
-                "operationId": "getBusinessProfile",
-                "summary": "The number's business profile.",
-                "parameters": [VERSION, phone, FIELDS],
-                "responses": {
-                    "200": json_body(ref("BusinessProfile"), "The profile."),
-                    **errors("400", "401", "500"),
-                },
-            },
-            "post": {
-                "operationId": "updateBusinessProfile",
-                "summary": "Change the number's business profile.",
-                "parameters": [VERSION, phone],
-                "requestBody": {
-                    "required": True,
-                    "content": {"application/json": {"schema": ref("BusinessProfileUpdate")}},
-                },
-                "responses": {
-                    "200": json_body(ref("Success"), "Changed."),
-                    **errors("400", "401", "500"),
-                },
-            },
+            "get": read_operation(
+                "getBusinessProfile",
+                "The number's business profile.",
+                [VERSION, phone, FIELDS],
+                "BusinessProfile",
+                "The profile.",
+            ),
+            "post": change_operation(
+                "updateBusinessProfile",
+                "Change the number's business profile.",
+                [VERSION, phone],
+                "BusinessProfileUpdate",
+            ),
         },
         "/{version}/{waba_id}/phone_numbers": {
             "get": {

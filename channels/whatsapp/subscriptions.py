@@ -398,7 +398,7 @@ def business_routes(
     ``not_allowed`` answers a method a path does not take (405), for the
     token's path, which would otherwise be read as ``/{version}/{id}``.
     """
-    settings = NumberSettingsAPI(account.account, account.check)
+    settings = NumberSettingsAPI(account)
     routes = [
         Route(
             "/{version}/{phone_number_id}/whatsapp_business_profile",

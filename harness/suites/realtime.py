@@ -112,7 +112,8 @@ def with_run_news(
     ``shared`` is the channel's run context (:class:`~harness.channel.RunShared`):
     the agent's late sends become violations (:func:`with_late`); its sends to
     numbers that are none of the scenario's users are listed beside the verdict,
-    which they leave as it was (a run context without ``strays`` has none).
+    which they leave as it was (a channel plugin's run context written before
+    ``strays`` has none).
     ``written`` maps each number as the scenario writes it to its user: a send to
     one of those says so (the bot answered a number it is configured with).
     """

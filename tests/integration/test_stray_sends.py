@@ -38,6 +38,18 @@ invariants: [every_inbound_answered]
 )
 
 
+def _bot_settings(graph_port: int, *, reply_to: str) -> dict[str, str]:
+    """The inline bot's settings: the simulator's defaults, and the one number it answers."""
+    return {
+        "WHATSAPP_APP_SECRET": DEFAULTS.app_secret,
+        "WHATSAPP_VERIFY_TOKEN": DEFAULTS.verify_token,
+        "WHATSAPP_ACCESS_TOKEN": DEFAULTS.access_token,
+        "WHATSAPP_PHONE_NUMBER_ID": DEFAULTS.phone_number_id,
+        "WHATSAPP_GRAPH_URL": f"http://127.0.0.1:{graph_port}",
+        "BOT_REPLY_TO": reply_to,
+    }
+
+
 class Received:
     """The bot behind a recorder of every webhook body it is posted, and its signature."""
 
@@ -81,14 +93,7 @@ async def test_a_bot_answering_a_fixed_number_gets_131047_and_the_report_says_wh
     None
 ):
     graph_port = free_port()
-    settings = {
-        "WHATSAPP_APP_SECRET": DEFAULTS.app_secret,
-        "WHATSAPP_VERIFY_TOKEN": DEFAULTS.verify_token,
-        "WHATSAPP_ACCESS_TOKEN": DEFAULTS.access_token,
-        "WHATSAPP_PHONE_NUMBER_ID": DEFAULTS.phone_number_id,
-        "WHATSAPP_GRAPH_URL": f"http://127.0.0.1:{graph_port}",
-        "BOT_REPLY_TO": FIXED,
-    }
+    settings = _bot_settings(graph_port, reply_to=FIXED)
     bot = Received(inline.create_app(settings))
     async with serve_in_process(bot) as url:
         options = RunOptions(
@@ -134,14 +139,7 @@ async def test_with_keep_numbers_a_bot_answering_its_configured_number_passes() 
     # The tutorial bot's set-up: it answers the number it is configured with, which is the
     # scenario's own user once the run keeps the numbers the scenario gives.
     graph_port = free_port()
-    settings = {
-        "WHATSAPP_APP_SECRET": DEFAULTS.app_secret,
-        "WHATSAPP_VERIFY_TOKEN": DEFAULTS.verify_token,
-        "WHATSAPP_ACCESS_TOKEN": DEFAULTS.access_token,
-        "WHATSAPP_PHONE_NUMBER_ID": DEFAULTS.phone_number_id,
-        "WHATSAPP_GRAPH_URL": f"http://127.0.0.1:{graph_port}",
-        "BOT_REPLY_TO": "5511987654321",  # Ana's number in the scenario
-    }
+    settings = _bot_settings(graph_port, reply_to="5511987654321")  # Ana's number in the scenario
     async with serve_in_process(inline.create_app(settings)) as url:
         options = RunOptions(
             target_url=f"{url}/webhook",
