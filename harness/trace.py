@@ -405,15 +405,25 @@ def _is_turn_action(event: Event) -> bool:
     return not isinstance(event, (InboundMessage, DeliveryAttempt, ClockJump, Verification))
 
 
+def _answers(event: Event) -> bool:
+    """Whether the agent's event ends the user's burst: a status is Meta's report on an
+    old send, and a read receipt or typing indicator tells the user nothing of the answer."""
+    if isinstance(event, OutboundSend):
+        return event.is_message
+    return not isinstance(event, StatusUpdate)
+
+
 def build_turns(events: Iterable[Event]) -> tuple[Turn, ...]:
     """Group an event log into turns.
 
     A new turn starts when a user's message arrives after the agent has done
-    something for that user (sent, called a tool or the model) since the
-    user's previous message; messages in between form one burst. Statuses
-    of the agent's earlier sends join the open turn but end no burst: they
-    are Meta's, not the agent's, and against an agent on real time they
-    arrive while the user is still typing. Redelivered
+    something for that user (sent a message, called a tool or the model)
+    since the user's previous message; messages in between form one burst.
+    Statuses of the agent's earlier sends, its read receipts and typing
+    indicators join the open turn but end no burst: the statuses are Meta's,
+    not the agent's, and against an agent on real time they arrive while the
+    user is still typing; a bot that marks each message read as it comes has
+    not answered it. Redelivered
     copies never start a turn. Events with no user go to the turn that was
     open last, which is exact for one user and a good guess for several.
     """
@@ -440,7 +450,7 @@ def build_turns(events: Iterable[Event]) -> tuple[Turn, ...]:
             if index is None:
                 continue
             turns[index]["actions"].append(event)
-            if not isinstance(event, StatusUpdate):  # Meta reporting on an old send is no answer
+            if _answers(event):
                 acted[turns[index]["user"]] = True
     return tuple(
         Turn(index=i, user=t["user"], inbound=tuple(t["inbound"]), actions=tuple(t["actions"]))

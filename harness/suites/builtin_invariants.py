@@ -562,7 +562,9 @@ def every_inbound_answered(
 ) -> Iterator[Violation]:
     """Every burst of user messages gets at least one agent message before the next.
 
-    Any message the user would see counts (whether Meta delivered it is
+    A burst is a turn, or the turns of messages the channel played as one
+    burst (a ``say`` of several messages), however the agent's own work
+    split them. Any message the user would see counts (whether Meta delivered it is
     :func:`sends_valid`'s business). With ``within`` (seconds, or text such as
     ``"30s"``), the first answer must come at most that long after the
     burst's last message. A burst made only of message types in ``ignore``
@@ -570,8 +572,8 @@ def every_inbound_answered(
     """
     rule = "every_inbound_answered"
     t = Transcript(conversation)
-    for turn in conversation.turns:
-        indexes = t.turn_events(turn.index)
+    for burst in _bursts(conversation, timedelta(0)):
+        indexes = sorted(i for turn in burst for i in t.turn_events(turn))
         messages = [i for i in indexes if _first_copy(t.events[i])]
         if all(getattr(t.events[i], "type", "") in ignore for i in messages):
             continue  # no messages, or only reactions: nothing to answer
@@ -579,7 +581,7 @@ def every_inbound_answered(
         if not answers:
             many = f"the burst of {len(messages)} messages" if len(messages) > 1 else "the message"
             message = f"{many} got no answer from the agent"
-            yield t.violation(rule, message, messages, turn=turn.index)
+            yield t.violation(rule, message, messages, turn=burst[0])
             continue
         waited = t.events[answers[0]].at - t.events[messages[-1]].at
         if within is not None and waited > within:
@@ -587,4 +589,4 @@ def every_inbound_answered(
                 f"the first answer came {_ago(waited)} after the user's last message, "
                 f"more than {format_duration(within)}"
             )
-            yield t.violation(rule, message, [*messages, answers[0]], turn=turn.index)
+            yield t.violation(rule, message, [*messages, answers[0]], turn=burst[0])

@@ -5,7 +5,9 @@ Meta asks webhooks to acknowledge fast and work afterwards; this is that bot.
 ``BackgroundTask`` to the response, which runs after the response is sent but
 inside the same ASGI call; ``asyncio`` detaches the work with
 ``asyncio.create_task``, so the ASGI call ends before the reply is sent.
-``BOT_REPLY_DELAY_SECONDS`` (default 0) makes the work take real time first.
+``BOT_REPLY_DELAY_SECONDS`` (default 0) makes the work take real time first;
+``BOT_MARK_READ=1`` marks each message read, with "typing...", as it comes,
+before that work (as many bots do).
 Only the standard library, httpx, starlette and uvicorn; nothing from this
 project.
 
@@ -52,12 +54,22 @@ def create_app(
     if mode not in ("starlette", "asyncio"):
         raise ValueError(f"BOT_BACKGROUND must be starlette or asyncio, not {mode!r}")
     work_time = float(settings.get("BOT_REPLY_DELAY_SECONDS", "0"))
+    mark_read = settings.get("BOT_MARK_READ", "") == "1"
     messages_url = f"{graph}/{version}/{phone_id}/messages"
     auth = {"Authorization": f"Bearer {settings['WHATSAPP_ACCESS_TOKEN']}"}
     http = client or httpx.AsyncClient(timeout=10)
     running: set[asyncio.Task[None]] = set()  # strong references, or the loop may drop them
 
     async def answer(messages: list[dict[str, Any]]) -> None:
+        if mark_read:
+            for message in messages:
+                receipt = {
+                    "messaging_product": "whatsapp",
+                    "status": "read",
+                    "message_id": message["id"],
+                    "typing_indicator": {"type": "text"},
+                }
+                await http.post(messages_url, json=receipt, headers=auth)
         await asyncio.sleep(work_time)
         for message in messages:
             text = message["text"]["body"] if message.get("type") == "text" else message["type"]

@@ -44,6 +44,9 @@ def _factory(module: ModuleType, **extra: str) -> Callable[[AgentEnvironment], S
 
 inline_bot = _factory(inline)
 background_bot = _factory(background, BOT_REPLY_DELAY_SECONDS="0.2")
+# Marks each message read, with "typing...", at once, then answers it 0.3 s later.
+MARKS_READ = {"BOT_MARK_READ": "1", "BOT_REPLY_DELAY_SECONDS": "0.3"}
+reading_bot = _factory(background, **MARKS_READ)
 debounce_bot = _factory(debounce, BOT_DEBOUNCE_SECONDS="0.3")
 per_fragment_bot = _factory(per_fragment)
 pizza_bot = _factory(pizza)
@@ -254,6 +257,21 @@ async def test_at_a_url_a_bot_answering_each_fragment_breaks_one_reply_per_burst
     result = await _at(per_fragment, BURST)
     assert result.status == "failed"
     assert [v.rule for v in result.violations] == ["one_reply_per_burst"]
+
+
+async def test_in_process_receipts_for_each_fragment_do_not_split_the_burst() -> None:
+    # Each fragment is marked read as it comes and answered on its own later: three
+    # replies to one burst (one_reply_per_burst), but every fragment was answered.
+    result = await _in_process("reading_bot", BURST)
+    assert [v.rule for v in result.violations] == ["one_reply_per_burst"]
+    assert [len(t.messages) for t in result.conversation.turns] == [3]  # type: ignore[union-attr]
+
+
+@pytest.mark.network
+async def test_at_a_url_receipts_for_each_fragment_do_not_split_the_burst() -> None:
+    result = await _at(background, BURST, **MARKS_READ)
+    assert [v.rule for v in result.violations] == ["one_reply_per_burst"]
+    assert [len(t.messages) for t in result.conversation.turns] == [3]  # type: ignore[union-attr]
 
 
 async def test_in_process_a_pizza_bot_that_dedupes_orders_once() -> None:

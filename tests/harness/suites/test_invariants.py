@@ -103,6 +103,7 @@ class Log:
         after: float = 10.0,
         type: str = "text",
         reply_id: str | None = None,
+        burst: str | None = None,
     ) -> int:
         return self._add(
             InboundMessage(
@@ -112,6 +113,7 @@ class Log:
                 type=type,
                 text=text,
                 reply_id=reply_id,
+                burst=burst,
             )
         )
 
@@ -1167,6 +1169,45 @@ def test_every_inbound_answered_fails_for_an_unanswered_burst() -> None:
         "[turn 2] user Ana: for lunch",
     )
     assert violation.events == (first, second)
+
+
+def test_a_bot_marking_each_fragment_read_has_not_answered_it() -> None:
+    # A bot that marks each message read (with "typing...") as it comes, then
+    # answers: the receipts end no burst, so the fragments are one turn.
+    log = Log()
+    messages = []
+    for text in ("one", "two", "three"):
+        messages.append(log.user(text, after=0.2))
+        log.agent(None, type="mark_read", after=0.01)
+        log.agent(None, type="typing", after=0.01)
+    log.agent("You said one, two and three.", after=1.5)
+    conversation = log.conversation()
+    assert [len(t.messages) for t in conversation.turns] == [3]
+    assert check(conversation, ["every_inbound_answered", "one_reply_per_burst"]) == []
+
+
+def test_every_inbound_answered_takes_a_burst_the_agents_work_split_as_one() -> None:
+    # The channel played three messages as one burst; the agent called its
+    # model for each (so each is a turn) and answered once, after the last.
+    log = Log()
+    for text in ("one", "two", "three"):
+        log.user(text, after=0.2, burst="b1")
+        log.tool("think", {}, after=0.05)
+    log.agent("You said one, two and three.", after=1.5)
+    conversation = log.conversation()
+    assert len(conversation.turns) == 3
+    assert check(conversation, ["every_inbound_answered", "one_reply_per_burst"]) == []
+    # Unmarked, the same turns are three bursts, and the first two went unanswered.
+    unmarked = Log()
+    for text in ("one", "two", "three"):
+        unmarked.user(text, after=0.2)
+        unmarked.tool("think", {}, after=0.05)
+    unmarked.agent("You said one, two and three.", after=1.5)
+    violations = check(unmarked.conversation(), ["every_inbound_answered"])
+    assert [(v.turn, v.message) for v in violations] == [
+        (0, "the message got no answer from the agent"),
+        (1, "the message got no answer from the agent"),
+    ]
 
 
 def test_every_inbound_answered_within_a_time_limit() -> None:
