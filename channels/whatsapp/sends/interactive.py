@@ -20,7 +20,7 @@ from pydantic import ConfigDict, Field, ValidationInfo, model_validator
 from channels.whatsapp.sends.common import MessageSend, SendSummary
 from channels.whatsapp.sends.fields import Dispatch, Maybe, NonEmpty, SendModel, send_problem
 from channels.whatsapp.sends.limits import Limit, context_of
-from channels.whatsapp.sends.media import MediaRef
+from channels.whatsapp.sends.media import HeaderDocument, MediaRef
 
 __all__ = [
     "AnyHeader",
@@ -71,7 +71,7 @@ class DocumentHeader(SendModel):
     """A document header of a reply-button message."""
 
     type: Literal["document"]
-    document: MediaRef
+    document: HeaderDocument
 
 
 AnyHeader = Annotated[

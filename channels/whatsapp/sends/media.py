@@ -3,7 +3,8 @@
 Media is sent by the id of an upload or by an http(s) link, never both. The
 id must be one the media store holds (when the :class:`SendContext` says
 which). Images, videos and documents may have a caption; only documents a
-filename. An interactive message's header media is a :class:`MediaRef` too.
+filename. An interactive message's header media is a :class:`MediaRef` too, but
+for a document (:class:`HeaderDocument`), which keeps its filename.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ __all__ = [
     "CaptionedMedia",
     "DocumentMedia",
     "DocumentSend",
+    "HeaderDocument",
     "ImageSend",
     "MediaRef",
     "StickerSend",
@@ -93,6 +95,13 @@ class MediaRef(_MediaSource):
 
     caption: Annotated[None, Refused(_NO_CAPTION)] = None
     filename: Annotated[None, Refused(_NO_FILENAME)] = None
+
+
+class HeaderDocument(_MediaSource):
+    """An interactive header's document: no caption, and the filename the user sees."""
+
+    caption: Annotated[None, Refused(_NO_CAPTION)] = None
+    filename: Maybe[Annotated[str, Field(min_length=1), Limit("filename")]] = None
 
 
 class CaptionedMedia(_MediaSource):

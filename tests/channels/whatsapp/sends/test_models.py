@@ -54,6 +54,25 @@ def test_the_other_interactive_kinds_need_only_an_action(kind: str) -> None:
     SEND_REQUEST.validate_python(body)
 
 
+def test_a_document_header_keeps_its_filename_but_no_other_media_has_one() -> None:
+    # The header's document is a media object, whose filename is for documents only.
+    document = {"type": "document", "document": {"link": "https://e.com/d.pdf"}}
+    named = set_path(document, "document.filename", "menu.pdf")
+    body = set_path(load_send("interactive_button"), "interactive.header", named)
+    sent = SEND_REQUEST.validate_python(body)
+    assert isinstance(sent, InteractiveSend)
+    header: Any = sent.interactive.header
+    assert header.document.filename == "menu.pdf"
+    image = {"type": "image", "image": {"link": "https://e.com/a.jpg", "filename": "a.jpg"}}
+    refused = error_of(set_path(body, "interactive.header", image))
+    assert where(refused) == (131009, "interactive.header.image.filename")
+    assert refused.details.endswith("only documents have a filename")
+    long_name = set_path(body, "interactive.header.document.filename", "x" * 256)
+    assert where(error_of(long_name)) == (131009, "interactive.header.document.filename")
+    captioned = set_path(body, "interactive.header.document.caption", "no")
+    assert where(error_of(captioned)) == (131009, "interactive.header.document.caption")
+
+
 def test_nested_keys_meta_adds_are_ignored_but_top_level_ones_refused() -> None:
     SEND_REQUEST.validate_python(set_path(load_send("text"), "text.new_field", 1))
     assert where(error_of({**load_send("text"), "new_field": 1})) == (100, "new_field")
