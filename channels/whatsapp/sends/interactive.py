@@ -229,6 +229,7 @@ class OtherInteractive(SendModel):
         "order_status",
         "product",
         "product_list",
+        "request_contact_info",
         "voice_call",
     ]
     action: dict[str, Any]

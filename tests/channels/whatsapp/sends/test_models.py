@@ -48,7 +48,10 @@ def test_a_body_is_validated_as_the_model_its_type_names() -> None:
     assert isinstance(SEND_REQUEST.validate_python(load_send("typing")), ReadReceipt)
 
 
-@pytest.mark.parametrize("kind", ["order_details", "order_status", "cta_url", "flow", "carousel"])
+@pytest.mark.parametrize(
+    "kind",
+    ["order_details", "order_status", "cta_url", "flow", "carousel", "request_contact_info"],
+)
 def test_the_other_interactive_kinds_need_only_an_action(kind: str) -> None:
     body = set_path(load_send("interactive_cta_url"), "interactive.type", kind)
     SEND_REQUEST.validate_python(body)
