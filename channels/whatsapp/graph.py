@@ -78,6 +78,7 @@ from channels.whatsapp._request_body import (
     upload_type,
 )
 from channels.whatsapp.account import AccountAPI, BusinessAccount, unknown_object
+from channels.whatsapp.blocking import Blocklist
 from channels.whatsapp.errors import (
     AuthError,
     GenericError,
@@ -517,6 +518,7 @@ def create_graph_app(
     api_version: str = API_VERSION,
     app_secret: str | None = None,
     on_callback: CallbackHook | None = None,
+    blocklist: Blocklist | None = None,
 ) -> Starlette:
     """Build the fake Graph API.
 
@@ -536,7 +538,7 @@ def create_graph_app(
     a version (``/{phone_number_id}/messages``) is served at ``api_version``,
     as Graph serves one at the app's version. Given ``app_secret``, a bot can
     register its webhook URL (:mod:`~channels.whatsapp.subscriptions`), and
-    ``on_callback`` is told.
+    ``on_callback`` is told. ``blocklist`` keeps the users the business blocks.
     """
     tokens = (
         dict(access_tokens)
@@ -574,7 +576,9 @@ def create_graph_app(
         Route("/_media/{token}", api.guarded(api.download), methods=ANY_METHOD),
         Route("/{version}/{phone_number_id}/messages", send, methods=["POST"]),
         Route("/{version}/{phone_number_id}/media", api.guarded(api.upload), methods=["POST"]),
-        *business_routes(api.guarded, api.account, api.subscriptions, api.method_not_allowed),
+        *business_routes(
+            api.guarded, api.account, api.subscriptions, api.method_not_allowed, blocklist
+        ),
         Route("/{version}/{media_id}", api.guarded(api.media), methods=["GET", "POST", "DELETE"]),
         *(
             Route(path, api.guarded(api.versionless), methods=ANY_METHOD)

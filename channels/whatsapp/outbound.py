@@ -28,6 +28,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from channels.whatsapp.blocking import Blocklist, user_blocked
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.delivery import Deliverer, PendingUpdate
 from channels.whatsapp.envelope import contact_item, webhook_body
@@ -69,6 +70,7 @@ class OutboundRules:
     dice: FaultDice
     outbox: list[dict[str, Any]]
     windows: SessionWindows
+    blocklist: Blocklist
     pair_limit: PairRateLimiter
     throughput: ThroughputLimiter
     _rng: random.Random
@@ -146,6 +148,8 @@ class OutboundRules:
         who = self._users.get(key)
         if who is None and send.to is not None:
             who = self.add_user(send.to)  # a WhatsApp user who never wrote: window closed
+        if who is not None and self.blocklist.holds(who.key):
+            raise user_blocked()
         if self.shared is not None:
             await self.shared.check_limits(who.key if who is not None else None)
         else:
@@ -229,6 +233,8 @@ class OutboundRules:
             )
             raise error
         who = target.user
+        if self.blocklist.holds(who.key):  # a receipt for a blocked user's earlier message
+            raise user_blocked()
         self._record_send(send, who, None, None, None)
         if self.shared is not None:  # a typing indicator holds calls waiting in other processes
             await self.shared.flush()
