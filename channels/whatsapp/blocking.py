@@ -227,6 +227,8 @@ class Blocklist:
         user = self._find(key)
         if user is not None and not user.on_whatsapp:
             return BlockOutcome(target.input, error=_invalid(_NOT_A_USER))
+        wa_id: str | None
+        user_id: str | None
         if user is not None:
             wa_id, user_id = user.wa_id, user.user_id
         else:  # a user who never wrote: known by what the call gave
