@@ -158,6 +158,7 @@ _OWNERS: dict[str, str] = {
     "ANSWERED_QUIET": "channels.whatsapp.timekeeping",
     "AcceptAll": "channels.whatsapp.graph",
     "AccountAPI": "channels.whatsapp.account",
+    "routed_call": "channels.whatsapp.forwarding",
     "BLOCKLIST_LIMIT": "channels.whatsapp.blocking",
     "MOST_PER_REQUEST": "channels.whatsapp.blocking",
     "BlockOutcome": "channels.whatsapp.blocking",
