@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -16,10 +17,13 @@ from starlette.routing import Route
 
 from channels.whatsapp import blocking
 from channels.whatsapp.config import SimulatorConfig
+from channels.whatsapp.forwarding import recipients, routed_call
 from channels.whatsapp.openapi import build_openapi
+from channels.whatsapp.router import GraphRouter
 from channels.whatsapp.simulator import WhatsAppSimulator
 from harness.clock import VirtualClock
 from harness.trace import BlockChange, DroppedMessage, InboundMessage, OutboundSend
+from tests.bots.loopback import free_port
 from tests.channels.whatsapp.conformance import spec
 from tests.support.graph_errors import graph_error
 
@@ -387,3 +391,86 @@ async def test_a_dropped_message_opens_no_window(chat: Chat) -> None:
     await sim.advance(2 * 3600)
     await chat.block(ANA, method="DELETE")
     assert not await sim.windows.is_open(ANA)
+
+
+# -- a run against a URL: one Graph API for every scenario -------------------------------
+
+
+@asynccontextmanager
+async def _two_scenarios() -> AsyncIterator[tuple[httpx.AsyncClient, list[WhatsAppSimulator]]]:
+    """A run's router with two scenarios attached, Ana in the first and Ben in the second."""
+    router = GraphRouter(CONFIG, "127.0.0.1", free_port())
+    sims = []
+    for namespace, (wa_id, name) in (("one", (ANA, "Ana")), ("two", (BEN, "Ben"))):
+        sim = WhatsAppSimulator(CONFIG, clock=VirtualClock())
+        sim.connect(Starlette(routes=[Route(CONFIG.webhook_path, _ok, methods=["POST"])]))
+        user = sim.add_user(wa_id, name)
+        await sim.say(wa_id, "hi")
+        await sim.settle()
+        users = [user.wa_id or "", user.user_id]
+        router.attach(namespace, sim.graph_app, sim.clock, users, blocklist=sim.blocklist)
+        sims.append(sim)
+    transport = httpx.ASGITransport(app=router)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://graph.local") as client:
+            yield client, sims
+    finally:
+        for sim in sims:
+            await sim.aclose()
+
+
+async def _ok(request: Request) -> Response:
+    return PlainTextResponse("ok")
+
+
+def _body(*users: str) -> dict[str, Any]:
+    return {"messaging_product": "whatsapp", "block_users": [{"user": u} for u in users]}
+
+
+async def test_a_run_routes_each_block_to_the_scenario_of_its_users() -> None:
+    async with _two_scenarios() as (client, (one, two)):
+        assert (await client.post(BLOCK, json=_body(f"+{ANA}"), headers=AUTH)).status_code == 200
+        assert one.blocklist.holds(ANA)
+        assert not two.blocklist.holds(ANA)
+        bsuid = two.user(BEN).user_id
+        by_bsuid = {"messaging_product": "whatsapp", "block_users": [{"user_id": bsuid}]}
+        assert (await client.post(BLOCK, json=by_bsuid, headers=AUTH)).status_code == 200
+        assert two.blocklist.holds(BEN)
+        listed = (await client.get(BLOCK, headers=AUTH)).json()["data"]
+        assert [u["wa_id"] for u in listed] == [ANA, BEN]
+        undo = await client.request("DELETE", BLOCK, json=_body(ANA), headers=AUTH)
+        assert undo.status_code == 200
+        assert not one.blocklist.holds(ANA)
+        assert [e.blocked for e in one.events if isinstance(e, BlockChange)] == [True, False]
+
+
+async def test_a_run_refuses_a_block_naming_users_of_two_scenarios() -> None:
+    async with _two_scenarios() as (client, (one, two)):
+        answer = await client.post(BLOCK, json=_body(ANA, BEN), headers=AUTH)
+        details = graph_error(answer)
+        assert details.startswith("block_users: the users named belong to different scenarios")
+        assert "(one, two)" in details
+        assert answer.json()["error"]["fbtrace_id"]
+        assert not one.blocklist.holds(ANA)
+        assert not two.blocklist.holds(BEN)
+
+
+async def test_a_run_answers_a_block_of_a_number_no_scenario_plays_as_meta_would() -> None:
+    async with _two_scenarios() as (client, _):
+        answer = await client.post(BLOCK, json=_body("15550009999"), headers=AUTH)
+        [failed] = answer.json()["block_users"]["failed_users"]
+        assert failed["errors"][0]["code"] == 131047
+        assert graph_error(answer, 400, 139100)
+
+
+def test_a_block_names_its_users_for_routing() -> None:
+    body = {
+        "messaging_product": "whatsapp",
+        "block_users": [{"user": "+1 650-555-1234"}, {"user_id": "US.1"}, "junk", {"user": 5}],
+    }
+    assert recipients(body) == [("user", "16505551234"), ("user", "US.1")]
+    assert routed_call("POST", "/v25.0/1/block_users")
+    assert routed_call("DELETE", "/v25.0/1/block_users/")
+    assert not routed_call("GET", "/v25.0/1/block_users")
+    assert routed_call("POST", "/v25.0/1/messages")
+    assert not routed_call("DELETE", "/v25.0/1/messages")
