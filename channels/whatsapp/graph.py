@@ -8,8 +8,9 @@
   and delivery), answered in Meta's success shape;
 - ``POST /{version}/{phone_number_id}/media``, ``GET`` and ``DELETE
   /{version}/{media_id}`` and the download URLs ``GET /_media/{token}``;
-- what a bot reads of its business and where its webhooks go
-  (:mod:`~channels.whatsapp.account`, :mod:`~channels.whatsapp.subscriptions`);
+- what a bot reads of its business, the users it blocks and where its webhooks
+  go (:mod:`~channels.whatsapp.account`, :mod:`~channels.whatsapp.blocking`,
+  :mod:`~channels.whatsapp.subscriptions`);
 - ``GET /openapi.json``, the document describing all of it (no token needed).
 
 Every Graph endpoint wants an access token, as ``Authorization: Bearer`` or

@@ -1,10 +1,12 @@
 """Meta's rules for what the agent sends: window, limits, statuses, refusals in the trace.
 
 A mixin of :class:`~channels.whatsapp.simulator.WhatsAppSimulator`. The fake
-Graph API hands each well-formed send to :meth:`OutboundRules._on_send`: the
-throughput and pair-rate limits apply, a free-form message outside the
-24-hour window fails (on a status, or at once if so configured), a
-reaction to an unknown message fails with 131009, and an accepted message
+Graph API hands each well-formed send to :meth:`OutboundRules._on_send`: a
+send (or read receipt) to a user the business blocked is refused
+(:mod:`channels.whatsapp.blocking`), the throughput and pair-rate limits
+apply, a free-form message outside the 24-hour window fails (on a status,
+or at once if so configured), a reaction to an unknown message fails with
+131009, and an accepted message
 gets its sent, delivered and read statuses on the clock, with the fault
 profile's late, missing or reordered ones. Refused sends enter the trace
 with Meta's error.
