@@ -2,7 +2,9 @@
 
 An ``expect`` step looks at the agent's messages and tool calls since the
 last step a user took (the current turn, seen from the user's side), plus,
-for statuses, everything the channel reported about the agent's last reply.
+for statuses, everything the channel reported about the agent's last reply;
+``blocked`` reads the whole conversation: whether the agent's last accepted
+block or unblock of the step's user blocked them.
 Each unmet expectation becomes a :class:`~harness.results.Violation` of
 kind ``expectation`` that names the step's line.
 
