@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
@@ -117,11 +117,18 @@ class BlockOutcome:
     wa_id: str | None = None
     user_id: str | None = None
     error: GraphAPIError | None = None
+    by_bsuid: bool = False
 
     def item(self) -> dict[str, Any]:
-        """The user as the answer lists it (``input``, then ``wa_id`` or ``user_id``)."""
+        """The user as the answer lists it: ``input``, then the id of the kind it was named by.
+
+        A user named by phone number is answered with ``wa_id``, one named by
+        BSUID with ``user_id``, as Meta's guide has it.
+        """
         listed: dict[str, Any] = {"input": self.input}
-        if self.wa_id is not None:
+        if self.by_bsuid and self.user_id is not None:
+            listed["user_id"] = self.user_id
+        elif self.wa_id is not None:
             listed["wa_id"] = self.wa_id
         elif self.user_id is not None:
             listed["user_id"] = self.user_id
@@ -233,7 +240,7 @@ class Blocklist:
             wa_id, user_id = user.wa_id, user.user_id
         else:  # a user who never wrote: known by what the call gave
             wa_id, user_id = (None, key) if target.by_bsuid else (key, None)
-        done = BlockOutcome(target.input, wa_id=wa_id, user_id=user_id)
+        done = BlockOutcome(target.input, wa_id, user_id, by_bsuid=target.by_bsuid)
         held = user.key if user is not None else key
         if not block:
             self._blocked.pop(held, None)
@@ -241,9 +248,9 @@ class Blocklist:
         if held in self._blocked:
             return done
         if not await self._wrote_recently(held):
-            return BlockOutcome(target.input, wa_id, user_id, _invalid(_NOT_RECENT))
+            return replace(done, error=_invalid(_NOT_RECENT))
         if len(self._blocked) >= BLOCKLIST_LIMIT:
-            return BlockOutcome(target.input, wa_id, user_id, graph_error(_LIST_FULL))
+            return replace(done, error=graph_error(_LIST_FULL))
         self._blocked[held] = (wa_id, user_id)
         return done
 

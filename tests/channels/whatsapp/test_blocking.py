@@ -250,13 +250,17 @@ async def test_unblocking_knows_no_24_hour_rule(chat: Chat) -> None:
     assert "Failed to unblock some users" in graph_error(failed_unblock, 400, 139100)
 
 
-async def test_a_user_is_blocked_by_bsuid_and_listed_by_wa_id(chat: Chat) -> None:
+async def test_a_user_blocked_by_bsuid_is_answered_by_bsuid_and_listed_by_wa_id(chat: Chat) -> None:
     await chat.sim.say(ANA, "hi")
     bsuid = chat.sim.user(ANA).user_id
     body = {"messaging_product": "whatsapp", "block_users": [{"user_id": bsuid}]}
     answer = await chat.graph.post(BLOCK, json=body, headers=AUTH)
-    assert answer.json()["block_users"]["added_users"] == [{"input": bsuid, "wa_id": ANA}]
+    assert answer.json()["block_users"]["added_users"] == [{"input": bsuid, "user_id": bsuid}]
     assert chat.sim.blocklist.holds(ANA)
+    listed = (await chat.graph.get(BLOCK, headers=AUTH)).json()["data"]
+    assert listed == [{"messaging_product": "whatsapp", "wa_id": ANA}]
+    [change] = [e for e in chat.sim.events if isinstance(e, BlockChange)]
+    assert change.user == ANA  # the trace names the user by wa_id, as every event does
 
 
 async def test_the_list_is_paged_with_graphs_cursors(chat: Chat) -> None:
