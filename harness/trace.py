@@ -33,9 +33,11 @@ __all__ = [
     "EVENT_ADAPTER",
     "NON_MESSAGE_SEND_TYPES",
     "OBSERVABLE_KINDS",
+    "BlockChange",
     "ClockJump",
     "Conversation",
     "DeliveryAttempt",
+    "DroppedMessage",
     "ErrorInfo",
     "Event",
     "EventKind",
@@ -52,7 +54,16 @@ __all__ = [
 
 Source: TypeAlias = Literal["live", "recorded"]
 EventKind: TypeAlias = Literal[
-    "inbound", "send", "status", "llm", "tool", "clock", "delivery", "verification"
+    "inbound",
+    "send",
+    "status",
+    "llm",
+    "tool",
+    "clock",
+    "delivery",
+    "verification",
+    "block",
+    "dropped",
 ]
 
 #: ``OutboundSend.type`` values that are not messages a user reads.
@@ -328,6 +339,29 @@ class Verification(_Event):
     passed: bool = False
 
 
+class BlockChange(_Event):
+    """The agent blocked a user (``blocked``) or unblocked them, named as ``input``.
+
+    ``error`` is set when the channel refused the change for this user. While a
+    user is blocked their messages never reach the agent, and its sends to them fail.
+    """
+
+    kind: Literal["block"] = "block"
+    blocked: bool = True
+    input: str = ""
+    error: ErrorInfo | None = None
+
+
+class DroppedMessage(_Event):
+    """A user's message the channel did not pass on to the agent, and why (``blocked``)."""
+
+    kind: Literal["dropped"] = "dropped"
+    wamid: str
+    type: str
+    text: str | None = None
+    reason: str = "blocked"
+
+
 Event = Annotated[
     InboundMessage
     | OutboundSend
@@ -336,7 +370,9 @@ Event = Annotated[
     | ToolCall
     | ClockJump
     | DeliveryAttempt
-    | Verification,
+    | Verification
+    | BlockChange
+    | DroppedMessage,
     Field(discriminator="kind"),
 ]
 
@@ -406,11 +442,11 @@ def _is_turn_action(event: Event) -> bool:
 
 
 def _answers(event: Event) -> bool:
-    """Whether the agent's event ends the user's burst: a status is Meta's report on an
-    old send, and a read receipt or typing indicator tells the user nothing of the answer."""
+    """Whether the agent's event ends the user's burst: statuses and dropped messages are
+    Meta's doing, and a read receipt or typing indicator tells the user nothing of the answer."""
     if isinstance(event, OutboundSend):
         return event.is_message
-    return not isinstance(event, StatusUpdate)
+    return not isinstance(event, StatusUpdate | DroppedMessage)
 
 
 def build_turns(events: Iterable[Event]) -> tuple[Turn, ...]:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from channels.whatsapp.account import *
     from channels.whatsapp.activity import *
     from channels.whatsapp.attribution import *
+    from channels.whatsapp.blocking import *
     from channels.whatsapp.channel import *
     from channels.whatsapp.cli import serve_command as serve_command
     from channels.whatsapp.cli import simulator_options as simulator_options
@@ -157,6 +158,21 @@ _OWNERS: dict[str, str] = {
     "ANSWERED_QUIET": "channels.whatsapp.timekeeping",
     "AcceptAll": "channels.whatsapp.graph",
     "AccountAPI": "channels.whatsapp.account",
+    "routed_call": "channels.whatsapp.forwarding",
+    "BLOCKLIST_LIMIT": "channels.whatsapp.blocking",
+    "MOST_PER_REQUEST": "channels.whatsapp.blocking",
+    "BlockOutcome": "channels.whatsapp.blocking",
+    "BlockUsersAPI": "channels.whatsapp.blocking",
+    "Blocklist": "channels.whatsapp.blocking",
+    "BlockTarget": "channels.whatsapp.blocking",
+    "block_paths": "channels.whatsapp.blocking",
+    "block_schemas": "channels.whatsapp.blocking",
+    "block_targets": "channels.whatsapp.blocking",
+    "user_blocked": "channels.whatsapp.blocking",
+    "BlockUsersFailed": "channels.whatsapp.errors",
+    "BlocklistError": "channels.whatsapp.errors",
+    "BlocklistFull": "channels.whatsapp.errors",
+    "RecipientIsSender": "channels.whatsapp.errors",
     "CallbackHook": "channels.whatsapp.subscriptions",
     "CallbackRegistration": "channels.whatsapp.subscriptions",
     "Registrar": "channels.whatsapp.subscriptions",
@@ -423,6 +439,7 @@ _OWNERS: dict[str, str] = {
     "is_wamid": "channels.whatsapp.ids",
     "iter_updates": "channels.whatsapp.envelope",
     "json_body": "channels.whatsapp.openapi",
+    "document_filename": "channels.whatsapp.media",
     "largest_size": "channels.whatsapp.media",
     "latest_quoted": "channels.whatsapp.attribution",
     "list_reply": "channels.whatsapp.messages",

@@ -28,7 +28,6 @@ or deleted here: a ``POST`` or ``DELETE`` of one answers 100 saying so.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import re
@@ -36,12 +35,12 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from channels.whatsapp import _defaults as default
+from channels.whatsapp._paging import page
 from channels.whatsapp._request_body import BadBody, BodyTooLarge, decode_json, read_limited
 from channels.whatsapp.errors import InvalidParameter
 from channels.whatsapp.sends.problems import request_error
@@ -61,8 +60,6 @@ __all__ = [
 
 #: The throughput Meta gives a number by default (STANDARD), in messages a second.
 _STANDARD_MPS: Final = 80
-_PAGE: Final = 25
-_MOST_PER_PAGE: Final = 1000
 #: How many templates an account may hold (Meta's limit for a verified business).
 _TEMPLATE_LIMIT: Final = 6000
 
@@ -311,7 +308,7 @@ class AccountAPI:
         account = self._known_account(request)
         items = [account.phone_number(number) for number in account.phone_numbers]
         shown = [_fields(request, item, _PHONE_FIELDS, _PHONE_DEFAULT) for item in items]
-        return JSONResponse(_page(request, shown))
+        return JSONResponse(page(request, shown))
 
     async def templates(self, request: Request) -> Response:
         """``GET /{version}/{waba_id}/message_templates``; creating or deleting is refused."""
@@ -332,7 +329,7 @@ class AccountAPI:
                 choices = {wanted} if key == "name" else set(_listed(wanted))
                 chosen = [t for t in chosen if str(t.get(key, "")) in choices]
         shown = [_fields(request, t, _TEMPLATE_FIELDS, _TEMPLATE_DEFAULT) for t in chosen]
-        answer = _page(request, shown)
+        answer = page(request, shown)
         summary = query.get("summary")
         if summary is not None:
             total = sum(1 for _ in account.templates)
@@ -416,54 +413,6 @@ _NODE_TYPES: Final = {
     _ACCOUNT_FIELDS: "WhatsAppBusinessAccount",
     _TEMPLATE_FIELDS: "WhatsAppBusinessHSM",
 }
-
-
-def _page(request: Request, items: list[dict[str, Any]]) -> dict[str, Any]:
-    """One page of ``items`` with Graph's cursors: ``limit``, then ``after`` or ``before``."""
-    query = request.query_params
-    limit = _number(query.get("limit"), "limit", _PAGE)
-    if not 1 <= limit <= _MOST_PER_PAGE:
-        raise request_error("limit", f"must be between 1 and {_MOST_PER_PAGE}")
-    start = 0
-    if query.get("after") is not None:
-        start = _cursor(query["after"], "after") + 1
-    elif query.get("before") is not None:
-        start = max(0, _cursor(query["before"], "before") - limit)
-    chosen = items[start : start + limit]
-    answer: dict[str, Any] = {"data": chosen}
-    if not chosen:
-        return answer
-    cursors = {"before": _encode(start), "after": _encode(start + len(chosen) - 1)}
-    answer["paging"] = {"cursors": cursors}
-    base = str(request.url.replace(query=""))
-    kept = {k: v for k, v in query.items() if k not in ("after", "before")}
-    if start + len(chosen) < len(items):
-        answer["paging"]["next"] = f"{base}?{urlencode({**kept, 'after': cursors['after']})}"
-    if start > 0:
-        answer["paging"]["previous"] = f"{base}?{urlencode({**kept, 'before': cursors['before']})}"
-    return answer
-
-
-def _encode(position: int) -> str:
-    return base64.urlsafe_b64encode(str(position).encode()).decode().rstrip("=")
-
-
-def _cursor(text: str, name: str) -> int:
-    try:
-        decoded = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode()
-        if decoded.isdigit():
-            return int(decoded)
-    except (ValueError, UnicodeDecodeError):
-        pass
-    raise request_error(name, "is not a cursor this endpoint gave")
-
-
-def _number(text: str | None, name: str, fallback: int) -> int:
-    if text is None:
-        return fallback
-    if not text.isdigit() or not text.isascii():
-        raise request_error(name, "must be a whole number")
-    return int(text)
 
 
 async def _profile_update(request: Request) -> dict[str, Any]:

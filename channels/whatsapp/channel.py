@@ -145,6 +145,7 @@ class WhatsAppChannel:
                     recording=self.setup.recording or Recording(),
                     sink=self.sim.record,
                     events=self.sim.events,
+                    blocklist=self.sim.blocklist,
                 )
                 router = self._router
                 self.sim.on_inbound = lambda wamid: router.message_sent(remote.scope, wamid)

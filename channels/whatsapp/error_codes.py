@@ -39,6 +39,7 @@ class ErrorCode(IntEnum):
     SOMETHING_WENT_WRONG = 131000
     PARAMETER_MISSING = 131008
     PARAMETER_INVALID = 131009
+    RECIPIENT_IS_SENDER = 131021
     SERVICE_UNAVAILABLE = 131016
     UNDELIVERABLE = 131026
     RE_ENGAGEMENT = 131047
@@ -56,6 +57,9 @@ class ErrorCode(IntEnum):
     TEMPLATE_PARAM_FORMAT = 132012
     TEMPLATE_PAUSED = 132015
     TEMPLATE_DISABLED = 132016
+    BLOCK_USERS_FAILED = 139100
+    BLOCKLIST_FULL = 139101
+    BLOCKLIST_INTERNAL_ERROR = 139103
 
     @property
     def spec(self) -> ErrorSpec:
@@ -113,6 +117,8 @@ ERROR_CODES: Mapping[int, ErrorSpec] = _specs(
               "One or more parameter values are not valid.", 400, "both"),
     ErrorSpec(131016, "Service unavailable",
               "The service is temporarily unavailable; try again later.", 503, "sync"),
+    ErrorSpec(131021, "Recipient cannot be sender",
+              "The business can't block its own phone number.", 400, "sync"),
     ErrorSpec(131026, "Message undeliverable",
               "The message could not be delivered to the recipient.", 400, "async"),
     ErrorSpec(131047, "Re-engagement message",
@@ -150,6 +156,13 @@ ERROR_CODES: Mapping[int, ErrorSpec] = _specs(
     ErrorSpec(132016, "Template is disabled",
               "The template was paused too often for low quality and is disabled for good.",
               400, "sync"),
+    ErrorSpec(139100, "Failed to block/unblock users",
+              "Failed to block some users, see the block_users response list for details",
+              400, "sync"),
+    ErrorSpec(139101, "Blocklist limit reached",
+              "The blocklist holds as many users as it may (64,000).", 400, "sync"),
+    ErrorSpec(139103, "Internal error",
+              "The blocklist could not be changed; try again later.", 500, "sync"),
 )
 # fmt: on
 """Every code the simulator knows: title, default details, HTTP status, how it arrives."""

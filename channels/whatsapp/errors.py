@@ -24,6 +24,7 @@ renders both shapes.
         ├── GenericError                 131000
         ├── ParameterMissing             131008
         ├── ParameterInvalid             131009
+        ├── RecipientIsSender            131021 (the business blocking itself)
         ├── ServiceUnavailable           131016
         ├── Undeliverable                131026
         ├── ReEngagementRequired         131047
@@ -38,7 +39,10 @@ renders both shapes.
         ├── TemplateNotFound             132001
         ├── TemplateParamFormat          132012
         ├── TemplatePaused               132015
-        └── TemplateDisabled             132016
+        ├── TemplateDisabled             132016
+        ├── BlockUsersFailed             139100, with the block call's lists
+        ├── BlocklistFull                139101
+        └── BlocklistError               139103
 """
 
 from __future__ import annotations
@@ -57,6 +61,9 @@ __all__ = [
     "AccountInMaintenance",
     "AppRateLimited",
     "AuthError",
+    "BlockUsersFailed",
+    "BlocklistError",
+    "BlocklistFull",
     "EcosystemLimited",
     "ErrorData",
     "ErrorObject",
@@ -75,6 +82,7 @@ __all__ = [
     "PolicyBlocked",
     "RateLimited",
     "ReEngagementRequired",
+    "RecipientIsSender",
     "RecipientNotSupported",
     "ServiceUnavailable",
     "SpamRateLimited",
@@ -377,6 +385,12 @@ class ParameterInvalid(GraphAPIError):
     codes = (131009,)
 
 
+class RecipientIsSender(GraphAPIError):
+    """The business named its own number, to block it say (131021)."""
+
+    codes = (131021,)
+
+
 class ServiceUnavailable(GraphAPIError):
     """The Cloud API is temporarily unavailable (131016)."""
 
@@ -465,3 +479,36 @@ class TemplateDisabled(GraphAPIError):
     """The template is disabled for good (132016)."""
 
     codes = (132016,)
+
+
+class BlockUsersFailed(GraphAPIError):
+    """A block or unblock call failed for some of its users (139100).
+
+    Its body carries the call's lists beside the error (``result``: what
+    succeeded and what failed, each failure with its own errors), as Meta
+    answers it.
+    """
+
+    codes = (139100,)
+
+    def __init__(
+        self, code: int | None = None, *, result: Mapping[str, Any] | None = None, **given: Any
+    ) -> None:
+        super().__init__(code, **given)
+        self.result = dict(result or {})
+
+    def to_envelope(self) -> dict[str, Any]:
+        """The call's lists, then the Graph API error body."""
+        return {**self.result, **super().to_envelope()}
+
+
+class BlocklistFull(GraphAPIError):
+    """The business has blocked as many users as it may (139101)."""
+
+    codes = (139101,)
+
+
+class BlocklistError(GraphAPIError):
+    """The blocklist could not be changed: Meta's internal error (139103)."""
+
+    codes = (139103,)

@@ -11,7 +11,8 @@ agent makes next.
 An agent has one Graph API base URL; whichever of them it points at, be it
 ``harness serve`` or another run's, a send it does not play itself but that
 names a registered user (``to``, ``recipient``) or message (the
-``message_id`` of a read receipt or typing indicator) is passed on byte for
+``message_id`` of a read receipt or typing indicator; the users of a block
+or unblock, ``block_users``) is passed on byte for
 byte (method, path, query, headers with ``Authorization``, body) to the
 owner, and the owner's answer is the agent's (:class:`Forwarder`). What
 belongs to nobody is answered where it landed, as before.
@@ -67,6 +68,7 @@ __all__ = [
     "recipients",
     "replaying",
     "route_key",
+    "routed_call",
 ]
 
 #: Seconds a user's or a message's entry outlives the last renewal by its run.
@@ -94,8 +96,16 @@ def route_key(kind: str, value: str) -> str:
     return f"harness:graph-route:{kind}:{value}"
 
 
+def routed_call(method: str, path: str) -> bool:
+    """Whether a call is routed by the users its body names: a send, a block or an unblock."""
+    path = path.rstrip("/")
+    if path.endswith("/block_users"):
+        return method in ("POST", "DELETE")
+    return method == "POST" and path.endswith("/messages")
+
+
 def recipients(data: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """What a send body names that an owner could be found by: ``(kind, value)`` pairs."""
+    """What a send (or block) body names that an owner could be found by: ``(kind, value)``."""
     found: list[tuple[str, str]] = []
     to = data.get("to")
     if isinstance(to, str):
@@ -107,6 +117,14 @@ def recipients(data: Mapping[str, Any]) -> list[tuple[str, str]]:
     marked = data.get("message_id")
     if isinstance(marked, str):
         found.append(("wamid", marked))
+    blocked = data.get("block_users")
+    for item in blocked if isinstance(blocked, list) else ():
+        if isinstance(item, Mapping):
+            user, bsuid = item.get("user"), item.get("user_id")
+            if isinstance(user, str):
+                found.append(("user", normalize_wa_id(user) or user))
+            if isinstance(bsuid, str):
+                found.append(("user", bsuid))
     return found
 
 
@@ -324,10 +342,7 @@ def _media_id(scope: Scope) -> str | None:
 
 
 def _is_send(scope: Scope) -> bool:
-    if scope["type"] != "http" or scope["method"] != "POST":
-        return False
-    path: str = scope["path"]
-    return path.rstrip("/").endswith("/messages")
+    return scope["type"] == "http" and routed_call(scope["method"], scope["path"])
 
 
 async def read_body(receive: Receive) -> bytes:

@@ -8,8 +8,9 @@
   and delivery), answered in Meta's success shape;
 - ``POST /{version}/{phone_number_id}/media``, ``GET`` and ``DELETE
   /{version}/{media_id}`` and the download URLs ``GET /_media/{token}``;
-- what a bot reads of its business and where its webhooks go
-  (:mod:`~channels.whatsapp.account`, :mod:`~channels.whatsapp.subscriptions`);
+- what a bot reads of its business, the users it blocks and where its webhooks
+  go (:mod:`~channels.whatsapp.account`, :mod:`~channels.whatsapp.blocking`,
+  :mod:`~channels.whatsapp.subscriptions`);
 - ``GET /openapi.json``, the document describing all of it (no token needed).
 
 Every Graph endpoint wants an access token, as ``Authorization: Bearer`` or
@@ -78,6 +79,7 @@ from channels.whatsapp._request_body import (
     upload_type,
 )
 from channels.whatsapp.account import AccountAPI, BusinessAccount, unknown_object
+from channels.whatsapp.blocking import Blocklist
 from channels.whatsapp.errors import (
     AuthError,
     GenericError,
@@ -517,6 +519,7 @@ def create_graph_app(
     api_version: str = API_VERSION,
     app_secret: str | None = None,
     on_callback: CallbackHook | None = None,
+    blocklist: Blocklist | None = None,
 ) -> Starlette:
     """Build the fake Graph API.
 
@@ -536,7 +539,7 @@ def create_graph_app(
     a version (``/{phone_number_id}/messages``) is served at ``api_version``,
     as Graph serves one at the app's version. Given ``app_secret``, a bot can
     register its webhook URL (:mod:`~channels.whatsapp.subscriptions`), and
-    ``on_callback`` is told.
+    ``on_callback`` is told. ``blocklist`` keeps the users the business blocks.
     """
     tokens = (
         dict(access_tokens)
@@ -574,7 +577,9 @@ def create_graph_app(
         Route("/_media/{token}", api.guarded(api.download), methods=ANY_METHOD),
         Route("/{version}/{phone_number_id}/messages", send, methods=["POST"]),
         Route("/{version}/{phone_number_id}/media", api.guarded(api.upload), methods=["POST"]),
-        *business_routes(api.guarded, api.account, api.subscriptions, api.method_not_allowed),
+        *business_routes(
+            api.guarded, api.account, api.subscriptions, api.method_not_allowed, blocklist
+        ),
         Route("/{version}/{media_id}", api.guarded(api.media), methods=["GET", "POST", "DELETE"]),
         *(
             Route(path, api.guarded(api.versionless), methods=ANY_METHOD)

@@ -38,6 +38,7 @@ __all__ = [
     "URL_LIFETIME",
     "MediaStore",
     "StoredMedia",
+    "document_filename",
     "is_animated_webp",
     "largest_size",
     "media_id_in",
@@ -74,6 +75,28 @@ MEDIA_KINDS: Final = {
     "video": frozenset({"video/3gpp", "video/mp4"}),
 }
 """The MIME types Meta accepts for each kind of media (parameters such as ``codecs`` aside)."""
+
+# The file name a document gets when the scenario names none, by MIME type.
+_DOCUMENT_EXTENSIONS = {
+    "application/pdf": ".pdf",
+    "text/plain": ".txt",
+    "application/msword": ".doc",
+    "application/vnd.ms-excel": ".xls",
+    "application/vnd.ms-powerpoint": ".ppt",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": ".docx",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": ".xlsx",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation": ".pptx",
+}
+
+
+def document_filename(mime_type: str) -> str:
+    """The file name of a document a user sends without one: ``document`` and its extension.
+
+    Meta's webhooks always give a document a ``filename``.
+    """
+    base = mime_type.split(";", 1)[0].strip().lower()
+    return "document" + _DOCUMENT_EXTENSIONS.get(base, "")
+
 
 _LIMITS: Final = {"audio": 16 * MIB, "document": 100 * MIB, "image": 5 * MIB, "video": 16 * MIB}
 _STICKER_STATIC: Final = 100 * KIB

@@ -36,6 +36,7 @@ from channels.whatsapp._openapi_parts import (
     read_operation,
     ref,
 )
+from channels.whatsapp.blocking import block_paths, block_schemas
 from channels.whatsapp.sends.limits import DEFAULT_LIMITS, SendLimits
 from channels.whatsapp.sends.request import send_schemas
 
@@ -247,6 +248,7 @@ def _paths() -> dict[str, Any]:
         },
         **_account_paths(phone),
         **number_paths(phone),
+        **block_paths(phone),
         **_subscription_paths(),
         "/_media/{token}": {
             "get": {
@@ -426,6 +428,7 @@ def build_openapi(
         **send_schemas(limits, ref_template=REF + "{model}"),
         **_response_schemas(),
         **number_schemas(),
+        **block_schemas(),
     }
     schemas.update({name: copy.deepcopy(dict(s)) for name, s in (extra_schemas or {}).items()})
     document: dict[str, Any] = {

@@ -1,10 +1,12 @@
 """Meta's rules for what the agent sends: window, limits, statuses, refusals in the trace.
 
 A mixin of :class:`~channels.whatsapp.simulator.WhatsAppSimulator`. The fake
-Graph API hands each well-formed send to :meth:`OutboundRules._on_send`: the
-throughput and pair-rate limits apply, a free-form message outside the
-24-hour window fails (on a status, or at once if so configured), a
-reaction to an unknown message fails with 131009, and an accepted message
+Graph API hands each well-formed send to :meth:`OutboundRules._on_send`: a
+send (or read receipt) to a user the business blocked is refused
+(:mod:`channels.whatsapp.blocking`), the throughput and pair-rate limits
+apply, a free-form message outside the 24-hour window fails (on a status,
+or at once if so configured), a reaction to an unknown message fails with
+131009, and an accepted message
 gets its sent, delivered and read statuses on the clock, with the fault
 profile's late, missing or reordered ones. Refused sends enter the trace
 with Meta's error.
@@ -28,6 +30,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from channels.whatsapp.blocking import Blocklist, user_blocked
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.delivery import Deliverer, PendingUpdate
 from channels.whatsapp.envelope import contact_item, webhook_body
@@ -69,6 +72,7 @@ class OutboundRules:
     dice: FaultDice
     outbox: list[dict[str, Any]]
     windows: SessionWindows
+    blocklist: Blocklist
     pair_limit: PairRateLimiter
     throughput: ThroughputLimiter
     _rng: random.Random
@@ -146,6 +150,8 @@ class OutboundRules:
         who = self._users.get(key)
         if who is None and send.to is not None:
             who = self.add_user(send.to)  # a WhatsApp user who never wrote: window closed
+        if who is not None and self.blocklist.holds(who.key):
+            raise user_blocked()
         if self.shared is not None:
             await self.shared.check_limits(who.key if who is not None else None)
         else:
@@ -229,6 +235,8 @@ class OutboundRules:
             )
             raise error
         who = target.user
+        if self.blocklist.holds(who.key):  # a receipt for a blocked user's earlier message
+            raise user_blocked()
         self._record_send(send, who, None, None, None)
         if self.shared is not None:  # a typing indicator holds calls waiting in other processes
             await self.shared.flush()

@@ -4,8 +4,11 @@ An agent in another process has one Graph API base URL, so the scenarios a
 run plays against it at the same time must share one server. The
 :class:`GraphRouter` serves it and hands each send to the simulator of the
 scenario it belongs to, found by its recipient (``to`` or ``recipient``) or,
-for read receipts and typing indicators, by the message it marks. Every
-scenario's users are distinct, so the owner is never in doubt. Media
+for read receipts and typing indicators, by the message it marks; so is a
+block or unblock (``block_users``), by the users it names. Every
+scenario's users are distinct, so the owner is never in doubt; a block
+naming users of two scenarios is refused (100: one call per scenario), and
+``GET block_users`` lists the users every running scenario blocked. Media
 uploads, downloads and ``/openapi.json`` need no owner: the scenarios share
 one media store.
 
@@ -37,10 +40,19 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from channels.whatsapp.account import business_account
 from channels.whatsapp.attribution import latest_quoted, request_text
+from channels.whatsapp.blocking import Blocklist
 from channels.whatsapp.config import SimulatorConfig
-from channels.whatsapp.forwarding import Forwarder, RouteBook, read_body, recipients, replaying
+from channels.whatsapp.errors import InvalidParameter
+from channels.whatsapp.forwarding import (
+    Forwarder,
+    RouteBook,
+    read_body,
+    recipients,
+    replaying,
+    routed_call,
+)
 from channels.whatsapp.graph import AcceptAll, create_graph_app
-from channels.whatsapp.ids import id_source, new_wamid
+from channels.whatsapp.ids import id_source, new_fbtrace_id, new_wamid
 from channels.whatsapp.media import MediaStore
 from channels.whatsapp.server import BackgroundServer
 from channels.whatsapp.strays import StraySends, is_message_send
@@ -91,6 +103,20 @@ class Owner:
     recording: Recording | None = None
     sink: Sink | None = None
     events: Sequence[Event] = ()
+    blocklist: Blocklist | None = None
+
+
+class _RunBlocklists(Blocklist):
+    """What the run's own Graph API answers of blocks: every running scenario's users listed."""
+
+    def __init__(self, owners: Callable[[], Sequence[Owner]], numbers: Sequence[str]) -> None:
+        super().__init__(numbers=numbers)
+        self._owners = owners
+
+    def listed(self) -> list[dict[str, Any]]:
+        """The users each running scenario blocked, scenario by scenario."""
+        held = [o.blocklist for o in self._owners() if o.active and o.blocklist is not None]
+        return [user for blocklist in held for user in blocklist.listed()]
 
 
 class GraphRouter:
@@ -127,6 +153,10 @@ class GraphRouter:
             account=business_account(config, templates),
             api_version=config.api_version,
             app_secret=config.app_secret,
+            blocklist=_RunBlocklists(
+                lambda: list(self._owners.values()),
+                (config.phone_number_id, config.display_phone_number),
+            ),
         )
         self._server = BackgroundServer(self, host, port)
         self._owners: dict[str, Owner] = {}  # by namespace
@@ -207,13 +237,23 @@ class GraphRouter:
         recording: Recording | None = None,
         sink: Sink | None = None,
         events: Sequence[Event] = (),
+        blocklist: Blocklist | None = None,
     ) -> Owner:
         """Route sends to ``users`` (wa_ids and BSUIDs) to ``app``, a scenario's Graph API.
 
         Model calls and spans of the scenario go to ``recording`` and ``sink``;
-        ``events`` is its trace as it grows (to tell its model calls apart).
+        ``events`` is its trace as it grows (to tell its model calls apart);
+        ``blocklist`` is the users it blocked, for the run's ``GET block_users``.
         """
-        owner = Owner(namespace, app, clock, recording=recording, sink=sink, events=events)
+        owner = Owner(
+            namespace,
+            app,
+            clock,
+            recording=recording,
+            sink=sink,
+            events=events,
+            blocklist=blocklist,
+        )
         self._owners[namespace] = owner
         for user in users:
             known = self._by_user.get(user)
@@ -316,28 +356,41 @@ class GraphRouter:
         if scope["type"] == "http" and scope["path"] in _ENDPOINT_PATHS:
             await self._endpoints(scope, receive, send)
             return
-        if scope["type"] != "http" or scope["method"] != "POST" or not _is_send(scope["path"]):
+        if scope["type"] != "http" or not routed_call(scope["method"], scope["path"]):
             await self._shared_app(scope, receive, send)
             return
         body = await read_body(receive)
-        owner = self._owner_of(body)
+        owners = self._owners_of(body)
+        if len(owners) > 1:  # a block naming users of several scenarios
+            await _refuse_mixed(owners, send)
+            return
+        owner = owners[0] if owners else None
         replay = replaying(body)
         if owner is None and is_message_send(body):
             # A number no scenario plays: answered, and its status sent, as Meta would.
             await self._strays(scope, replay, send)
             return
-        if owner is None or owner.active:
-            # A read receipt for no scenario's message: the shared app accepts it.
+        if owner is None or owner.active or not scope["path"].rstrip("/").endswith("/messages"):
+            # A read receipt for no scenario's message: the shared app accepts it. A block
+            # goes to its scenario's blocklist, ended or not.
             await (owner.app if owner else self._shared_app)(scope, replay, send)
             return
         await self._answer_late(owner, body, send)
 
-    def _owner_of(self, body: bytes) -> Owner | None:
+    def _owners_of(self, body: bytes) -> list[Owner]:
+        """The scenarios whose users (or messages) a body names, each once, in order."""
         try:
             data = json.loads(body)
         except ValueError:
-            return None
-        return self._owner_in(recipients(data)) if isinstance(data, dict) else None
+            return []
+        if not isinstance(data, dict):
+            return []
+        found: list[Owner] = []
+        for kind, value in recipients(data):
+            owner = (self._by_user if kind == "user" else self._by_wamid).get(value)
+            if owner is not None and owner not in found:
+                found.append(owner)
+        return found
 
     def _owner_in(self, named: Sequence[tuple[str, str]]) -> Owner | None:
         for kind, value in named:
@@ -451,8 +504,24 @@ def _latest_spoken(owners: Sequence[Owner]) -> Owner:
     return max(owners, key=last)
 
 
-def _is_send(path: str) -> bool:
-    return path.rstrip("/").endswith("/messages")
+async def _refuse_mixed(owners: Sequence[Owner], send: Send) -> None:
+    """Answer a block naming users of several scenarios: 100, one call per scenario."""
+    named = ", ".join(o.namespace for o in owners)
+    details = (
+        f"block_users: the users named belong to different scenarios ({named}); block or"
+        " unblock each scenario's users in a call of its own"
+    )
+    error = InvalidParameter(
+        message=f"(#100) {details}", details=details, fbtrace_id=new_fbtrace_id(_RNG)
+    )
+    await send(
+        {
+            "type": "http.response.start",
+            "status": error.http_status,
+            "headers": [(b"content-type", b"application/json")],
+        }
+    )
+    await send({"type": "http.response.body", "body": json.dumps(error.to_envelope()).encode()})
 
 
 #: Ids for late answers: new in every run, like every id Meta hands out.

@@ -25,6 +25,7 @@ from starlette.types import ASGIApp
 
 from channels.whatsapp.account import business_account
 from channels.whatsapp.activity import Activity
+from channels.whatsapp.blocking import Blocklist
 from channels.whatsapp.composing import UserMessages
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.delivery import (
@@ -41,7 +42,7 @@ from channels.whatsapp.graph import create_graph_app
 from channels.whatsapp.ids import bsuid_for, id_source, new_bsuid, new_wamid
 from channels.whatsapp.inprocess import InProcessClient
 from channels.whatsapp.limits import PairRateLimiter, ThroughputLimiter
-from channels.whatsapp.media import MediaStore
+from channels.whatsapp.media import MediaStore, document_filename
 from channels.whatsapp.messages import (
     Context,
     button_reply,
@@ -71,18 +72,6 @@ if TYPE_CHECKING:
     from channels.whatsapp.shared import SharedMeta
 
 __all__ = ["WhatsAppSimulator"]
-
-# The file name a document gets when the scenario names none, by MIME type.
-_DOCUMENT_EXTENSIONS = {
-    "application/pdf": ".pdf",
-    "text/plain": ".txt",
-    "application/msword": ".doc",
-    "application/vnd.ms-excel": ".xls",
-    "application/vnd.ms-powerpoint": ".ppt",
-    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": ".docx",
-    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": ".xlsx",
-    "application/vnd.openxmlformats-officedocument.presentationml.presentation": ".pptx",
-}
 
 
 class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages, SharedHooks):
@@ -133,6 +122,14 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages, SharedHooks):
             self.clock, mps=int(self.config.throughput_mps), enabled=self.config.rate_limits
         )
         self.templates = templates or TemplateRegistry.given(self.config.templates)
+        #: The users the business blocked (:mod:`channels.whatsapp.blocking`).
+        self.blocklist = Blocklist(
+            numbers={self.config.phone_number_id, self.config.display_phone_number},
+            find=lambda key: self._users.get(key),
+            windows=self.windows,
+            clock=self.clock,
+            record=self.record,
+        )
         #: The fake Graph API (``channels.whatsapp.control.control_app`` adds the control API).
         self.graph_app = self.build_graph_app()
         #: When set (by :meth:`run_paced`), virtual time follows real time.
@@ -224,6 +221,7 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages, SharedHooks):
             api_version=self.config.api_version,
             app_secret=self.config.app_secret,
             on_callback=Registrar(self),
+            blocklist=self.blocklist,
         )
 
     @property
@@ -383,6 +381,8 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages, SharedHooks):
         now = self.clock.now()
         wamid = str(item["id"])
         parsed = parse_message(item)  # a clear error for a malformed message, before sending
+        if self.blocklist.drops(who, item, now):  # the business blocked them: Meta drops it
+            return wamid
         payload = build_webhook(
             waba_id=self.config.waba_id,
             phone_number_id=self.config.phone_number_id,
@@ -500,8 +500,7 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages, SharedHooks):
         if caption is not None:
             obj["caption"] = caption
         if kind == "document" and filename is None:
-            base = mime_type.split(";", 1)[0].strip().lower()
-            filename = "document" + _DOCUMENT_EXTENSIONS.get(base, "")
+            filename = document_filename(mime_type)
         if filename is not None:
             obj["filename"] = filename
         return await self.receive(user, {"type": kind, kind: obj})

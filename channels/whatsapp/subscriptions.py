@@ -47,6 +47,7 @@ from channels.whatsapp._graph_app import ANY_METHOD
 from channels.whatsapp._number_settings import NUMBER_OBJECTS, NumberSettingsAPI, number_update
 from channels.whatsapp._request_body import graph_parameters
 from channels.whatsapp.account import AccountAPI, BusinessAccount, unknown_object
+from channels.whatsapp.blocking import Blocklist, BlockUsersAPI
 from channels.whatsapp.delivery import handshake
 from channels.whatsapp.errors import AuthError, GraphAPIError
 from channels.whatsapp.sends.problems import request_error
@@ -391,15 +392,25 @@ def business_routes(
     account: AccountAPI,
     subscriptions: SubscriptionsAPI | None,
     not_allowed: Callable[[Request, str], Response | None],
+    blocklist: Blocklist | None = None,
 ) -> Sequence[Route]:
     """The routes of the account's endpoints and, given ``subscriptions``, the registrations.
 
     ``guard`` wraps each endpoint so that its errors answer Meta's envelope;
     ``not_allowed`` answers a method a path does not take (405), for the
     token's path, which would otherwise be read as ``/{version}/{id}``.
+    ``blocklist`` keeps the users the number blocks (:mod:`~channels.whatsapp.blocking`; by
+    default a list of its own, where no user is known to have written).
     """
     settings = NumberSettingsAPI(account)
+    numbers = account.account.phone_numbers
+    blocklist = blocklist or Blocklist(numbers={*numbers, *numbers.values()})
     routes = [
+        Route(
+            "/{version}/{phone_number_id}/block_users",
+            guard(BlockUsersAPI(account, blocklist)),
+            methods=["GET", "POST", "DELETE"],
+        ),
         Route(
             "/{version}/{phone_number_id}/whatsapp_business_profile",
             guard(account.profile),

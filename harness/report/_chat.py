@@ -32,9 +32,11 @@ from harness.report._items import (
 from harness.report.causes import Cause, scenario_causes
 from harness.results import ScenarioResult, Violation
 from harness.trace import (
+    BlockChange,
     ClockJump,
     Conversation,
     DeliveryAttempt,
+    DroppedMessage,
     ErrorInfo,
     Event,
     InboundMessage,
@@ -323,6 +325,8 @@ class _Layout:
                 title=f"{event.previous.isoformat()} → {event.at.isoformat()}",
                 at=event.at,
             )
+        if isinstance(event, BlockChange | DroppedMessage):
+            return Note(at=event.at, event=index, chip=_moderation_chip(event), flagged=flagged)
         if isinstance(event, StatusUpdate):
             if event.wamid in self.sent:
                 return None
@@ -435,3 +439,19 @@ def scenario_view(result: ScenarioResult, position: int, taken: Iterable[str] = 
     if conversation is not None:
         items = _Layout(conversation, result.violations).layout(dict(by_turn))
     return ScenarioView(anchor, result, items, found, top, _fault_profile(result))
+
+
+def _moderation_chip(event: BlockChange | DroppedMessage) -> Chip:
+    """A block, an unblock or a message the channel dropped, as a chip in the chat."""
+    who = event.user or "?"
+    if isinstance(event, DroppedMessage):
+        said = event.text if event.text is not None else f"<{event.type}>"
+        return Chip(f"⛔ not delivered ({event.reason}): {said}", "warning", title=event.wamid)
+    if event.error is not None:
+        verb = "block" if event.blocked else "unblock"
+        return Chip(
+            f"{verb} of {who} refused ({event.error.code})", "failure", title=event.error.details
+        )
+    if event.blocked:
+        return Chip(f"⛔ agent blocked {who}", "warning", title=event.input)
+    return Chip(f"agent unblocked {who}", "info", title=event.input)

@@ -2,7 +2,9 @@
 
 An ``expect`` step looks at the agent's messages and tool calls since the
 last step a user took (the current turn, seen from the user's side), plus,
-for statuses, everything the channel reported about the agent's last reply.
+for statuses, everything the channel reported about the agent's last reply;
+``blocked`` reads the whole conversation: whether the agent's last accepted
+block or unblock of the step's user blocked them.
 Each unmet expectation becomes a :class:`~harness.results.Violation` of
 kind ``expectation`` that names the step's line.
 
@@ -25,7 +27,7 @@ from harness.suites.dates import resolve_dates
 from harness.suites.invariants import unobserved
 from harness.suites.steps import Expectation, ExpectStep, ToolExpectation
 from harness.suites.transcript import render_event
-from harness.trace import ClockJump, Conversation, Event, OutboundSend, ToolCall
+from harness.trace import BlockChange, ClockJump, Conversation, Event, OutboundSend, ToolCall
 
 __all__ = [
     "EVENTUAL",
@@ -161,6 +163,35 @@ def _describe_tool(expected: ToolExpectation) -> str:
     return f"{expected.name}({args})"
 
 
+def _blocking(
+    conversation: Conversation, user: str, wanted: bool, names: dict[str, str]
+) -> tuple[str, list[tuple[int, BlockChange]]] | None:
+    """Why ``user`` is not blocked as ``wanted`` (with the changes that show it), or None.
+
+    A user is blocked from the agent's last accepted block of them until an
+    accepted unblock; a refused change changes nothing.
+    """
+    changes = [
+        (i, e)
+        for i, e in enumerate(conversation.events)
+        if isinstance(e, BlockChange) and e.user == user
+    ]
+    accepted = [(i, e) for i, e in changes if e.error is None]
+    blocked = accepted[-1][1].blocked if accepted else False
+    if blocked == wanted:
+        return None
+    who = names.get(user, user)
+    if not wanted:
+        return f"the agent has blocked {who}", accepted[-1:]
+    if not changes:
+        return f"the agent has not blocked {who}", []
+    last = changes[-1][1]
+    if last.error is not None:
+        verb = "block" if last.blocked else "unblock"
+        return f"the agent's {verb} of {who} was refused ({last.error.code})", changes[-1:]
+    return f"the agent unblocked {who}", changes[-1:]
+
+
 def check_expectation(
     step: ExpectStep,
     conversation: Conversation,
@@ -253,6 +284,11 @@ def check_expectation(
                     at(last),
                 )
             )
+    if expect.blocked is not None:
+        problem = _blocking(conversation, user, expect.blocked, names or {})
+        if problem is not None:
+            message, shown_at = problem
+            problems.append((message, tuple(i for i, _ in shown_at)))
     if expect.status is not None:
         if last is None or last.wamid is None:
             problems.append((f"no reply whose status could be {expect.status}", ()))

@@ -461,6 +461,10 @@ class Expectation(ScenarioPart):
     replies: Annotated[StrictInt, Field(ge=0)] | None = Field(
         default=None, description="Exactly this many agent messages."
     )
+    blocked: StrictBool | None = Field(
+        default=None,
+        description="Whether the agent has the step's user blocked by then (Block Users API).",
+    )
 
     model_config = ConfigDict(json_schema_extra={"minProperties": 1})
 

@@ -15,9 +15,11 @@ from harness.providers import exchange_label
 from harness.results import Violation
 from harness.trace import (
     EVENT_ADAPTER,
+    BlockChange,
     ClockJump,
     Conversation,
     DeliveryAttempt,
+    DroppedMessage,
     ErrorInfo,
     Event,
     InboundMessage,
@@ -100,6 +102,14 @@ def _body(event: Event, name: str, to: str) -> str:
         answer = str(event.status_code) if event.status_code is not None else "no answer"
         verdict = "passed" if event.passed else "failed"
         return f"verification {event.method} -> {answer} ({verdict})"
+    if isinstance(event, BlockChange):
+        line = f"agent {'blocks' if event.blocked else 'unblocks'} {name}"
+        if event.error is not None:
+            line += f" -> refused {_errors([event.error], details=True)}"
+        return line
+    if isinstance(event, DroppedMessage):
+        said = _clip(event.text) if event.text is not None else f"<{event.type}>"
+        return f"user {name} ({event.reason}, not delivered): {said}"
     raise TypeError(f"not an event: {event!r}")  # pragma: no cover  # the union is closed
 
 

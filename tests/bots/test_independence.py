@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).parent
-BOTS = ["inline", "background", "debounce", "per_fragment", "pizza", "unreliable"]
+BOTS = ["inline", "background", "debounce", "per_fragment", "pizza", "unreliable", "moderator"]
 DOUBLES = ["fake_anthropic", "slow_service"]
 THIRD_PARTY = {"httpx", "starlette", "uvicorn"}
 

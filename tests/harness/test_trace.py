@@ -17,9 +17,11 @@ from pydantic import BaseModel, JsonValue, ValidationError
 
 from harness.trace import (
     EVENT_ADAPTER,
+    BlockChange,
     ClockJump,
     Conversation,
     DeliveryAttempt,
+    DroppedMessage,
     ErrorInfo,
     Event,
     InboundMessage,
@@ -145,6 +147,23 @@ EVENT_STRATEGIES: dict[str, st.SearchStrategy[Event]] = {
         answer=st.text(max_size=40),
         error=st.none() | st.text(max_size=30),
         passed=st.booleans(),
+    ),
+    "block": st.builds(
+        BlockChange,
+        at=instants,
+        user=users,
+        blocked=st.booleans(),
+        input=st.text(max_size=20),
+        error=st.none() | errors,
+    ),
+    "dropped": st.builds(
+        DroppedMessage,
+        at=instants,
+        user=users,
+        wamid=names,
+        type=names,
+        text=st.none() | st.text(max_size=40),
+        reason=names,
     ),
 }
 any_event = st.one_of(*EVENT_STRATEGIES.values())
@@ -338,6 +357,19 @@ def test_a_verification_of_the_endpoint_belongs_to_no_turn() -> None:
     assert [t.texts for t in turns] == [["hi"], ["bye"]]
     assert all(check not in t.actions for t in turns)
     assert Conversation.from_events(events).verifications() == [check]
+
+
+def test_a_block_is_the_agents_act_and_a_dropped_message_joins_the_turn_it_follows() -> None:
+    block = BlockChange(at=T0 + timedelta(seconds=2), user="u1", input="+u1")
+    dropped = DroppedMessage(at=T0 + timedelta(seconds=9), user="u1", wamid="w9", type="text")
+    events: list[Event] = [_in(0, "you idiot"), block, dropped, _in(20, "hello?")]
+    turns = build_turns(events)
+    assert [t.texts for t in turns] == [["you idiot"], ["hello?"]]
+    assert turns[0].actions == (block, dropped)
+    # A dropped message is no answer: the next message still belongs to a new burst only
+    # because the agent blocked in between.
+    quiet = build_turns([_in(0, "a"), dropped, _in(20, "b")])
+    assert [t.texts for t in quiet] == [["a", "b"]]
 
 
 def test_redelivered_copy_joins_the_open_turn_instead_of_starting_one() -> None:

@@ -13,9 +13,11 @@ import pytest
 from harness.report import load_json, render_html, write_html, write_json
 from harness.results import RunResult, ScenarioResult, Violation
 from harness.trace import (
+    BlockChange,
     ClockJump,
     Conversation,
     DeliveryAttempt,
+    DroppedMessage,
     ErrorInfo,
     Event,
     LLMExchange,
@@ -242,6 +244,19 @@ def test_a_failed_status_shows_code_title_and_details() -> None:
     ticks = section.find("span", "ticks")
     assert (ticks.attrs["data-tick"], ticks.text) == ("failed", "✗ 131047 Re-engagement message")
     assert section.find("div", "send-error").text == "✗ 131047: More than 24 hours"
+
+
+def test_a_block_and_a_dropped_message_are_notes_in_the_chat() -> None:
+    block = BlockChange(at=at(2), user=USER, input=f"+{USER}")
+    dropped = DroppedMessage(at=at(9), user=USER, wamid="w.gone", type="text", text="hello?")
+    refused = BlockChange(
+        at=at(10), user=USER, blocked=False, error=ErrorInfo(code=131021, details="own number")
+    )
+    section = _one([*inbound(0, "w.in", "you idiot", "d"), block, dropped, refused])
+    texts = [chip.text for chip in section.find_all("span", "chip")]
+    assert f"⛔ agent blocked {USER}" in texts
+    assert "⛔ not delivered (blocked): hello?" in texts
+    assert f"unblock of {USER} refused (131021)" in texts
 
 
 def test_a_refused_send_is_failed_and_outside_the_window_is_marked() -> None:

@@ -19,6 +19,7 @@ from harness.suites.scenario import parse_scenario
 from harness.suites.steps import Expectation, ExpectStep, ToolExpectation
 from harness.suites.transcript import render_event
 from harness.trace import (
+    BlockChange,
     Conversation,
     ErrorInfo,
     Event,
@@ -488,3 +489,42 @@ def test_tool_calls_are_seen_from_the_acting_users_side() -> None:
     ]
     [problem] = _problems(_step("{tool_called: book_appointment}"), events, user=BEN)
     assert problem.startswith("book_appointment was not called")
+
+
+# -- blocked -------------------------------------------------------------------------------
+
+
+def _block(blocked: bool = True, *, s: float = 2.0, user: str = ANA, **kw: Any) -> BlockChange:
+    return BlockChange(at=_at(s), user=user, blocked=blocked, input=f"+{user}", **kw)
+
+
+@pytest.mark.parametrize(
+    ("events", "blocked"),
+    [
+        ([], False),
+        ([_block()], True),
+        ([_block(), _block(False, s=3)], False),
+        ([_block(), _block(False, s=3, error=REFUSED)], True),  # a refused unblock changes nothing
+        ([_block(error=REFUSED)], False),
+        ([_block(user=BEN)], False),  # another user's block
+    ],
+)
+def test_blocked_is_the_last_accepted_block_or_unblock_of_the_steps_user(
+    events: list[Event], blocked: bool
+) -> None:
+    log = [_inbound("you idiot"), *events]
+    assert _problems(_step(f"{{blocked: {str(blocked).lower()}}}"), log) == []
+    assert _problems(_step(f"{{blocked: {str(not blocked).lower()}}}"), log) != []
+
+
+def test_a_blocked_expectation_says_why_and_points_at_the_block() -> None:
+    refused = [_inbound("you idiot"), _block(error=REFUSED)]
+    [violation] = _check(_step("{blocked: true}"), refused)
+    assert violation.message == "the agent's block of 15550001111 was refused (131047)"
+    assert violation.events == (1,)
+    unblocked = [_inbound("hi"), _block(), _block(False, s=3)]
+    assert _problems(_step("{blocked: true}"), unblocked) == ["the agent unblocked 15550001111"]
+    [blocked] = _check(_step("{blocked: false}"), [_inbound("hi"), _block()])
+    assert (blocked.message, blocked.events) == ("the agent has blocked 15550001111", (1,))
+    assert render_event(_block()) == "agent blocks 15550001111"
+    assert render_event(_block(False, error=REFUSED)).startswith("agent unblocks 15550001111 ->")

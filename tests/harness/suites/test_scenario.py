@@ -507,7 +507,7 @@ STEPS = "steps:\n  - say: hi\n"
             STEPS + "  - expect: {}\n",
             "s.yaml:3: steps[1].expect: expect needs at least one of: "
             "reply_contains, reply_matches, reply_not_contains, tool_called, tool_not_called, "
-            "no_reply_within, status, template, replies",
+            "no_reply_within, status, template, replies, blocked",
         ),
         (
             STEPS + "  - expect: yes\n",
