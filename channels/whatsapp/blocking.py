@@ -3,8 +3,9 @@
 - ``POST /{version}/{phone_number_id}/block_users`` with
   ``{"messaging_product": "whatsapp", "block_users": [{"user": "+16505551234"}]}``
   blocks each user (``user``: a phone number or wa_id; ``user_id``: a
-  BSUID); ``DELETE`` with the same body unblocks; ``GET`` lists the blocked
-  users, a page at a time (``limit``, ``after``, ``before``).
+  BSUID; given both, the phone number decides, as in a send); ``DELETE``
+  with the same body unblocks; ``GET`` lists the blocked users, a page at a
+  time (``limit``, ``after``, ``before``).
 - Each user succeeds or fails on its own. All of them done: 200 with
   ``added_users`` (``removed_users`` for an unblock). Any failed: 400 with
   both lists, ``failed_users`` giving each failure's own errors (``code`` an
@@ -162,12 +163,17 @@ def block_targets(given: Mapping[str, object]) -> list[BlockTarget]:
     targets = []
     for i, user in enumerate(users):
         at = f"block_users[{i}]"
-        if not isinstance(user, Mapping) or len(user) != 1 or not user.keys() & {"user", "user_id"}:
+        named = user.keys() & {"user", "user_id"} if isinstance(user, Mapping) else set()
+        if not isinstance(user, Mapping) or not named or len(user) != len(named):
             raise ParameterInvalid(details=f'{at}: must be {{"user": ...}} or {{"user_id": ...}}')
-        [(key, value)] = user.items()
-        if not isinstance(value, str) or not value.strip():
-            raise ParameterInvalid(details=f"{at}.{key}: must be a phone number, wa_id or BSUID")
-        targets.append(BlockTarget(value, by_bsuid=key == "user_id"))
+        for key in sorted(named):
+            value = user[key]
+            if not isinstance(value, str) or not value.strip():
+                details = f"{at}.{key}: must be a phone number, wa_id or BSUID"
+                raise ParameterInvalid(details=details)
+        # Named both ways (whatsapp-api-js sends both), the phone number decides, as in a send.
+        by_bsuid = "user" not in named
+        targets.append(BlockTarget(user["user_id" if by_bsuid else "user"], by_bsuid=by_bsuid))
     return targets
 
 

@@ -6,7 +6,8 @@
 // For a text, it marks the message read with "typing...", then echoes it as a
 // reply to it; "buttons" gets two reply buttons, and a tap is answered with its
 // id; "card" gets a contact card; "offer" gets the template order_ready, with a
-// header, a body (a name and an amount), a URL, a payload and a code to copy. For a photo it downloads the file, checks its sha256 against the
+// header, a body (a name and an amount), a URL, a payload and a code to copy; "block me"
+// blocks the user, through the Block Users API. For a photo it downloads the file, checks its sha256 against the
 // webhook's and the media endpoint's, uploads it again and sends it back by the new id, then deletes it.
 //
 //   PORT=8004 WHATSAPP_GRAPH_URL=http://127.0.0.1:8000 WHATSAPP_...=... node bot.mjs
@@ -78,9 +79,11 @@ async function echoPhoto(image, reply) {
   failed("delete", await Whatsapp.deleteMedia(uploaded.id, phoneID));
 }
 
-Whatsapp.on.message = async ({ message, reply, received }) => {
+Whatsapp.on.message = async ({ message, reply, received, block }) => {
   if (failed("read receipt", await received("text"))) return;
-  if (message.type === "text" && message.text.body === "buttons") {
+  if (message.type === "text" && message.text.body === "block me") {
+    failed("block", await block());
+  } else if (message.type === "text" && message.text.body === "buttons") {
     const buttons = new ActionButtons(new Button("yes", "Yes"), new Button("no", "No"));
     failed("buttons", await reply(new Interactive(buttons, new Body("Sure?"))));
   } else if (message.type === "text" && message.text.body === "card") {

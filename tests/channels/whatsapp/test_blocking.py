@@ -263,6 +263,18 @@ async def test_a_user_blocked_by_bsuid_is_answered_by_bsuid_and_listed_by_wa_id(
     assert change.user == ANA  # the trace names the user by wa_id, as every event does
 
 
+async def test_a_user_named_both_ways_is_blocked_by_phone_number(chat: Chat) -> None:
+    # whatsapp-api-js writes each user as {"user": phone, "user_id": bsuid}.
+    await chat.sim.say(ANA, "hi")
+    bsuid = chat.sim.user(ANA).user_id
+    body = {"messaging_product": "whatsapp", "block_users": [{"user": ANA, "user_id": bsuid}]}
+    answer = await chat.graph.post(BLOCK, json=body, headers=AUTH)
+    assert answer.json()["block_users"]["added_users"] == [{"input": ANA, "wa_id": ANA}]
+    answer = await chat.graph.request("DELETE", BLOCK, json=body, headers=AUTH)
+    assert answer.json()["block_users"]["removed_users"] == [{"input": ANA, "wa_id": ANA}]
+    assert not chat.sim.blocklist.holds(ANA)
+
+
 async def test_the_list_is_paged_with_graphs_cursors(chat: Chat) -> None:
     users = [f"1555000{n:04d}" for n in range(5)]
     for user in users:
@@ -307,6 +319,16 @@ async def test_the_list_is_paged_with_graphs_cursors(chat: Chat) -> None:
             {"messaging_product": "whatsapp", "block_users": [{"phone": ANA}]},
             131009,
             "block_users[0]: must be",
+        ),
+        (
+            {"messaging_product": "whatsapp", "block_users": [{"user": ANA, "phone": ANA}]},
+            131009,
+            "block_users[0]: must be",
+        ),
+        (
+            {"messaging_product": "whatsapp", "block_users": [{"user": ANA, "user_id": 5}]},
+            131009,
+            "block_users[0].user_id: must be",
         ),
     ],
 )

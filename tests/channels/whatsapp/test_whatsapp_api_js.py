@@ -6,7 +6,8 @@ signature, parses it into its events and makes every Graph API call itself
 (read receipts with typing, replies quoting the message, reply buttons, a
 contact card written as JSON text, a template with a header, a body and
 three buttons, a photo downloaded, uploaded again as FormData and sent back
-by id, then deleted). The library names
+by id, then deleted; and a user who asks is blocked through the library's
+``block``). The library names
 ``https://graph.facebook.com``; the bot gives it a fetch that sends those
 calls to the simulator instead. A scenario runs
 against it at a URL, as against a staging bot.
@@ -240,3 +241,33 @@ async def test_the_harness_finds_that_the_library_reads_one_message_of_a_batched
     assert [s.text for s in conversation.replies()] == ["You said: one"]
     # All three came in one POST: the fault, not a lost delivery.
     assert len({m.delivery for m in conversation.inbound()}) == 1
+
+
+BLOCKING: Final = parse_scenario(
+    """
+name: a user asks to be blocked
+users:
+  - {name: Ana, wa_id: "5511987654321"}
+steps:
+  - say: hello there
+  - expect: {reply_contains: "You said: hello there", blocked: false}
+  - say: block me
+  - expect: {blocked: true, replies: 0}
+  - say: are you there?
+  - expect: {replies: 0}
+""",
+    path="whatsapp_api_js_blocking.yaml",
+)
+
+
+async def test_a_whatsapp_api_js_bot_blocks_a_user_through_the_library() -> None:
+    # The library's block() names the user both ways ({"user": phone, "user_id": bsuid}).
+    result, said = await _run(BLOCKING)
+    assert result.status == "passed", ([v.headline() for v in result.violations], said)
+    assert "failed" not in said, said
+    conversation = result.conversation
+    assert conversation is not None
+    [change] = [e for e in conversation.events if e.kind == "block"]
+    assert change.user == conversation.inbound()[0].user  # the number the run gave Ana
+    [dropped] = [e for e in conversation.events if e.kind == "dropped"]
+    assert dropped.text == "are you there?"
