@@ -338,7 +338,12 @@ def _answer(outcomes: Iterable[BlockOutcome], *, block: bool) -> Response:
 def block_schemas() -> dict[str, Any]:
     """The component schemas of the block users endpoints, named as Meta names them."""
     string = {"type": "string", "minLength": 1}
-    user = {"oneOf": [obj(["user"], user=string), obj(["user_id"], user_id=string)]}
+    user = {
+        "type": "object",
+        "properties": {"user": string, "user_id": string},
+        "minProperties": 1,
+        "additionalProperties": False,
+    }
     error = obj(
         ["message", "code"],
         message={"type": "string"},
