@@ -310,7 +310,7 @@ class Timekeeping:
         while loop.time() - quiet_since < real_quiet:
             await asyncio.sleep(min(0.05, real_quiet))
             busy = self._deliverer is not None and self._deliverer.in_flight > 0
-            if busy or len(self.events) != marker:
+            if busy or self.activity.count != marker:
                 marker = self.activity.count  # not the log's length: retention shortens the log
                 quiet_since = loop.time()
         return False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -476,3 +477,41 @@ def test_the_count_of_events_keeps_growing_when_the_log_forgets() -> None:
         sim.record(ClockJump(at=now, previous=now, reason="tick"))
     assert sim.activity.count == 600
     assert len(sim.events) < 600
+
+
+async def test_time_still_moves_for_an_agent_at_a_url_once_the_log_has_forgotten() -> None:
+    # With the agent in another process, a wait for silence counts what happens; the log,
+    # shortened by retention, is no measure of that (every advance used to hang here).
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import PlainTextResponse, Response
+    from starlette.routing import Route
+
+    from tests.bots.loopback import serve_in_process
+
+    async def webhook(request: Request) -> Response:
+        return PlainTextResponse(request.query_params.get("hub.challenge", "ok"))
+
+    bot = Starlette(routes=[Route("/webhook", webhook, methods=["GET", "POST"])])
+    policy = RetentionPolicy(events=5, events_for=timedelta(hours=1), active=timedelta(minutes=1))
+    sim = WhatsAppSimulator(
+        SimulatorConfig(rate_limits=False), clock=VirtualClock(), retention=policy
+    )
+
+    async def play(url: str) -> None:
+        sim.connect(f"{url}/webhook")
+        sim.add_user(ANA, "Ana")
+        for text in ("one", "two", "three"):
+            await sim.say(ANA, text)
+            await sim.settle()
+            await sim.advance(timedelta(minutes=40))  # the log forgets as the clock moves
+        sim.retention.sweep()
+        assert len(sim.events) < sim.activity.count
+        await sim.advance(timedelta(seconds=1))
+        await sim.settle()
+
+    try:
+        async with serve_in_process(bot) as url:
+            await asyncio.wait_for(play(url), timeout=20)  # a hang fails, not holds the run
+    finally:
+        await sim.aclose()
