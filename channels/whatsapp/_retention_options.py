@@ -1,8 +1,8 @@
 """``harness serve``'s retention options: how much of the past the server keeps.
 
-Each limit is a count or an age (virtual time, written ``90s``, ``12h``,
-``7d``), or ``all`` for no limit; ``--keep-all`` turns every limit off, as
-in-process runs have it. The options gather into one
+Each limit is a count or an age (the server's clock as it runs, not its
+jumps; written ``90s``, ``12h``, ``7d``), or ``all`` for no limit;
+``--keep-all`` turns every limit off, as in-process runs have it. The options gather into one
 :class:`~channels.whatsapp.retention.RetentionPolicy` handed to the command
 as ``retention``.
 """
@@ -66,7 +66,7 @@ _COUNT: Final = "COUNT|all"
 _AGE: Final = "DURATION|all"
 _LIMITS: tuple[tuple[str, str, _Convert, str, str], ...] = (
     ("keep_events", "events", _count, _COUNT, "Trace events kept (oldest dropped first)."),
-    ("keep_events_for", "events_for", _age, _AGE, "How long an event is kept (virtual time)."),
+    ("keep_events_for", "events_for", _age, _AGE, "How long an event is kept."),
     ("keep_outbox", "outbox", _count, _COUNT, "Sends kept in the outbox."),
     ("keep_outbox_for", "outbox_for", _age, _AGE, "How long a send stays in the outbox."),
     (

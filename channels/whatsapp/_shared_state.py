@@ -178,7 +178,7 @@ async def trim_by_age(shared: SharedRedis, sim: Shares, trim: AsyncScript) -> No
         if age is None:
             continue
         keys = [shared.key(name), shared.key(f"{name}:first"), shared.key(f"{name}:at")]
-        args = [us(now - age), cap or 0, -1 if since is None else us(since)]
+        args = [us(retention.older_than(now, age)), cap or 0, -1 if since is None else us(since)]
         await shared.store_call(
             name, lambda c, k=keys, a=args: trim(keys=k, args=a, client=c), changes=True
         )

@@ -3,7 +3,8 @@
 ``harness serve`` runs for days, and without limits its event log, its
 outbox and what it remembers of each message grow with every turn. A
 :class:`RetentionPolicy` bounds each of them by count and by age (on the
-simulator's clock, so ``advance 25h`` ages everything by a day);
+simulator's clock as it runs, not its jumps: after ``advance 25h`` what came
+before is as old as it was, and still there to read);
 :class:`Retention` applies it to one simulator as events are recorded, and
 answers the control API's readers in absolute indices.
 
@@ -41,14 +42,14 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar
 
 from channels.whatsapp.retention_policy import SERVE_RETENTION, RetentionPolicy
 from harness.clock import Clock
 from harness.exceptions import StepError
 from harness.references import LAST_REPLY, MessageRef, agent_replies
-from harness.trace import Event, InboundMessage, OutboundSend
+from harness.trace import ClockJump, Event, InboundMessage, OutboundSend
 
 if TYPE_CHECKING:
     from channels.whatsapp.delivery import Deliverer
@@ -134,6 +135,8 @@ class Retention:
         # The counts a sweep left: one that could not bring a count under its cap (an active
         # conversation keeps its turn) is not forced again until the count has grown once more.
         self._swept_sizes: tuple[int, ...] = (0, 0, 0, 0)
+        #: The clock's jumps (``advance``), from and to, oldest first: ages skip them.
+        self._jumps: deque[tuple[datetime, datetime]] = deque()
 
     @property
     def events_next(self) -> int:
@@ -151,6 +154,8 @@ class Retention:
         """``event`` was just appended to the log: follow the turns, prune when due."""
         if self._keeps_all:
             return
+        if isinstance(event, ClockJump) and event.at > event.previous:
+            self._jumps.append((event.previous, event.at))
         # The event's own time, not the clock's: an event another process recorded
         # arrives here later, perhaps after the shared clock has moved on.
         now = event.at
@@ -171,9 +176,26 @@ class Retention:
         if self._since_sweep >= _SWEEP_EVERY or self._over_count():
             self.sweep()
 
+    def older_than(self, now: datetime, age: timedelta) -> datetime:
+        """The time before which things are older than ``age`` at ``now``.
+
+        Age counts the clock's time as it ran, not its jumps: ``advance 25h``
+        ages nothing.
+        """
+        at, left = now, age
+        for start, end in reversed(self._jumps):
+            if end > at:  # a jump recorded after now (another process's): none of it counts
+                end = max(start, at)
+            ran = at - end
+            if ran >= left:
+                break
+            left -= ran
+            at = min(start, at)
+        return at - left
+
     def active_since(self, now: datetime) -> datetime | None:
         """When the earliest current turn of a conversation still active began (None if none)."""
-        horizon = now - self.policy.active
+        horizon = self.older_than(now, self.policy.active)
         starts = [t.since for t in self._turns.values() if t.last >= horizon and t.since]
         return min(starts, default=None)
 
@@ -197,11 +219,20 @@ class Retention:
         if self._keeps_all:
             return
         now = self.sim.clock.now()
+        self._forget_jumps(now)
         self._drop_events(self._events_cut(now))
         self._drop_outbox(self._outbox_cut(now))
         self._forget_messages(now)
         self._forget_the_rest(now)
         self._swept_sizes = self._sizes()
+
+    def _forget_jumps(self, now: datetime) -> None:
+        """Drop the jumps before the oldest horizon any age of the policy reaches now."""
+        policy = self.policy
+        ages = [policy.active, policy.events_for, policy.outbox_for, policy.messages_for]
+        oldest = self.older_than(now, max(age for age in ages if age is not None))
+        while self._jumps and self._jumps[0][1] <= oldest:
+            self._jumps.popleft()
 
     def _events_cut(self, now: datetime) -> int:
         """How many events from the front of the log to drop now."""
@@ -210,11 +241,12 @@ class Retention:
         if policy.events is not None:
             cut = max(len(events) - policy.events, 0)
         if policy.events_for is not None:
-            cut = max(cut, _leading_older(events, now - policy.events_for, lambda e: e.at))
+            horizon = self.older_than(now, policy.events_for)
+            cut = max(cut, _leading_older(events, horizon, lambda e: e.at))
         if cut == 0:
             return 0
         # An active conversation keeps its current turn whole; the log stays under twice its count.
-        horizon = now - policy.active
+        horizon = self.older_than(now, policy.active)
         for user, turn in list(self._turns.items()):
             if turn.last < horizon:
                 del self._turns[user]
@@ -239,7 +271,8 @@ class Retention:
         if policy.outbox is not None:
             cut = max(len(self.sim.outbox) - policy.outbox, 0)
         if policy.outbox_for is not None:
-            cut = max(cut, _leading_older(times, now - policy.outbox_for, lambda at: at))
+            horizon = self.older_than(now, policy.outbox_for)
+            cut = max(cut, _leading_older(times, horizon, lambda at: at))
         return cut
 
     def _drop_outbox(self, cut: int) -> None:
@@ -253,7 +286,8 @@ class Retention:
     def _forget_messages(self, now: datetime, *, everything: bool = False) -> None:
         policy, sim = self.policy, self.sim
         cap = 0 if everything else policy.messages
-        horizon = None if policy.messages_for is None else now - policy.messages_for
+        age = policy.messages_for
+        horizon = None if age is None else self.older_than(now, age)
         inbound = sim._inbound
         while inbound:
             wamid = next(iter(inbound))

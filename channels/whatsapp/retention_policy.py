@@ -17,7 +17,10 @@ __all__ = ["SERVE_RETENTION", "RetentionPolicy"]
 
 @dataclass(frozen=True, slots=True)
 class RetentionPolicy:
-    """How much the simulator keeps: counts and ages (virtual time); ``None`` keeps all."""
+    """How much the simulator keeps: counts and ages (the clock as it runs, not its jumps).
+
+    ``None`` keeps all.
+    """
 
     #: Events in the log.
     events: int | None = None

@@ -44,6 +44,11 @@ class Served:
         self.bot.send_results.clear()
         return wamid
 
+    async def run(self, elapsed: timedelta) -> None:
+        """Let time pass as it does under ``harness serve`` (the clock runs; it does not jump)."""
+        await self.sim.run_until(self.sim.clock.now() + elapsed)
+        await self.sim.settle()
+
     async def send(self, body: dict[str, Any]) -> httpx.Response:
         """The agent sends ``body`` to the fake Graph API."""
         config = self.sim.config
@@ -123,7 +128,7 @@ async def test_events_older_than_their_age_are_dropped(opened: list[Served]) -> 
     policy = RetentionPolicy(events_for=timedelta(hours=1), active=timedelta(minutes=1))
     served = await _open(opened, policy)
     first = await served.turn(ANA, "before")
-    await served.sim.advance(timedelta(hours=2))
+    await served.run(timedelta(hours=2))
     second = await served.turn(ANA, "after")
     served.sim.retention.sweep()
     horizon = served.sim.clock.now() - timedelta(hours=1)
@@ -134,10 +139,32 @@ async def test_events_older_than_their_age_are_dropped(opened: list[Served]) -> 
     assert served.sim.events == served.recorded[served.sim.retention.events_first :]
 
 
+async def test_a_jump_of_the_clock_ages_nothing(opened: list[Served]) -> None:
+    # advance 25h tests the 24-hour window; what came before it is still there to read.
+    policy = RetentionPolicy(events_for=timedelta(hours=1), outbox_for=timedelta(hours=1))
+    served = await _open(opened, policy)
+    before = await served.turn(ANA, "before")
+    await served.sim.advance(timedelta(hours=25))
+    await served.sim.advance(timedelta(hours=25))
+    served.sim.retention.sweep()
+    inbound = {e.wamid for e in served.sim.events if isinstance(e, InboundMessage)}
+    assert inbound == {before}
+    assert len(served.sim.outbox) == 1
+    # Time running, as it does under serve, ages it: past the hour, it is forgotten.
+    await served.run(timedelta(minutes=59))
+    served.sim.retention.sweep()
+    assert before in {e.wamid for e in served.sim.events if isinstance(e, InboundMessage)}
+    await served.run(timedelta(minutes=2))
+    after = await served.turn(ANA, "after")
+    served.sim.retention.sweep()
+    assert {e.wamid for e in served.sim.events if isinstance(e, InboundMessage)} == {after}
+    assert len(served.sim.outbox) == 1
+
+
 async def test_an_active_conversation_keeps_its_current_turn_whole(opened: list[Served]) -> None:
     served = await _open(opened, RetentionPolicy(events=8, active=timedelta(minutes=10)))
     await served.turn(BO, "earlier")
-    await served.sim.advance(timedelta(minutes=11))  # Bo has gone quiet
+    await served.run(timedelta(minutes=11))  # Bo has gone quiet
     wamid = await served.turn(ANA, "hello")
     served.sim.retention.sweep()
     start = next(
@@ -149,7 +176,7 @@ async def test_an_active_conversation_keeps_its_current_turn_whole(opened: list[
     assert len(turn) > 8  # more than the count: kept all the same, while Ana is active
     assert served.sim.events == turn
     # Once Ana has been quiet for longer than that, her turn goes like any other.
-    await served.sim.advance(timedelta(minutes=11))
+    await served.run(timedelta(minutes=11))
     await served.turn(BO, "later")
     served.sim.retention.sweep()
     kept = {e.wamid for e in served.sim.events if isinstance(e, InboundMessage)}
@@ -185,7 +212,7 @@ async def test_the_outbox_keeps_the_latest_sends_by_count_and_by_age(
     later = (await served.control.get("/_harness/outbox", params={"since": 3})).json()
     assert [m["text"]["body"] for m in later["messages"]] == ["echo: message 3", "echo: message 4"]
     assert (later["first"], later["next"], later["dropped"]) == (2, 5, 0)
-    await served.sim.advance(timedelta(hours=2))
+    await served.run(timedelta(hours=2))
     await served.turn(ANA, "later")
     answer = (await served.control.get("/_harness/outbox", params={"since": 1})).json()
     assert [m["text"]["body"] for m in answer["messages"]] == ["echo: later"]

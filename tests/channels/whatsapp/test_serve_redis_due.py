@@ -345,7 +345,8 @@ async def test_a_message_delivered_by_one_server_is_redelivered_byte_for_byte_by
 async def test_the_shared_logs_are_trimmed_by_age_keeping_an_active_turn_whole(
     redis_url: str, namespace: str
 ) -> None:
-    options = ("--keep-events-for", "1m", "--keep-outbox-for", "1m", "--active-for", "3m")
+    # Ages count the clock as it runs (here, real time), not its jumps.
+    options = ("--keep-events-for", "1s", "--keep-outbox-for", "1s", "--active-for", "3s")
     recorder = Recorder(withheld={ANA})  # the bot never answers Ana: her turn stays open
     async with _one_meta(redis_url, namespace, options=options, recorder=recorder) as meta:
         a, b = meta.clients
@@ -353,9 +354,11 @@ async def test_the_shared_logs_are_trimmed_by_age_keeping_an_active_turn_whole(
         outbox_before = (await b.get("/_harness/outbox")).json()
         assert outbox_before["first"] == 0
         assert outbox_before["messages"]
-        await _advance(a, "2m")
+        await _advance(a, "25h")  # a jump ages nothing
+        assert early in [e.get("wamid") for e in (await _events(b))["events"]]
+        await asyncio.sleep(2)
         first = await _say(b, ANA, "first")
-        await _advance(a, "2m")  # Ben has now been quiet for 4 minutes, Ana for 2
+        await asyncio.sleep(2)  # Ben has now been quiet for 4 seconds, Ana for 2
         second = await _say(b, ANA, "second")
         before = await _events(b)
 
@@ -367,8 +370,8 @@ async def test_the_shared_logs_are_trimmed_by_age_keeping_an_active_turn_whole(
         events_a, events_b = await _events(a), await _events(b)
         outbox = (await b.get("/_harness/outbox")).json()
     kept = [e["wamid"] for e in events_b["events"] if e["kind"] == "inbound"]
-    assert early not in kept  # four minutes old, and Ben has been quiet for longer than 3
-    assert kept == [first, second]  # Ana's turn is kept whole, two minutes old or not
+    assert early not in kept  # four seconds old, and Ben has been quiet for longer than 3
+    assert kept == [first, second]  # Ana's turn is kept whole, two seconds old or not
     assert events_b["first"] > 0
     assert events_b["dropped"] == events_b["first"]  # read from 0: the indices stay absolute
     assert events_b["next"] >= before["next"]
