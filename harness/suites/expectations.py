@@ -27,7 +27,15 @@ from harness.suites.dates import resolve_dates
 from harness.suites.invariants import unobserved
 from harness.suites.steps import Expectation, ExpectStep, ToolExpectation
 from harness.suites.transcript import render_event
-from harness.trace import BlockChange, ClockJump, Conversation, Event, OutboundSend, ToolCall
+from harness.trace import (
+    BlockChange,
+    ClockJump,
+    Conversation,
+    Event,
+    InboundMessage,
+    OutboundSend,
+    ToolCall,
+)
 
 __all__ = [
     "EVENTUAL",
@@ -192,6 +200,10 @@ def _blocking(
     return f"the agent unblocked {who}", changes[-1:]
 
 
+def _redelivered(event: Event) -> bool:
+    return isinstance(event, InboundMessage) and event.duplicate
+
+
 def check_expectation(
     step: ExpectStep,
     conversation: Conversation,
@@ -229,10 +241,11 @@ def check_expectation(
     turn = conversation.turns[-1].index if conversation.turns else None
     texts = [reply_text(r) for r in replies]
     joined = "\n".join(texts)
+    # A redelivered copy is shown too: it is why an agent that does not dedupe answers again.
     shown = tuple(
         render_event(e, turn, names=names)
         for e in recent
-        if isinstance(e, OutboundSend | ToolCall) and (e.user in (user, None))
+        if (isinstance(e, OutboundSend | ToolCall) or _redelivered(e)) and e.user in (user, None)
     )
     problems: list[tuple[str, tuple[int, ...]]] = []
 

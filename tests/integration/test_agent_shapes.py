@@ -281,7 +281,14 @@ async def test_in_process_a_pizza_bot_that_dedupes_orders_once() -> None:
 async def test_in_process_a_pizza_bot_that_does_not_dedupe_is_caught() -> None:
     result = await _in_process("careless_pizza_bot", PIZZA)
     assert result.status == "failed"
-    assert [v.message for v in result.violations] == ["expected 0 replies, got 1"]
+    [violation] = result.violations
+    assert violation.message == "expected 0 replies, got 1"
+    # The failure shows the redelivered copy the bot answered, then its answer.
+    assert violation.messages == (
+        "[turn 3] user Ana (redelivered): Confirm [button confirm]",
+        "[turn 3] agent mark_read",
+        "[turn 3] agent: Order #2 placed: one large pizza.",
+    )
 
 
 @pytest.mark.network
