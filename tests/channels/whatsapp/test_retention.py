@@ -11,6 +11,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from channels.whatsapp.config import SimulatorConfig, StatusTiming
 from channels.whatsapp.control import control_app
@@ -542,3 +544,35 @@ async def test_time_still_moves_for_an_agent_at_a_url_once_the_log_has_forgotten
             await asyncio.wait_for(play(url), timeout=20)  # a hang fails, not holds the run
     finally:
         await sim.aclose()
+
+
+@given(
+    gaps=st.lists(st.tuples(st.integers(0, 7_200), st.integers(1, 200_000)), max_size=6),
+    age=st.integers(1, 20_000),
+)
+@settings(max_examples=60, deadline=None)
+def test_an_age_counts_the_time_the_clock_ran_between_its_jumps(
+    gaps: list[tuple[int, int]], age: int
+) -> None:
+    # The clock runs `ran` seconds, then jumps `jumped`, in turn; the horizon of an age is
+    # where the running time back from now adds up to it, the jumps skipped.
+    sim = WhatsAppSimulator(
+        SimulatorConfig(), clock=VirtualClock(), retention=RetentionPolicy(events=10_000)
+    )
+    start = at = sim.clock.now()
+    spans = []  # the stretches the clock ran, as (from, to)
+    for ran, jumped in gaps:
+        spans.append((at, at + timedelta(seconds=ran)))
+        at += timedelta(seconds=ran)
+        sim.record(ClockJump(at=at + timedelta(seconds=jumped), previous=at))
+        at += timedelta(seconds=jumped)
+    now = at + timedelta(seconds=30)
+    spans.append((at, now))
+    wanted = timedelta(seconds=age)
+    horizon = sim.retention.older_than(now, wanted)
+    ran = sum((end - max(begin, horizon) for begin, end in spans if end > horizon), timedelta(0))
+    total = sum((end - begin for begin, end in spans), timedelta(0))
+    if total >= wanted:
+        assert ran == wanted
+    else:  # older than anything the clock ran: the rest is counted before its start
+        assert horizon == start - (wanted - total)
