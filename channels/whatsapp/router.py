@@ -383,28 +383,22 @@ class GraphRouter:
             data = json.loads(body)
         except ValueError:
             return []
-        if not isinstance(data, dict):
-            return []
+        return self._owners_in(recipients(data)) if isinstance(data, dict) else []
+
+    def _owners_in(self, named: Sequence[tuple[str, str]]) -> list[Owner]:
         found: list[Owner] = []
-        for kind, value in recipients(data):
+        for kind, value in named:
             owner = (self._by_user if kind == "user" else self._by_wamid).get(value)
             if owner is not None and owner not in found:
                 found.append(owner)
         return found
-
-    def _owner_in(self, named: Sequence[tuple[str, str]]) -> Owner | None:
-        for kind, value in named:
-            found = (self._by_user if kind == "user" else self._by_wamid).get(value)
-            if found is not None:
-                return found
-        return None
 
     def _plays(self, named: Sequence[tuple[str, str]]) -> bool:
         """Whether this router answers for what a request names itself (else: the book)."""
         media = [value for kind, value in named if kind == "media"]
         if media:
             return all(self.media.exists(m) for m in media)
-        return self._owner_in(named) is not None
+        return bool(self._owners_in(named))
 
     async def _answer_late(self, owner: Owner, body: bytes, send: Send) -> None:
         data: Any = json.loads(body)
