@@ -14,6 +14,7 @@ from typing import Protocol
 
 import httpx
 from starlette.applications import Starlette
+from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -24,6 +25,18 @@ from harness.recording import Recording
 from harness.tape import Sink
 
 __all__ = ["Endpoints", "Stamp"]
+
+# A model API's calls start so; Graph's never do (its versions are v<major>.<minor>).
+_MODEL_PREFIX = "/v1/"
+
+
+def _unserved(scope: Scope, served: str) -> JSONResponse:
+    """A model client's call to an endpoint not played here, in the shape both APIs' SDKs read."""
+    message = f"{scope['method']} {scope['path']} is not played here: this server answers {served}."
+    return JSONResponse(
+        {"type": "error", "error": {"type": "not_found_error", "message": message}},
+        status_code=404,
+    )
 
 
 class _Now(Protocol):
@@ -105,9 +118,14 @@ class Endpoints:
             return Starlette(routes=[*routes, Mount("", app=app)])
         taken = frozenset((r.path, method) for r in fixed for method in r.methods or ())
 
+        served = ", ".join(sorted({f"{method} {path}" for path, method in taken}))
+
         async def either(scope: Scope, receive: Receive, send: Send) -> None:
             if scope["type"] == "http":
                 mine = (scope["path"], scope["method"]) in taken
+                if not mine and scope["path"].startswith(_MODEL_PREFIX):
+                    await _unserved(scope, served)(scope, receive, send)
+                    return
             else:
                 mine = scope["type"] == "lifespan"
             await (own if mine else app)(scope, receive, send)

@@ -43,15 +43,35 @@ async def test_the_endpoints_answer_their_posts_and_the_server_everything_else()
         for path in ("/v1/messages", "/v1/chat/completions", "/v1/traces"):
             answer = await _ask(app, "POST", path)
             assert not answer.text.startswith("server:"), f"POST {path} reached the server"
-            # Another method on the same path is the server's, as the router would have it.
-            assert (await _ask(app, "GET", path)).text == f"server: GET {path}"
         for method, path in [
             ("POST", "/v25.0/100200300400500/messages"),
             ("GET", "/_harness/clock"),
-            ("POST", "/v1/messages/"),
             ("DELETE", "/v25.0/4469980719646669"),
+            ("GET", "/v1.0/100200300400500"),  # a Graph version, not a model API's
         ]:
             assert (await _ask(app, method, path)).text == f"server: {method} {path}"
+    finally:
+        await endpoints.aclose()
+
+
+async def test_a_model_call_not_played_here_says_what_is() -> None:
+    # A model client calling another of its API's endpoints (OpenAI's legacy completions,
+    # its responses, a GET on a played path) is told so in its API's error shape, not
+    # answered by the Graph API behind.
+    endpoints = _endpoints()
+    app = endpoints.around(SERVER)
+    try:
+        for method, path in [
+            ("POST", "/v1/engines/text-davinci-003/completions"),
+            ("POST", "/v1/responses"),
+            ("GET", "/v1/messages"),
+            ("POST", "/v1/messages/"),
+        ]:
+            answer = await _ask(app, method, path)
+            assert answer.status_code == 404, (method, path)
+            message = answer.json()["error"]["message"]
+            assert message.startswith(f"{method} {path} is not played here: this server answers")
+            assert "POST /v1/chat/completions, POST /v1/messages, POST /v1/traces" in message
     finally:
         await endpoints.aclose()
 
