@@ -47,8 +47,9 @@ __all__ = [
     "normalize_wa_id",
 ]
 
-WA_NUMBER_PATTERN: Final = r"^\s*[ -]*\+?[ -]*(?:[0-9][ -]*){5,15}\s*$"
-"""A phone number as bots write it: 5 to 15 digits, a leading ``+``, spaces and dashes."""
+WA_NUMBER_PATTERN: Final = r"^\s*[ ()-]*\+?[ ()-]*(?:[0-9][ ()-]*){5,15}\s*$"
+"""A phone number as bots write it: 5 to 15 digits, a leading ``+``, spaces, dashes and
+parentheses (``+1 (631) 555-1000``), the forms Meta takes in a send."""
 GROUP_ID_MAX: Final = 256
 """The longest group id ``to`` may hold."""
 
@@ -65,7 +66,7 @@ SendAction = Literal["message", "mark_read", "typing"]
 def normalize_wa_id(value: str) -> str | None:
     """The wa_id for a phone number as bots write it (``+55 11 98765-4321``), or ``None``.
 
-    Surrounding whitespace, one leading ``+``, spaces and dashes are dropped;
+    Surrounding whitespace, one leading ``+``, spaces, dashes and parentheses are dropped;
     what is left must be 5 to 15 digits (:data:`WA_NUMBER_PATTERN`).
     """
     if not _WA_NUMBER.isinstance_python(value):

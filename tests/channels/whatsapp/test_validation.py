@@ -203,7 +203,11 @@ def test_parse_json_body_reads_json() -> None:
         ("1234567890123456", None),
         ("++15550001111", None),
         ("1555+0001111", None),
-        ("(555) 0001111", None),
+        # Meta takes parentheses as well (its description of numbers: "+1 (631) 555-1000")
+        ("+1 (631) 555-1000", "16315551000"),
+        ("(555) 0001111", "5550001111"),
+        ("+1 (631) 555-1000 ext", None),
+        ("+1 [631] 555-1000", None),
         ("", None),
         ("١٢٣٤٥٦٧", None),
     ],
@@ -215,6 +219,12 @@ def test_normalize_wa_id(raw: str, wa_id: str | None) -> None:
 def test_to_wins_over_recipient(validator: SendValidator) -> None:
     send = ok(validator, {**load_send("text"), "recipient": "BR.1234567890"})
     assert (send.to, send.recipient, send.input) == ("5511987654321", None, "+5511987654321")
+
+
+def test_a_number_written_with_parentheses_is_taken(validator: SendValidator) -> None:
+    # kapso-whatsapp-cloud-api passes a number on as its user wrote it
+    send = ok(validator, {**load_send("text"), "to": "+55 (11) 98765-4321"})
+    assert (send.to, send.input) == ("5511987654321", "+55 (11) 98765-4321")
 
 
 def test_a_recipient_is_required(validator: SendValidator) -> None:
