@@ -42,7 +42,7 @@ from starlette.responses import JSONResponse, Response
 from channels.whatsapp import _defaults as default
 from channels.whatsapp._paging import page
 from channels.whatsapp._request_body import BadBody, BodyTooLarge, decode_json, read_limited
-from channels.whatsapp.errors import InvalidParameter
+from channels.whatsapp.errors import InvalidParameter, NoSuchObject
 from channels.whatsapp.sends.problems import request_error
 from channels.whatsapp.templates import TemplateRegistry, TemplateSpec
 
@@ -473,10 +473,6 @@ def _no_field(name: str, node_type: str) -> InvalidParameter:
     return InvalidParameter(message=f"(#100) {details}", details=details)
 
 
-def unknown_object(method: str, object_id: str) -> InvalidParameter:
-    """Graph's answer for an id that names nothing this token may use (100)."""
-    details = (
-        f"Unsupported {method.lower()} request. There is no object with ID '{object_id}' that"
-        " this access token can use for this operation."
-    )
-    return InvalidParameter(message=f"(#100) {details}", details=details)
+def unknown_object(method: str, object_id: str) -> NoSuchObject:
+    """Graph's answer for an id that names nothing this token may use (100, subcode 33)."""
+    return NoSuchObject.about(method, object_id)

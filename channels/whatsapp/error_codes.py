@@ -33,6 +33,7 @@ class ErrorCode(IntEnum):
     INVALID_PARAMETER = 100
     ACCESS_TOKEN_INVALID = 190
     PERMISSION_MISSING = 200
+    UNKNOWN_PATH = 2500
     POLICY_BLOCKED = 368
     WABA_RATE_LIMIT = 80007
     THROUGHPUT_LIMIT = 130429
@@ -99,6 +100,8 @@ ERROR_CODES: Mapping[int, ErrorSpec] = _specs(
               "The app does not have the permission this request needs.", 403, "sync"),
     ErrorSpec(100, "Invalid parameter",
               "A parameter is missing, unknown or not valid.", 400, "sync"),
+    ErrorSpec(2500, "Unknown path components",
+              "The path names something past the object and its edge.", 400, "sync"),
     ErrorSpec(190, "Access token has expired", "The access token has expired or is invalid.",
               401, "sync", message="Error validating access token: the session is invalid."),
     ErrorSpec(200, "Permission missing",

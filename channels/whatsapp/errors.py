@@ -14,6 +14,8 @@ renders both shapes.
         ├── AuthError                    190, 0
         ├── PermissionDenied             10, 200
         ├── InvalidParameter             100
+        │   └── NoSuchObject             100, subcode 33 (no such id, or not this method)
+        ├── UnknownPath                  2500
         ├── PolicyBlocked                368
         ├── RateLimited
         │   ├── AppRateLimited           4
@@ -58,6 +60,8 @@ from harness.exceptions import ChannelError
 from harness.trace import ErrorInfo
 
 __all__ = [
+    "GRAPH_DOCS_URL",
+    "NO_SUCH_OBJECT_SUBCODE",
     "AccountInMaintenance",
     "AppRateLimited",
     "AuthError",
@@ -75,6 +79,7 @@ __all__ = [
     "MediaDownloadError",
     "MediaUploadError",
     "MessageUnavailable",
+    "NoSuchObject",
     "PairRateLimited",
     "ParameterInvalid",
     "ParameterMissing",
@@ -93,6 +98,7 @@ __all__ = [
     "TemplatePaused",
     "ThroughputLimited",
     "Undeliverable",
+    "UnknownPath",
     "UnsupportedMessageType",
     "WabaRateLimited",
     "error_envelope",
@@ -137,6 +143,9 @@ class GraphErrorEnvelope(MetaModel):
 
 _ENVELOPE = TypeAdapter(GraphErrorEnvelope)
 
+GRAPH_DOCS_URL = "https://developers.facebook.com/docs/graph-api"
+"""Where Graph's own errors send the reader."""
+
 
 def error_object(
     code: int,
@@ -170,18 +179,27 @@ def error_envelope(
     message: str | None = None,
     error_subcode: int | None = None,
     fbtrace_id: str | None = None,
+    error_type: str = "OAuthException",
+    with_data: bool = True,
 ) -> GraphErrorEnvelope:
-    """Build the Graph API error body answering a send that failed with ``code``."""
+    """Build the Graph API error body answering a send that failed with ``code``.
+
+    ``with_data=False`` leaves ``error_data`` out, as Graph's own errors
+    (an unknown path or object) do: only WhatsApp's errors carry it.
+    """
     spec = spec_for(code)
+    data = None
+    if with_data:
+        data = ErrorData(
+            messaging_product="whatsapp", details=spec.details if details is None else details
+        )
     return GraphErrorEnvelope(
         error=GraphError(
             message=spec.graph_message if message is None else message,
-            type="OAuthException",
+            type=error_type,
             code=code,
             error_subcode=error_subcode,
-            error_data=ErrorData(
-                messaging_product="whatsapp", details=spec.details if details is None else details
-            ),
+            error_data=data,
             fbtrace_id=fbtrace_id,
         )
     )
@@ -198,11 +216,17 @@ class GraphAPIError(ChannelError):
     codes: ClassVar[tuple[int, ...]] = ()
     """The codes this class stands for; the first is its default."""
 
+    error_type: ClassVar[str] = "OAuthException"
+    """The envelope's ``type``: Graph's own errors about a path or an object differ."""
+
+    with_data: ClassVar[bool] = True
+    """Whether the envelope carries ``error_data`` (WhatsApp's errors do, Graph's own don't)."""
+
     _by_code: ClassVar[dict[int, type[GraphAPIError]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        for code in cls.codes:
+        for code in cls.__dict__.get("codes", ()):  # a class naming codes of its own
             GraphAPIError._by_code[code] = cls
 
     def __init__(
@@ -241,6 +265,8 @@ class GraphAPIError(ChannelError):
             message=self.message,
             error_subcode=self.error_subcode,
             fbtrace_id=self.fbtrace_id,
+            error_type=self.error_type,
+            with_data=self.with_data,
         ).to_dict()
 
     def to_error_info(self) -> ErrorInfo:
@@ -266,7 +292,12 @@ class GraphAPIError(ChannelError):
         Raises ``PayloadError`` when ``body`` is not a Graph error envelope.
         """
         error = validate(_ENVELOPE, body, what="Graph API error body").error
-        details = error.error_data.details if error.error_data else None
+        # Graph's own errors carry no error_data: their message is all there is.
+        details = error.error_data.details if error.error_data else error.message
+        if error.code == NoSuchObject.codes[0] and error.error_subcode == NO_SUCH_OBJECT_SUBCODE:
+            return NoSuchObject(
+                message=error.message, http_status=http_status, fbtrace_id=error.fbtrace_id
+            )
         return graph_error(
             error.code,
             details=details,
@@ -325,6 +356,49 @@ class InvalidParameter(GraphAPIError):
     """A request field that is unknown, misspelled or of the wrong shape (100)."""
 
     codes = (100,)
+
+
+NO_SUCH_OBJECT_SUBCODE = 33
+"""Graph's ``error_subcode`` for an id it can't find, or that does not take the method."""
+
+
+class NoSuchObject(InvalidParameter):
+    """Graph's answer for an object id it cannot use this way (100, subcode 33).
+
+    The id names nothing the token may use (a wrong ``phone_number_id`` is the
+    usual cause), or the object does not take the request's method. Graph
+    answers it as a ``GraphMethodException``, without ``error_data``.
+    """
+
+    error_type = "GraphMethodException"
+    with_data = False
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("error_subcode", NO_SUCH_OBJECT_SUBCODE)
+        super().__init__(**kwargs)
+
+    @classmethod
+    def about(cls, method: str, object_id: str) -> NoSuchObject:
+        """The error for a ``method`` request on ``object_id``, in Graph's words."""
+        message = (
+            f"Unsupported {method.lower()} request. Object with ID '{object_id}' does not exist,"
+            " cannot be loaded due to missing permissions, or does not support this operation."
+            f" Please read the Graph API documentation at {GRAPH_DOCS_URL}"
+        )
+        return cls(message=message, details=message)
+
+
+class UnknownPath(GraphAPIError):
+    """A path with more than an object and its edge, or no version before them (2500)."""
+
+    codes = (2500,)
+    with_data = False
+
+    @classmethod
+    def after(cls, components: str) -> UnknownPath:
+        """The error for the path ``components`` Graph could not place, in Graph's words."""
+        message = f"Unknown path components: {components}"
+        return cls(message=message, details=message)
 
 
 class PolicyBlocked(GraphAPIError):

@@ -23,11 +23,16 @@ a version past its two years is served by the oldest version still live, so
 a bot or library that names an old one (v14.0 and v15.0 are still common)
 works on. A path without a version whose first segment is an id
 (``/{phone_number_id}/messages``) is served at the simulator's version, as
-Graph serves an unversioned call at the app's. Choices where Meta's
-documentation is silent: a version not written ``v<major>.<minor>``
-(``v25``, ``latest``) is refused (400, code 100), so a bot building its URLs
-wrongly finds out here; a path no endpoint serves answers 404 and a method
-an endpoint does not take answers 405, both with code 100.
+Graph serves an unversioned call at the app's. A path Graph can't place
+answers as Graph does (third-party reports; Meta documents neither): an id
+that names nothing the token may use (a wrong ``phone_number_id``, say), or
+a method its endpoint does not take, answers 400 ``GraphMethodException``,
+code 100, subcode 33 ("Unsupported post request. Object with ID '...' does
+not exist ..."); more than an object and one edge, or a first segment that
+is not a version written ``v<major>.<minor>`` (``v25``, ``3.0``,
+``latest``) with more than one after it, answers 400, code 2500 ("Unknown
+path components: /..."). The simulator's own paths (``/_harness/``,
+``/_media/``, ``/openapi.json``) answer 404 and 405 as HTTP has them.
 
 Bodies are read as Graph reads them: a send is JSON
 (``application/json``) or form fields (``application/x-www-form-urlencoded``
@@ -45,6 +50,7 @@ send answers 131009 naming the field.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import random
 import re
@@ -78,6 +84,12 @@ from channels.whatsapp._request_body import (
     read_limited,
     upload_type,
 )
+from channels.whatsapp._routing_errors import (
+    graph_path,
+    unknown_path,
+    unplaced,
+    unsupported_method,
+)
 from channels.whatsapp.account import AccountAPI, BusinessAccount, unknown_object
 from channels.whatsapp.blocking import Blocklist
 from channels.whatsapp.errors import (
@@ -86,6 +98,7 @@ from channels.whatsapp.errors import (
     GraphAPIError,
     InvalidParameter,
     MediaUploadError,
+    NoSuchObject,
     ParameterInvalid,
     ServiceUnavailable,
 )
@@ -238,6 +251,10 @@ class _GraphAPI:
         extra = {"x-fb-trace-id": trace, **(headers or {})}
         if exc.http_status == 401:
             extra.setdefault("WWW-Authenticate", 'OAuth "Facebook Platform" "invalid_token"')
+        elif isinstance(exc, NoSuchObject):  # Graph repeats its words in the header
+            quoted = json.dumps(exc.message)  # ASCII, quoted, escaped: a header's quoted text
+            challenge = f'OAuth "Facebook Platform" "invalid_request" {quoted}'
+            extra.setdefault("WWW-Authenticate", challenge)
         return JSONResponse(body, status_code=exc.http_status, headers=extra)
 
     def guarded(
@@ -262,10 +279,12 @@ class _GraphAPI:
         """Routing errors (no such path, wrong method) in Meta's envelope."""
         status = exc.status_code if isinstance(exc, HTTPException) else 500
         headers = dict(exc.headers or {}) if isinstance(exc, HTTPException) else {}
+        if status in (404, 405) and graph_path(request.url.path):
+            return self.error(unplaced(request, wrong_method=status == 405))
         if status == 405:
-            return self.error(_unsupported_method(request), headers)
+            return self.error(unsupported_method(request), headers)
         if status == 404:
-            return self.error(_unknown_path(request.url.path))
+            return self.error(unknown_path(request.url.path))
         details = f"The request could not be handled ({status})."
         error = InvalidParameter(message=f"(#100) {details}", details=details, http_status=status)
         return self.error(error, headers)
@@ -277,14 +296,14 @@ class _GraphAPI:
     # -- checks shared by the endpoints -----------------------------------------
 
     def check_version(self, request: Request) -> None:
-        """Refuse a path whose first segment is not a version such as ``v25.0``."""
+        """Refuse a path whose first segment is not a version such as ``v25.0``.
+
+        Graph reads such a segment as an object's id, and what follows it as
+        path components it can't place (2500).
+        """
         version = request.path_params["version"]
         if _VERSION.fullmatch(version) is None:
-            details = (
-                f"Unknown API version {version!r}: Graph API paths start with a version"
-                " such as v25.0."
-            )
-            raise InvalidParameter(message=f"(#100) {details}", details=f"version: {details}")
+            raise unplaced(request)
 
     def check(self, request: Request) -> None:
         """The checks every endpoint makes first: the path's version, then the access token."""
@@ -429,10 +448,17 @@ class _GraphAPI:
         return JSONResponse(described)
 
     def method_not_allowed(self, request: Request, allowed: str) -> Response | None:
-        """A 405 for a route that takes every method, so ``/{version}/{media_id}`` never does."""
+        """Refuse a method ``allowed`` leaves out, for a route that takes every method.
+
+        Such a route takes them all so that ``/{version}/{media_id}`` never
+        does. A Graph path answers as Graph does (400, subcode 33), the
+        simulator's own a 405.
+        """
         if request.method in allowed.split(", "):
             return None
-        return self.error(_unsupported_method(request), {"Allow": allowed})
+        if graph_path(request.url.path):
+            return self.error(unplaced(request, wrong_method=True))
+        return self.error(unsupported_method(request), {"Allow": allowed})
 
     async def download(self, request: Request) -> Response:
         """``GET /_media/{token}``: the file behind a download URL, while it is valid."""
@@ -448,12 +474,8 @@ class _GraphAPI:
         return Response(media.data, media_type=media.mime_type)
 
     async def versionless(self, request: Request) -> Response:
-        """Paths whose first segment is neither a version nor an id: refused, or unknown."""
-        first = request.url.path.strip("/").split("/", 1)[0]
-        if _VERSION.fullmatch(first) is not None:
-            raise _unknown_path(request.url.path)
-        details = f"The path {request.url.path} lacks a Graph API version such as v25.0."
-        raise InvalidParameter(message=f"(#100) {details}", details=f"version: {details}")
+        """Paths whose first segment is neither a version nor an id: Graph can't place them."""
+        raise unplaced(request)
 
     async def document(self, request: Request) -> Response:
         """``GET /openapi.json``."""
@@ -465,16 +487,6 @@ class _GraphAPI:
         if self._openapi is None:
             self._openapi = self._build_openapi()
         return self._openapi
-
-
-def _unknown_path(path: str) -> InvalidParameter:
-    details = f"Unknown path components: no endpoint serves {path}."
-    return InvalidParameter(message=f"(#100) {details}", details=details, http_status=404)
-
-
-def _unsupported_method(request: Request) -> InvalidParameter:
-    details = f"Unsupported {request.method.lower()} request on {request.url.path}."
-    return InvalidParameter(message=f"(#100) {details}", details=details, http_status=405)
 
 
 def _auth_error(problem: str) -> AuthError:

@@ -13,7 +13,7 @@ from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.router import GraphRouter
 from tests.bots.loopback import free_port
 from tests.support.graph_clients import simulator_graph
-from tests.support.graph_errors import graph_error
+from tests.support.graph_errors import graph_error, no_such_object, unknown_path
 
 CONFIG: Final = SimulatorConfig(throughput_mps=1000)
 PHONE: Final = CONFIG.phone_number_id
@@ -98,8 +98,7 @@ async def test_the_account_and_its_numbers(client: httpx.AsyncClient) -> None:
 
 @pytest.mark.parametrize("path", ["/v25.0/999/phone_numbers", "/v25.0/999/message_templates"])
 async def test_another_account_is_unknown(client: httpx.AsyncClient, path: str) -> None:
-    details = graph_error(await client.get(path, headers=AUTH))
-    assert "no object with ID '999'" in details
+    no_such_object(await client.get(path, headers=AUTH), "999")
 
 
 @pytest.mark.parametrize(
@@ -115,17 +114,19 @@ async def test_another_account_is_unknown(client: httpx.AsyncClient, path: str) 
 async def test_every_read_wants_a_valid_token(client: httpx.AsyncClient, path: str) -> None:
     graph_error(await client.get(path), 401, 190)
     graph_error(await client.get(path, headers={"Authorization": "Bearer nope"}), 401, 190)
-    assert graph_error(await client.get(path.replace("v25.0", "v25"), headers=AUTH)).startswith(
-        "version:"
-    )
+    # Graph reads a first segment that is not a version as an object (2500 past its edge).
+    wrong = await client.get(path.replace("v25.0", "v25"), headers=AUTH)
+    rest = path.removeprefix("/v25.0")
+    if rest.count("/") > 1:
+        unknown_path(wrong, rest)
+    else:
+        no_such_object(wrong, "v25")
 
 
 async def test_a_media_id_is_still_media(client: httpx.AsyncClient) -> None:
     # The number's and the account's ids share the path of media ids; others stay unknown.
-    details = graph_error(await client.get("/v25.0/123456789", headers=AUTH))
-    assert "no object with ID '123456789'" in details
-    response = await client.delete(f"/v25.0/{PHONE}", headers=AUTH)
-    assert "no object with ID" in graph_error(response)
+    no_such_object(await client.get("/v25.0/123456789", headers=AUTH), "123456789")
+    no_such_object(await client.delete(f"/v25.0/{PHONE}", headers=AUTH), PHONE, "delete")
 
 
 # -- templates -----------------------------------------------------------------------
@@ -332,8 +333,7 @@ async def test_a_profile_update_that_is_not_json_is_refused(client: httpx.AsyncC
 
 
 async def test_another_numbers_profile_is_unknown(client: httpx.AsyncClient) -> None:
-    response = await client.get("/v25.0/42/whatsapp_business_profile", headers=AUTH)
-    assert "no object with ID '42'" in graph_error(response)
+    no_such_object(await client.get("/v25.0/42/whatsapp_business_profile", headers=AUTH), "42")
 
 
 async def test_a_run_at_a_url_answers_for_the_account_too() -> None:

@@ -13,7 +13,7 @@ from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.openapi import build_openapi
 from tests.channels.whatsapp.conformance import spec
 from tests.support.graph_clients import simulator_graph
-from tests.support.graph_errors import graph_error
+from tests.support.graph_errors import graph_error, no_such_object
 
 CONFIG: Final = SimulatorConfig()
 PHONE: Final = CONFIG.phone_number_id
@@ -202,7 +202,7 @@ async def test_a_bad_automation_is_refused_naming_the_field_and_changes_nothing(
 
 async def test_another_numbers_settings_are_unknown(client: httpx.AsyncClient) -> None:
     for path in ("/v25.0/123/conversational_automation", "/v25.0/123/whatsapp_commerce_settings"):
-        assert "no object with ID '123'" in graph_error(await client.get(path, headers=AUTH))
+        no_such_object(await client.get(path, headers=AUTH), "123")
         assert (await client.get(path)).status_code == 401
 
 

@@ -15,6 +15,7 @@ from channels.whatsapp.errors import (
     GenericError,
     GraphAPIError,
     InvalidParameter,
+    NoSuchObject,
     PairRateLimited,
     ParameterInvalid,
     ParameterMissing,
@@ -23,6 +24,7 @@ from channels.whatsapp.errors import (
     TemplateNotFound,
     ThroughputLimited,
     Undeliverable,
+    UnknownPath,
     UnsupportedMessageType,
     error_envelope,
     error_object,
@@ -36,7 +38,11 @@ DATA = Path(__file__).parents[2] / "data" / "whatsapp"
 
 def _named_classes() -> list[type[GraphAPIError]]:
     found = [getattr(errors, name) for name in errors.__all__]
-    return [c for c in found if isinstance(c, type) and issubclass(c, GraphAPIError) and c.codes]
+    return [
+        c
+        for c in found
+        if isinstance(c, type) and issubclass(c, GraphAPIError) and c.__dict__.get("codes")
+    ]
 
 
 def test_table_and_enum_agree() -> None:
@@ -211,6 +217,9 @@ def test_envelope_round_trip(code: int) -> None:
     original = graph_error(code, details=f"details for {code}", fbtrace_id="T1")
     again = GraphAPIError.from_envelope(original.to_envelope(), http_status=original.http_status)
     assert type(again) is type(original)
+    if not original.with_data:  # Graph's own errors carry their words in the message alone
+        assert again.details == again.message == original.message
+        original.details = again.details
     assert (again.code, again.details, again.message, again.fbtrace_id) == (
         original.code,
         original.details,
@@ -240,3 +249,29 @@ def test_from_envelope_keeps_unknown_fields_and_rejects_other_shapes() -> None:
 def test_error_object_model_keeps_unknown_fields() -> None:
     data = {"code": 131060, "title": "Message unavailable", "new_field": {"x": [1]}}
     assert ErrorObject.model_validate(data).to_dict() == data
+
+
+def test_graph_says_no_such_object_in_its_own_shape() -> None:
+    # A wrong phone_number_id, or a method the object does not take: third parties
+    # report Graph's answer as a GraphMethodException, subcode 33, without error_data.
+    error = NoSuchObject.about("POST", "123")
+    body = error.to_envelope()["error"]
+    assert (body["type"], body["code"], body["error_subcode"]) == ("GraphMethodException", 100, 33)
+    assert "error_data" not in body
+    assert body["message"].startswith("Unsupported post request. Object with ID '123' does not")
+    assert isinstance(error, InvalidParameter)
+    assert error.http_status == 400
+    again = GraphAPIError.from_envelope(error.to_envelope())
+    assert type(again) is NoSuchObject
+    assert again.message == error.message
+    # Code 100 without the subcode is still the plain invalid parameter.
+    assert type(GraphAPIError.from_envelope(graph_error(100).to_envelope())) is InvalidParameter
+
+
+def test_unknown_path_components() -> None:
+    body = UnknownPath.after("/a/b").to_envelope()["error"]
+    assert body == {
+        "message": "Unknown path components: /a/b",
+        "type": "OAuthException",
+        "code": 2500,
+    }

@@ -32,6 +32,7 @@ from channels.whatsapp.media import MediaStore
 from channels.whatsapp.validation import ValidatedSend
 from harness.clock import VirtualClock
 from tests.channels.whatsapp.test_validation import load_send, send_names, set_path
+from tests.support.graph_errors import no_such_object, unknown_path
 
 PHONE = "100200300400500"
 TOKEN = "EAAG-test-token"
@@ -307,9 +308,8 @@ async def test_expired_token_answers_subcode_463(clock: VirtualClock, handler: A
 
 
 async def test_unknown_phone_number_id(client: httpx.AsyncClient) -> None:
-    error = envelope(await send(client, load_send("text"), phone="999"), 400, 100)
-    assert "'999'" in error["message"]
-    assert "post request" in error["message"]
+    # Graph's answer for a wrong phone_number_id, the usual misconfiguration
+    no_such_object(await send(client, load_send("text"), phone="999"), "999", "post")
 
 
 # -- versions and paths ------------------------------------------------------------
@@ -337,8 +337,9 @@ async def test_a_version_past_its_two_years_or_not_yet_listed_is_served(
     "version", ["v25", "latest", "25.0", "V25.0", "v25.0.1", "v٢٥.٠", "v25.0%0A"]
 )
 async def test_other_versions_are_refused(client: httpx.AsyncClient, version: str) -> None:
-    error = envelope(await send(client, load_send("text"), version=version), 400, 100)
-    assert error["error_data"]["details"].startswith("version:")
+    # Graph takes a first segment that is not a version for an object's id, and what
+    # follows it for path components it can't place.
+    unknown_path(await send(client, load_send("text"), version=version), f"/{PHONE}/messages")
 
 
 async def test_version_less_paths_are_served_at_the_apps_version(clock: VirtualClock) -> None:
@@ -356,19 +357,29 @@ async def test_version_less_paths_are_served_at_the_apps_version(clock: VirtualC
         number = await client.get(f"/{PHONE}", headers=AUTH)
         assert number.json()["id"] == PHONE
         unknown = await client.get("/1479537139650973", headers=AUTH)
-        assert "no object with ID '1479537139650973'" in envelope(unknown, 400, 100)["message"]
-        # A first segment that is neither a version nor an id is still refused.
+        no_such_object(unknown, "1479537139650973")
+        # A first segment that is neither a version nor an id is refused as an object.
         named = await client.post("/me/messages", json=load_send("text"), headers=AUTH)
-        assert envelope(named, 400, 100)["error_data"]["details"].startswith("version:")
+        no_such_object(named, "me", "post")
+        deeper = await client.post("/me/100/messages", json=load_send("text"), headers=AUTH)
+        unknown_path(deeper, "/100/messages")
     assert versions == ["v23.0"]
 
 
 async def test_unknown_paths_and_methods(client: httpx.AsyncClient) -> None:
-    envelope(await client.get("/v25.0", headers=AUTH), 404, 100)
-    envelope(await client.get("/v25.0/a/b/c", headers=AUTH), 404, 100)
-    response = await client.get(f"/v25.0/{PHONE}/messages", headers=AUTH)
+    # As Graph answers them (third-party reports): 2500 past an object and its edge,
+    # 100 with subcode 33 for an edge or a method the object does not take.
+    unknown_path(await client.get("/v25.0", headers=AUTH), "/v25.0")
+    unknown_path(await client.get("/v25.0/a/b/c", headers=AUTH), "/b/c")
+    unknown_path(await client.post(f"/v25.0/{PHONE}/messages/x", headers=AUTH), "/messages/x")
+    no_such_object(await client.get(f"/v25.0/{PHONE}/messages", headers=AUTH), PHONE)
+    no_such_object(await client.put(f"/v25.0/{PHONE}", headers=AUTH), PHONE, "put")
+    no_such_object(await client.post(f"/v25.0/{PHONE}/nothing", headers=AUTH), PHONE, "post")
+    # The simulator's own paths answer as HTTP has it.
+    response = await client.post("/openapi.json")
     envelope(response, 405, 100)
-    assert response.headers["allow"] == "POST"
+    assert response.headers["allow"] == "GET, HEAD"
+    envelope(await client.get("/_nothing/here", headers=AUTH), 404, 100)
 
 
 # -- serving while busy, and extension ---------------------------------------------

@@ -21,6 +21,7 @@ from channels.whatsapp.media import (
     size_limit,
 )
 from harness.clock import VirtualClock
+from tests.support.graph_errors import no_such_object
 
 PHONE = "100200300400500"
 OTHER_PHONE = "100200300400999"
@@ -244,15 +245,14 @@ async def test_send_uploaded_media_by_id(client: httpx.AsyncClient) -> None:
 
 
 async def test_unknown_or_deleted_media(client: httpx.AsyncClient) -> None:
-    error = error_of(await client.get("/v25.0/123456", headers=AUTH), 400, 100)
-    assert "'123456'" in error["message"]
-    error_of(await client.delete("/v25.0/123456", headers=AUTH), 400, 100)
+    no_such_object(await client.get("/v25.0/123456", headers=AUTH), "123456")
+    no_such_object(await client.delete("/v25.0/123456", headers=AUTH), "123456", "delete")
 
 
 async def test_media_expires_after_30_days(client: httpx.AsyncClient, clock: VirtualClock) -> None:
     media_id = (await upload(client, PNG)).json()["id"]
     clock.advance(timedelta(days=30))
-    error_of(await client.get(f"/v25.0/{media_id}", headers=AUTH), 400, 100)
+    no_such_object(await client.get(f"/v25.0/{media_id}", headers=AUTH), media_id)
 
 
 async def test_media_of_another_number(client: httpx.AsyncClient) -> None:
@@ -260,7 +260,7 @@ async def test_media_of_another_number(client: httpx.AsyncClient) -> None:
     mine = await client.get(f"/v25.0/{media_id}", params={"phone_number_id": PHONE}, headers=AUTH)
     assert mine.status_code == 200
     theirs = {"phone_number_id": OTHER_PHONE}
-    error_of(await client.get(f"/v25.0/{media_id}", params=theirs, headers=AUTH), 400, 100)
+    no_such_object(await client.get(f"/v25.0/{media_id}", params=theirs, headers=AUTH), media_id)
 
 
 async def test_media_endpoints_need_a_token(client: httpx.AsyncClient) -> None:
@@ -347,7 +347,7 @@ async def test_an_upload_that_names_no_type_or_the_wrong_product_answers_100(
 async def test_upload_refusals_over_http(client: httpx.AsyncClient) -> None:
     error_of(await upload(client, bytes(5 * MIB + 1), "image/jpeg"), 400, 131053)
     error_of(await upload(client, PNG, "image/gif"), 400, 100)
-    error_of(await upload(client, PNG, phone="999"), 400, 100)
+    no_such_object(await upload(client, PNG, phone="999"), "999", "post")
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,7 @@ from harness.clock import VirtualClock
 from tests.bots.loopback import free_port
 from tests.channels.whatsapp.conformance import spec
 from tests.support.graph_clients import simulator_graph
-from tests.support.graph_errors import graph_error
+from tests.support.graph_errors import graph_error, no_such_object
 
 CONFIG: Final = SimulatorConfig()
 APP_ID: Final = "4242424242"
@@ -121,9 +121,7 @@ async def test_the_account_lists_its_subscribed_app(client: httpx.AsyncClient) -
     assert (await client.get(path, headers=AUTH)).json() == {"data": []}
     lacking = await client.post(path, json={"override_callback_uri": "https://x"}, headers=AUTH)
     assert graph_error(lacking) == "verify_token: required"
-    assert "no object with ID '1'" in graph_error(
-        await client.get("/v25.0/1/subscribed_apps", headers=AUTH)
-    )
+    no_such_object(await client.get("/v25.0/1/subscribed_apps", headers=AUTH), "1")
 
 
 def test_the_listed_app_has_what_metas_example_gives() -> None:
@@ -164,8 +162,7 @@ async def test_the_number_takes_a_url_of_its_own(client: httpx.AsyncClient) -> N
     assert graph_error(await client.post(path, json=lacking, headers=AUTH)) == (
         "webhook_configuration.verify_token: required"
     )
-    media = await client.post("/v25.0/123456", json=body, headers=AUTH)
-    assert "no object with ID '123456'" in graph_error(media)
+    no_such_object(await client.post("/v25.0/123456", json=body, headers=AUTH), "123456", "post")
 
 
 async def test_in_a_run_a_registration_moves_nothing() -> None:

@@ -23,8 +23,8 @@ ERROR_STATUSES = {
     "error_bad_token": (401, 190),
     "error_no_payments": (403, 10),
     "error_unknown_media": (400, 100),
-    "error_unknown_path": (404, 100),
-    "error_wrong_method": (405, 100),
+    "error_unknown_path": (400, 2500),
+    "error_wrong_method": (400, 100),
 }
 
 

@@ -450,7 +450,7 @@ async def _answers(run: _Run, ana: str) -> None:
         json=_text(ana, "hi"),
         headers={"Authorization": "Bearer nope"},
     )
-    await run.call("error_unknown_path", "GET", f"{phone}/no_such_edge")
+    await run.call("error_unknown_path", "GET", f"{phone}/no_such_edge/deeper")
     await run.call("error_wrong_method", "PUT", messages, json={})
 
 
