@@ -176,6 +176,8 @@ _OWNERS: dict[str, str] = {
     "GRAPH_DOCS_URL": "channels.whatsapp.errors",
     "NO_SUCH_OBJECT_SUBCODE": "channels.whatsapp.errors",
     "NoSuchObject": "channels.whatsapp.errors",
+    "NotRegistered": "channels.whatsapp.errors",
+    "PinMismatch": "channels.whatsapp.errors",
     "UnknownPath": "channels.whatsapp.errors",
     "CallbackHook": "channels.whatsapp.subscriptions",
     "CallbackRegistration": "channels.whatsapp.subscriptions",

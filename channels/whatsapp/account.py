@@ -207,6 +207,10 @@ class BusinessAccount:
     #: (:mod:`~channels.whatsapp._number_settings`).
     automations: dict[str, dict[str, Any]] = field(default_factory=dict)
     commerce: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Each number's two-step verification PIN, once a bot has set one or registered with it,
+    #: and the numbers deregistered (:mod:`~channels.whatsapp._registration`).
+    pins: dict[str, str] = field(default_factory=dict)
+    deregistered: set[str] = field(default_factory=set)
 
     def phone_number(self, phone_number_id: str) -> dict[str, Any]:
         """Every field of a number the simulator has a value for."""

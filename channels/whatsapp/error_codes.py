@@ -53,6 +53,8 @@ class ErrorCode(IntEnum):
     ACCOUNT_IN_MAINTENANCE = 131057
     MESSAGE_UNAVAILABLE = 131060
     RECIPIENT_NOT_SUPPORTED = 131062
+    PIN_MISMATCH = 133005
+    NOT_REGISTERED = 133010
     TEMPLATE_PARAM_MISMATCH = 132000
     TEMPLATE_NOT_FOUND = 132001
     TEMPLATE_PARAM_FORMAT = 132012
@@ -162,6 +164,11 @@ ERROR_CODES: Mapping[int, ErrorSpec] = _specs(
     ErrorSpec(139100, "Failed to block/unblock users",
               "Failed to block some users, see the block_users response list for details",
               400, "sync"),
+    ErrorSpec(133005, "Two step verification PIN mismatch",
+              "The PIN is not the number's two-step verification PIN.", 400, "sync"),
+    ErrorSpec(133010, "Account not registered",
+              "The phone number is not registered on the WhatsApp Business Platform.", 400,
+              "sync"),
     ErrorSpec(139101, "Blocklist limit reached",
               "The blocklist holds as many users as it may (64,000).", 400, "sync"),
     ErrorSpec(139103, "Internal error",

@@ -42,6 +42,8 @@ renders both shapes.
         ├── TemplateParamFormat          132012
         ├── TemplatePaused               132015
         ├── TemplateDisabled             132016
+        ├── PinMismatch                  133005 (registering with another PIN)
+        ├── NotRegistered                133010 (a send from a deregistered number)
         ├── BlockUsersFailed             139100, with the block call's lists
         ├── BlocklistFull                139101
         └── BlocklistError               139103
@@ -80,10 +82,12 @@ __all__ = [
     "MediaUploadError",
     "MessageUnavailable",
     "NoSuchObject",
+    "NotRegistered",
     "PairRateLimited",
     "ParameterInvalid",
     "ParameterMissing",
     "PermissionDenied",
+    "PinMismatch",
     "PolicyBlocked",
     "RateLimited",
     "ReEngagementRequired",
@@ -399,6 +403,18 @@ class UnknownPath(GraphAPIError):
         """The error for the path ``components`` Graph could not place, in Graph's words."""
         message = f"Unknown path components: {components}"
         return cls(message=message, details=message)
+
+
+class PinMismatch(GraphAPIError):
+    """A registration gave another PIN than the number's two-step verification PIN (133005)."""
+
+    codes = (133005,)
+
+
+class NotRegistered(GraphAPIError):
+    """The number is not registered with the Cloud API, so it can't send (133010)."""
+
+    codes = (133010,)
 
 
 class PolicyBlocked(GraphAPIError):

@@ -71,6 +71,7 @@ from starlette.routing import BaseRoute, Route
 
 from channels.whatsapp._defaults import API_VERSION, WABA_ID
 from channels.whatsapp._graph_app import ANY_METHOD, GraphApp, SuccessJSON
+from channels.whatsapp._registration import not_registered
 from channels.whatsapp._request_body import (
     FORM_TYPES,
     JSON_BODY_LIMIT,
@@ -347,6 +348,8 @@ class _GraphAPI:
         self.check_version(request)
         self.authenticate(request)
         phone_number_id = self.phone_number(request)
+        if phone_number_id in self.account.account.deregistered:
+            raise not_registered()
         content_type = media_type(request.headers)
         if content_type != "application/json" and content_type not in FORM_TYPES:
             shown = repr(content_type) if content_type else "missing"

@@ -36,6 +36,7 @@ from channels.whatsapp._openapi_parts import (
     read_operation,
     ref,
 )
+from channels.whatsapp._registration import registration_paths, registration_schemas
 from channels.whatsapp.blocking import block_paths, block_schemas
 from channels.whatsapp.sends.limits import DEFAULT_LIMITS, SendLimits
 from channels.whatsapp.sends.request import send_schemas
@@ -248,6 +249,7 @@ def _paths() -> dict[str, Any]:
         },
         **_account_paths(phone),
         **number_paths(phone),
+        **registration_paths(phone),
         **block_paths(phone),
         **_subscription_paths(),
         "/_media/{token}": {
@@ -428,6 +430,7 @@ def build_openapi(
         **send_schemas(limits, ref_template=REF + "{model}"),
         **_response_schemas(),
         **number_schemas(),
+        **registration_schemas(),
         **block_schemas(),
     }
     schemas.update({name: copy.deepcopy(dict(s)) for name, s in (extra_schemas or {}).items()})

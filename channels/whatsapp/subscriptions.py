@@ -45,6 +45,7 @@ from starlette.routing import Route
 
 from channels.whatsapp._graph_app import ANY_METHOD
 from channels.whatsapp._number_settings import NUMBER_OBJECTS, NumberSettingsAPI, number_update
+from channels.whatsapp._registration import RegistrationAPI
 from channels.whatsapp._request_body import graph_parameters
 from channels.whatsapp.account import AccountAPI, BusinessAccount, unknown_object
 from channels.whatsapp.blocking import Blocklist, BlockUsersAPI
@@ -347,6 +348,11 @@ class SubscriptionsAPI:
             token = _required(configuration, "verify_token", "webhook_configuration.")
             await self._register(CallbackRegistration("phone", url, token))
         self.account.number_settings.setdefault(phone_number_id, {}).update(shown)
+        if "pin" in given:  # checked: six digits sets the PIN a registration must give, "" drops it
+            if given["pin"]:
+                self.account.pins[phone_number_id] = str(given["pin"])
+            else:
+                self.account.pins.pop(phone_number_id, None)
         return JSONResponse({"success": True})
 
     def _app_token(self, request: Request, given: Mapping[str, Any], app_id: str) -> None:
@@ -403,6 +409,7 @@ def business_routes(
     default a list of its own, where no user is known to have written).
     """
     settings = NumberSettingsAPI(account)
+    registration = RegistrationAPI(account)
     numbers = account.account.phone_numbers
     blocklist = blocklist or Blocklist(numbers={*numbers, *numbers.values()})
     routes = [
@@ -425,6 +432,15 @@ def business_routes(
             "/{version}/{phone_number_id}/whatsapp_commerce_settings",
             guard(settings.commerce),
             methods=["GET", "POST"],
+        ),
+        *(
+            Route(f"/{{version}}/{{phone_number_id}}/{name}", guard(endpoint), methods=["POST"])
+            for name, endpoint in (
+                ("register", registration.register),
+                ("deregister", registration.deregister),
+                ("request_code", registration.request_code),
+                ("verify_code", registration.verify_code),
+            )
         ),
         Route("/{version}/{waba_id}/phone_numbers", guard(account.numbers)),
         Route(
