@@ -30,6 +30,7 @@ __all__ = [
     "every_inbound_answered",
     "never_reasks",
     "no_freeform_outside_window",
+    "no_repeated_answer",
     "no_repeated_side_effects",
     "one_reply_per_burst",
     "sends_valid",
@@ -462,6 +463,59 @@ def no_repeated_side_effects(conversation: Conversation) -> Iterator[Violation]:
             previous[user] = i
     for index in sorted(found):
         yield found[index]
+
+
+@invariant("no_repeated_answer")
+def no_repeated_answer(conversation: Conversation) -> Iterator[Violation]:
+    """A message Meta delivers again is not answered again.
+
+    Meta may deliver a message twice (a duplicate), and delivers it again
+    when the agent's webhook failed or was slow. A copy that comes after the
+    agent has already sent the user a message (so after it answered) must
+    get no message of its own: any message the agent sends the user after
+    the copy, before the user's next message, is reported at its turn, with
+    the copy and the first answer. This needs no tool calls: it is the
+    check of a redelivery for an agent whose only side effect is what it
+    says. A copy that comes before any answer is not judged (a second answer
+    then can't be told from an answer in two parts), nor is an earlier
+    answer that Meta refused.
+    """
+    rule = "no_repeated_answer"
+    t = Transcript(conversation)
+    first_copy: dict[str, int] = {}
+    for i, event in enumerate(t.events):
+        if not isinstance(event, InboundMessage):
+            continue
+        if not event.duplicate:
+            first_copy.setdefault(event.wamid, i)
+            continue
+        original = first_copy.get(event.wamid)
+        user = t.user(i)
+        if original is None:
+            continue
+        answered = [k for k in range(original + 1, i) if _delivered_message(t, k, user)]
+        if not answered:
+            continue
+        again = next(
+            (k for k in _window(t, i, user) if _message(t.events[k]) and t.user(k) == user), None
+        )
+        if again is not None:
+            message = (
+                f"the redelivered message {_quote(event.text)} was answered again "
+                f"(first answered in {_turn_no(t, answered[0])})"
+            )
+            yield t.violation(rule, message, [original, answered[0], i, again], turn=t.turn(again))
+
+
+def _delivered_message(t: Transcript, index: int, user: str | None) -> bool:
+    """Whether event ``index`` is a message the agent sent ``user`` that Meta took."""
+    event = t.events[index]
+    return (
+        isinstance(event, OutboundSend)
+        and event.is_message
+        and event.error is None
+        and t.user(index) == user
+    )
 
 
 # -- the 24-hour window ------------------------------------------------------------

@@ -69,6 +69,7 @@ BUILTINS = {
     "every_inbound_answered",
     "never_reasks",
     "no_freeform_outside_window",
+    "no_repeated_answer",
     "no_repeated_side_effects",
     "one_reply_per_burst",
     "sends_valid",
@@ -1032,6 +1033,64 @@ def test_the_same_side_effect_twice_without_redelivery_is_a_violation() -> None:
         "book_appointment ran again with the same arguments (first in turn 1)"
     )
     assert violation.events == (first, second)
+
+
+# -- no repeated answer -----------------------------------------------------------------
+
+
+def test_a_redelivered_message_answered_again_is_a_violation() -> None:
+    log = Log()
+    hi = log.user("hi")
+    first = log.agent("Hello!")
+    copy = log.redeliver(hi)
+    again = log.agent("Hello!")
+    violation = one(check(log.conversation(), ["no_repeated_answer"]))
+    assert (
+        violation.message
+        == "the redelivered message 'hi' was answered again (first answered in turn 1)"
+    )
+    assert violation.events == (hi, first, copy, again)
+    assert violation.turn == 0
+
+
+def test_a_copy_left_unanswered_holds_and_so_does_the_next_message() -> None:
+    log = Log()
+    hi = log.user("hi")
+    log.agent("Hello!")
+    log.redeliver(hi)
+    log.agent(None, type="mark_read")  # a receipt for the copy is no answer
+    log.user("book friday")
+    log.agent("Friday is free!")
+    assert check(log.conversation(), ["no_repeated_answer"]) == []
+
+
+def test_a_copy_before_any_answer_is_not_judged() -> None:
+    # Two messages after both copies: one answer in two parts, or one answer each; no telling.
+    log = Log()
+    hi = log.user("hi")
+    log.redeliver(hi, after=0.1)
+    log.agent("Hello!")
+    log.agent("How can I help?")
+    assert check(log.conversation(), ["no_repeated_answer"]) == []
+
+
+def test_a_copy_of_a_message_whose_answer_meta_refused_may_be_answered() -> None:
+    log = Log()
+    hi = log.user("hi")
+    log.agent("Hello!", error=WINDOW_CLOSED)
+    log.redeliver(hi)
+    log.agent("Hello!")
+    assert check(log.conversation(), ["no_repeated_answer"]) == []
+
+
+def test_each_user_is_judged_on_their_own_answers() -> None:
+    log = Log()
+    hi = log.user("hi")
+    log.agent("Hello Ben!", who="ben")  # Ben's answer does not answer Ana
+    log.redeliver(hi)
+    log.agent("Hello Ana!")
+    log.user("hey", who="ben")
+    assert check(log.conversation(), ["no_repeated_answer"]) == []
 
 
 # -- the 24-hour window ----------------------------------------------------------------
