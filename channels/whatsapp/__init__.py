@@ -192,6 +192,7 @@ _OWNERS: dict[str, str] = {
     "template_id": "channels.whatsapp.account",
     "template_object": "channels.whatsapp.account",
     "unknown_object": "channels.whatsapp.account",
+    "display_number": "channels.whatsapp.account",
     "AccountInMaintenance": "channels.whatsapp.errors",
     "Activity": "channels.whatsapp.activity",
     "AppRateLimited": "channels.whatsapp.errors",

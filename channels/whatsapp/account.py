@@ -5,7 +5,9 @@ which templates they may send), and dashboards list them:
 
 - ``GET /{version}/{phone_number_id}``: the number (``id``,
   ``display_phone_number``, ``verified_name``, ``quality_rating``; more
-  with ``?fields=``);
+  with ``?fields=``). The display number reads as Meta's examples write it
+  there, in the international format (``+1 631-555-5555``, ``+44 20 1234
+  5678``); a webhook's ``metadata`` gives its digits;
 - ``GET /{version}/{waba_id}``: the WhatsApp Business Account;
 - ``GET /{version}/{waba_id}/phone_numbers``: its numbers;
 - ``GET /{version}/{waba_id}/message_templates``: its templates, filtered
@@ -28,6 +30,7 @@ or deleted here: a ``POST`` or ``DELETE`` of one answers 100 saying so.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -53,6 +56,7 @@ __all__ = [
     "AccountAPI",
     "BusinessAccount",
     "business_account",
+    "display_number",
     "template_id",
     "template_object",
     "unknown_object",
@@ -216,7 +220,7 @@ class BusinessAccount:
         """Every field of a number the simulator has a value for."""
         return {
             "id": phone_number_id,
-            "display_phone_number": self.phone_numbers[phone_number_id],
+            "display_phone_number": display_number(self.phone_numbers[phone_number_id]),
             "verified_name": self.verified_name,
             "quality_rating": "GREEN",
             "status": "CONNECTED",
@@ -475,6 +479,24 @@ def _websites(value: object) -> list[str]:
 def _no_field(name: str, node_type: str) -> InvalidParameter:
     details = f"Tried accessing nonexisting field ({name}) on node type ({node_type})"
     return InvalidParameter(message=f"(#100) {details}", details=details)
+
+
+@functools.cache
+def display_number(number: str) -> str:
+    """``number`` in the international format Graph's reads give (``+1 631-555-5555``).
+
+    A number libphonenumber can't place is given as it was written.
+    """
+    import phonenumbers  # the metadata loads on first use, by the reads that need it
+
+    digits = re.sub(r"[^0-9]", "", number)
+    try:
+        parsed = phonenumbers.parse(f"+{digits}")
+    except phonenumbers.NumberParseException:
+        return number
+    if not phonenumbers.is_possible_number(parsed):
+        return number
+    return phonenumbers.format_number(parsed, phonenumbers.PhoneNumberFormat.INTERNATIONAL)
 
 
 def unknown_object(method: str, object_id: str) -> NoSuchObject:

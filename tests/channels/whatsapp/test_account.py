@@ -8,7 +8,7 @@ from typing import Any, Final
 import httpx
 import pytest
 
-from channels.whatsapp.account import template_id
+from channels.whatsapp.account import display_number, template_id
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.router import GraphRouter
 from tests.bots.loopback import free_port
@@ -60,10 +60,25 @@ async def _get(client: httpx.AsyncClient, path: str, **params: str) -> Any:
 # -- the number and the account ----------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("number", "shown"),
+    [
+        # The reads of Meta's OpenAPI description write numbers so (its webhooks give digits).
+        ("16315555555", "+1 631-555-5555"),
+        ("+1 (555) 123-4567", "+1 555-123-4567"),
+        ("442012345678", "+44 20 1234 5678"),
+        ("5511987654321", "+55 11 98765-4321"),
+        ("123", "123"),  # no number libphonenumber can place: as written
+    ],
+)
+def test_the_display_number_reads_in_the_international_format(number: str, shown: str) -> None:
+    assert display_number(number) == shown
+
+
 async def test_the_number_answers_metas_default_fields(client: httpx.AsyncClient) -> None:
     assert await _get(client, f"/v25.0/{PHONE}") == {
         "id": PHONE,
-        "display_phone_number": CONFIG.display_phone_number,
+        "display_phone_number": "+1 555-000-1111",  # as Meta's examples write it on a read
         "verified_name": "Harness Test Business",
         "quality_rating": "GREEN",
     }
@@ -93,7 +108,7 @@ async def test_the_account_and_its_numbers(client: httpx.AsyncClient) -> None:
     assert set(account) == {"id", "name", "timezone_id", "message_template_namespace"}
     assert account["id"] == WABA
     numbers = await _get(client, f"/v25.0/{WABA}/phone_numbers", fields="display_phone_number")
-    assert numbers["data"] == [{"id": PHONE, "display_phone_number": CONFIG.display_phone_number}]
+    assert numbers["data"] == [{"id": PHONE, "display_phone_number": "+1 555-000-1111"}]
 
 
 @pytest.mark.parametrize("path", ["/v25.0/999/phone_numbers", "/v25.0/999/message_templates"])

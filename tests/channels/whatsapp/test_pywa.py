@@ -425,7 +425,7 @@ async def test_pywa_reads_the_business_it_speaks_for() -> None:
     await sim.aclose()
     assert (number.id, number.display_phone_number) == (
         config.phone_number_id,
-        config.display_phone_number,
+        "+1 555-000-1111",
     )
     assert [found.id for found in numbers] == [config.phone_number_id]
     assert account.id == config.waba_id
