@@ -372,6 +372,7 @@ _OWNERS: dict[str, str] = {
     "never_reasks": "harness.suites.builtin_invariants",
     "no_freeform_outside_window": "harness.suites.builtin_invariants",
     "no_repeated_side_effects": "harness.suites.builtin_invariants",
+    "no_repeated_answer": "harness.suites.builtin_invariants",
     "note_outage": "harness.outages",
     "one_reply_per_burst": "harness.suites.builtin_invariants",
     "check_store": "harness.store",

@@ -42,7 +42,7 @@ from channels.whatsapp.account import business_account
 from channels.whatsapp.attribution import latest_quoted, request_text
 from channels.whatsapp.blocking import Blocklist
 from channels.whatsapp.config import SimulatorConfig
-from channels.whatsapp.errors import InvalidParameter
+from channels.whatsapp.errors import InvalidParameter, ParameterInvalid
 from channels.whatsapp.forwarding import (
     Forwarder,
     RouteBook,
@@ -51,13 +51,13 @@ from channels.whatsapp.forwarding import (
     replaying,
     routed_call,
 )
-from channels.whatsapp.graph import AcceptAll, create_graph_app
+from channels.whatsapp.graph import AcceptAll, SendOutcome, create_graph_app
 from channels.whatsapp.ids import id_source, new_fbtrace_id, new_wamid
 from channels.whatsapp.media import MediaStore
 from channels.whatsapp.server import BackgroundServer
 from channels.whatsapp.strays import StraySends, is_message_send
 from channels.whatsapp.templates import TemplateRegistry, template_objects
-from channels.whatsapp.validation import normalize_wa_id
+from channels.whatsapp.validation import ValidatedSend, normalize_wa_id
 from harness.clock import Clock, SystemClock
 from harness.endpoints import (
     ANTHROPIC_PATH,
@@ -145,7 +145,7 @@ class GraphRouter:
         self._shared_app = create_graph_app(
             access_tokens={config.access_token},
             phone_numbers={config.phone_number_id: config.display_phone_number},
-            on_send=AcceptAll(),
+            on_send=_NoScenarios(),
             media=self.media,
             clock=self.clock,
             templates=templates,
@@ -371,8 +371,8 @@ class GraphRouter:
             await self._strays(scope, replay, send)
             return
         if owner is None or owner.active or not scope["path"].rstrip("/").endswith("/messages"):
-            # A read receipt for no scenario's message: the shared app accepts it. A block
-            # goes to its scenario's blocklist, ended or not.
+            # A read receipt for no scenario's message: the shared app refuses it (131009).
+            # A block goes to its scenario's blocklist, ended or not.
             await (owner.app if owner else self._shared_app)(scope, replay, send)
             return
         await self._answer_late(owner, body, send)
@@ -435,6 +435,23 @@ class GraphRouter:
             }
         )
         await send({"type": "http.response.body", "body": payload})
+
+
+class _NoScenarios(AcceptAll):
+    """The shared Graph API's sends: what reaches it names no scenario's user or message.
+
+    A read receipt or typing indicator for a message no scenario delivered
+    is refused as the simulator refuses one for a message it never received
+    (131009); other sends are accepted.
+    """
+
+    async def __call__(self, send: ValidatedSend) -> SendOutcome:
+        """Refuse a receipt for an unknown message, else accept ``send``."""
+        if send.action != "message":
+            raise ParameterInvalid(
+                details=f"message_id {send.message_id!r} is not a message this number received"
+            )
+        return await super().__call__(send)
 
 
 class _OwnMedia(MediaStore):

@@ -43,7 +43,7 @@ def test_every_built_in_invariant_has_a_section_and_a_failing_example() -> None:
 
     page = (REFERENCE / "invariants.md").read_text(encoding="utf-8")
     names = {name for name in registry() if name in builtins}
-    assert len(names) == 8
+    assert len(names) == 9
     for name in names:
         assert f"## `{name}`" in page
         assert f"::: harness.suites.builtin_invariants.{name}" in page

@@ -178,10 +178,12 @@ NonEmpty = Annotated[str, Field(min_length=1)]
 
 @dataclass(frozen=True, slots=True)
 class Refused:
-    """Annotation: this key must not appear here (131009 with ``reason``).
+    """Annotation: this key must not appear here (100, "Unexpected key", with ``reason``).
 
     Declaring it keeps the key in the schema (as ``not: {}``) instead of
-    silently ignoring it like any other unknown nested key.
+    silently ignoring it like any other unknown nested key. Graph refuses such
+    a key with code 100 (a recorded answer: ``(#100) Unexpected key "caption"
+    on param "audio".``).
     """
 
     reason: str
@@ -190,7 +192,7 @@ class Refused:
         self, source: Any, handler: GetCoreSchemaHandler
     ) -> CoreSchema:
         def refuse(value: object) -> NoReturn:
-            raise PydanticCustomError("send_invalid", "{problem}", {"problem": self.reason})
+            raise PydanticCustomError("send_unexpected", "{problem}", {"problem": self.reason})
 
         return core_schema.no_info_plain_validator_function(refuse)
 

@@ -13,7 +13,8 @@ come after its field errors.
 
 Codes, where Meta's documentation is silent, follow one rule:
 
-- 100: the request as a whole;
+- 100: the request as a whole, and a key an object never takes (a caption
+  on audio: ``Unexpected key "caption" on param "audio".``, as Graph words it);
 - 131008: a required field is missing;
 - 131009: a field has the wrong type or breaks a limit (the facts
   document's default for interactive limits), including a media id the
@@ -101,6 +102,9 @@ def _meta_error(error: ErrorDetails) -> GraphAPIError:
         return request_error(path, _MISSING if kind == "missing" else 'must be "whatsapp"')
     if kind == "extra_forbidden":
         return request_error(path, "not a valid parameter for this request")
+    if kind == "send_unexpected" and len(loc) > 1:  # a key its object never takes: Graph's words
+        message = f'(#100) Unexpected key "{loc[-1]}" on param "{json_path(loc[:-1])}".'
+        return InvalidParameter(message=message, details=f"{path}: {ctx['problem']}")
     if kind == "send_type":
         return UnsupportedMessageType(details=f"{path}: {ctx['problem']}")
     if kind in ("missing", "send_missing"):
@@ -110,7 +114,7 @@ def _meta_error(error: ErrorDetails) -> GraphAPIError:
 
 
 def _problem(kind: str, ctx: dict[str, Any], value: Any, message: str) -> str:
-    if kind == "send_invalid":
+    if kind in ("send_invalid", "send_unexpected"):
         return str(ctx["problem"])
     if kind in _EXPECTED:
         return f"must be {_EXPECTED[kind]}, not {json_kind(value)}"

@@ -141,12 +141,16 @@ async def test_a_stray_send_goes_on_each_scenario_running_or_else_on_the_last_th
             router.detach("run:0")
             router.detach("run:1")
             assert (await client.post(PATH, json=_text("after both ended"))).status_code == 200
-            # A read receipt for no scenario's message is accepted, and is no stray send.
+            # A read receipt for no scenario's message is refused, as the simulator refuses
+            # one for a message it never received, and is no stray send.
             receipt = {"messaging_product": "whatsapp", "status": "read", "message_id": "wamid.X"}
             read = await client.post(PATH, json=receipt)
     finally:
         await router.stop()
-    assert read.json() == {"success": True}
+    assert read.status_code == 400
+    assert read.json()["error"]["code"] == 131009
+    details = read.json()["error"]["error_data"]["details"]
+    assert details == "message_id 'wamid.X' is not a message this number received"
     first, later = router.strays("run:0"), router.strays("run:1")
     assert [(s.text, s.running) for s in first] == [("while both ran", 2)]
     assert [(s.text, s.running) for s in later] == [("while both ran", 2), ("after both ended", 0)]

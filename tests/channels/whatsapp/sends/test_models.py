@@ -68,12 +68,15 @@ def test_a_document_header_keeps_its_filename_but_no_other_media_has_one() -> No
     assert header.document.filename == "menu.pdf"
     image = {"type": "image", "image": {"link": "https://e.com/a.jpg", "filename": "a.jpg"}}
     refused = error_of(set_path(body, "interactive.header", image))
-    assert where(refused) == (131009, "interactive.header.image.filename")
+    assert where(refused) == (100, "interactive.header.image.filename")
     assert refused.details.endswith("only documents have a filename")
+    assert refused.message == (
+        '(#100) Unexpected key "filename" on param "interactive.header.image".'
+    )
     long_name = set_path(body, "interactive.header.document.filename", "x" * 256)
     assert where(error_of(long_name)) == (131009, "interactive.header.document.filename")
     captioned = set_path(body, "interactive.header.document.caption", "no")
-    assert where(error_of(captioned)) == (131009, "interactive.header.document.caption")
+    assert where(error_of(captioned)) == (100, "interactive.header.document.caption")
 
 
 def test_nested_keys_meta_adds_are_ignored_but_top_level_ones_refused() -> None:
