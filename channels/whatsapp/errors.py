@@ -345,9 +345,13 @@ def graph_error(
 
 
 class AuthError(GraphAPIError):
-    """The access token is missing, invalid or expired (190; 0 for other auth failures)."""
+    """The access token is missing, invalid or expired (190; 0 for other auth failures).
+
+    Graph's own error: no ``error_data`` (a recorded answer to a bad token has none).
+    """
 
     codes = (190, 0)
+    with_data = False
 
 
 class PermissionDenied(GraphAPIError):

@@ -58,7 +58,7 @@ import sys
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
 from starlette.applications import Starlette
@@ -324,12 +324,19 @@ class _GraphAPI:
             token = request.query_params.get("access_token")
         if not token:
             raise _auth_error("an access token is needed for this request.")
-        if token not in self.tokens:
-            raise _auth_error("the access token is not valid.")
-        expires = self.tokens[token]
-        if expires is not None and self.clock.now() >= expires:
+        if token not in self.tokens:  # Graph's recorded words for a token it can't read
             raise AuthError(
-                message="Error validating access token: the session has expired.",
+                message="Invalid OAuth access token - Cannot parse access token",
+                details="The access token is not valid.",
+            )
+        expires = self.tokens[token]
+        now = self.clock.now()
+        if expires is not None and now >= expires:
+            raise AuthError(
+                message=(
+                    f"Error validating access token: Session has expired on {_graph_time(expires)}."
+                    f" The current time is {_graph_time(now)}."
+                ),
                 details=f"The access token expired at {expires.isoformat()}.",
                 error_subcode=_EXPIRED_SUBCODE,
             )
@@ -490,6 +497,11 @@ class _GraphAPI:
         if self._openapi is None:
             self._openapi = self._build_openapi()
         return self._openapi
+
+
+def _graph_time(moment: datetime) -> str:
+    """An instant as Graph writes one in its errors: ``Friday, 09-Feb-24 19:00:00 UTC``."""
+    return moment.astimezone(UTC).strftime("%A, %d-%b-%y %H:%M:%S UTC")
 
 
 def _auth_error(problem: str) -> AuthError:

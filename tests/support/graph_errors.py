@@ -8,11 +8,15 @@ __all__ = ["graph_error", "no_such_object", "unknown_path"]
 
 
 def graph_error(response: httpx.Response, status: int = 400, code: int = 100) -> str:
-    """The ``details`` of an error answer, after checking its HTTP status and Meta's code."""
+    """The ``details`` of an error answer, after checking its HTTP status and Meta's code.
+
+    Graph's own errors (a bad token, an unknown object) carry no ``error_data``:
+    their ``message`` then.
+    """
     assert response.status_code == status, response.text
     error = response.json()["error"]
     assert error["code"] == code, error
-    details: str = error["error_data"]["details"]
+    details: str = error["error_data"]["details"] if "error_data" in error else error["message"]
     return details
 
 
