@@ -12,7 +12,7 @@
   registered") until it registers again. A number that is not registered
   answers Meta's example error (100, subcode 2207051).
 - ``POST .../request_code`` (``code_method`` ``SMS`` or ``VOICE``, a
-  ``language`` such as ``en_US``) and ``POST .../verify_code`` (a six-digit
+  ``language`` such as ``en`` or ``en_US``) and ``POST .../verify_code`` (a six-digit
   ``code``): answered as Meta does; the simulator sends no code, so any six
   digits verify.
 
@@ -43,7 +43,9 @@ __all__ = ["RegistrationAPI", "not_registered", "registration_paths", "registrat
 
 _BODY_LIMIT: Final = 64 * 1024
 _SIX_DIGITS: Final = re.compile(r"[0-9]{6}")
-_LANGUAGE: Final = re.compile(r"[a-z]{2}_[A-Z]{2}")
+# A locale as Meta takes it: en, en_US, en-US, zh_Hant_TW (Meta's own Node SDK sends "en").
+_LANGUAGE_PATTERN: Final = r"[a-z]{2,3}(?:[_-][A-Za-z0-9]{2,8})*"
+_LANGUAGE: Final = re.compile(_LANGUAGE_PATTERN)
 _REGION: Final = re.compile(r"[A-Z]{2}")
 _CODE_METHODS: Final = ("SMS", "VOICE")
 _TIERS: Final = ("PROD", "DEV")
@@ -133,7 +135,7 @@ class RegistrationAPI:
             raise request_error("code_method", f"must be {' or '.join(_CODE_METHODS)}")
         language = given.get("language")
         if not isinstance(language, str) or _LANGUAGE.fullmatch(language) is None:
-            raise request_error("language", "must be a locale such as en_US")
+            raise request_error("language", "must be a language or locale such as en or en_US")
         return JSONResponse({"success": True})
 
     async def verify_code(self, request: Request) -> Response:
@@ -162,7 +164,7 @@ def registration_schemas() -> dict[str, Any]:
         "RequestCodeRequest": obj(
             ["code_method", "language"],
             code_method={"enum": list(_CODE_METHODS)},
-            language={"type": "string", "pattern": "^[a-z]{2}_[A-Z]{2}$"},
+            language={"type": "string", "pattern": f"^{_LANGUAGE_PATTERN}$"},
         ),
         "VerifyCodeRequest": obj(["code"], code=six),
     }

@@ -115,7 +115,8 @@ async def test_registering_needs_the_two_step_pin_once_there_is_one(
             "data_localization_region",
         ),
         ("request_code", {"code_method": "EMAIL", "language": "en_US"}, "code_method"),
-        ("request_code", {"code_method": "SMS", "language": "english"}, "language"),
+        ("request_code", {"code_method": "SMS", "language": "English"}, "language"),
+        ("request_code", {"code_method": "SMS", "language": "en US"}, "language"),
         ("request_code", {"code_method": "SMS"}, "language"),
         ("verify_code", {}, "code"),
         ("verify_code", {"code": "12-456"}, "code"),
@@ -137,6 +138,10 @@ async def test_form_fields_and_the_query_string_are_read_as_graph_reads_them(
     assert form.json() == {"success": True}
     query = await client.post(f"{BASE}/verify_code", params={"code": "654321"}, headers=AUTH)
     assert query.json() == {"success": True}
+    # Meta's own Node SDK asks in "en"; its description takes xx_XX, xx-XX and longer locales.
+    for language in ("en", "pt-BR", "zh_Hant_TW"):
+        body = {"code_method": "SMS", "language": language}
+        assert (await _post(client, "request_code", body)).json() == {"success": True}
 
 
 async def test_another_number_and_a_missing_token_are_refused_first(
