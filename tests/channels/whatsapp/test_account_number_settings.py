@@ -6,12 +6,11 @@ from collections.abc import AsyncIterator
 from typing import Any, Final
 
 import httpx
-import jsonschema_rs
 import pytest
 
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.openapi import build_openapi
-from tests.channels.whatsapp.conformance import spec
+from tests.support.documents import meta_request_examples, own_schema
 from tests.support.graph_clients import simulator_graph
 from tests.support.graph_errors import graph_error, no_such_object
 
@@ -23,21 +22,10 @@ AUTOMATION: Final = f"/v25.0/{PHONE}/conversational_automation"
 COMMERCE: Final = f"/v25.0/{PHONE}/whatsapp_commerce_settings"
 
 
-def _examples(path: str) -> dict[str, Any]:
-    """The request examples of the ``POST`` at ``path`` in Meta's description."""
-    post = spec.as_written()["paths"][path]["post"]
-    examples: dict[str, Any] = post["requestBody"]["content"]["application/json"]["examples"]
-    return {name: example["value"] for name, example in examples.items()}
-
-
-NUMBER_EXAMPLES: Final = _examples("/{Version}/{Phone-Number-ID}")
-AUTOMATION_EXAMPLES: Final = _examples("/{Version}/{Phone-Number-ID}/conversational_automation")
-
-
-def _schema(name: str) -> jsonschema_rs.Validator:
-    document = build_openapi()
-    root = {"$ref": f"#/components/schemas/{name}", "components": document["components"]}
-    return jsonschema_rs.Draft202012Validator(root)
+NUMBER_EXAMPLES: Final = meta_request_examples("/{Version}/{Phone-Number-ID}")
+AUTOMATION_EXAMPLES: Final = meta_request_examples(
+    "/{Version}/{Phone-Number-ID}/conversational_automation"
+)
 
 
 @pytest.fixture
@@ -60,7 +48,7 @@ async def test_the_number_takes_every_update_metas_description_gives(
     client: httpx.AsyncClient, name: str
 ) -> None:
     body = NUMBER_EXAMPLES[name]
-    assert _schema("PhoneNumberUpdate").is_valid(body)
+    assert own_schema("PhoneNumberUpdate").is_valid(body)
     response = await client.post(NUMBER, json=body, headers=AUTH)
     assert response.json() == {"success": True}, response.text
 
@@ -152,7 +140,7 @@ async def test_every_automation_metas_description_gives_is_set_and_read_back(
     client: httpx.AsyncClient, name: str
 ) -> None:
     body = AUTOMATION_EXAMPLES[name]
-    assert _schema("ConversationalAutomation").is_valid(body)
+    assert own_schema("ConversationalAutomation").is_valid(body)
     assert (await client.post(AUTOMATION, json=body, headers=AUTH)).json() == {"success": True}
     read = (await client.get(AUTOMATION, headers=AUTH)).json()
     assert read == {"conversational_automation": body, "id": PHONE}
@@ -250,6 +238,6 @@ def test_the_document_describes_the_settings_as_meta_names_them() -> None:
     commerce = paths["/{version}/{phone_number_id}/whatsapp_commerce_settings"]
     assert commerce["get"]["operationId"] == "getCommerceSettings"
     assert commerce["post"]["operationId"] == "setOrUpdateCommerceSettings"
-    assert not _schema("ConversationalAutomation").is_valid({"prompts": ["x"] * 4})
-    assert not _schema("BotCommand").is_valid(_command("x" * 31))
-    assert not _schema("PhoneNumberUpdate").is_valid({"pin": "12345"})
+    assert not own_schema("ConversationalAutomation").is_valid({"prompts": ["x"] * 4})
+    assert not own_schema("BotCommand").is_valid(_command("x" * 31))
+    assert not own_schema("PhoneNumberUpdate").is_valid({"pin": "12345"})

@@ -6,12 +6,11 @@ from collections.abc import AsyncIterator
 from typing import Any, Final
 
 import httpx
-import jsonschema_rs
 import pytest
 
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.openapi import build_openapi
-from tests.channels.whatsapp.conformance import spec
+from tests.support.documents import meta_request_examples, own_schema
 from tests.support.graph_clients import simulator_graph
 from tests.support.graph_errors import graph_error, no_such_object
 
@@ -24,10 +23,8 @@ TEXT: Final = {"messaging_product": "whatsapp", "to": "5511987654321", "text": {
 
 def _examples(operation: str) -> dict[str, Any]:
     """The request examples of the ``POST`` of ``operation`` in Meta's description."""
-    path = f"/{{Version}}/{{Phone-Number-ID}}/{operation}"
-    post = spec.as_written()["paths"][path]["post"]
-    examples: dict[str, Any] = post["requestBody"]["content"]["application/json"]["examples"]
-    return {f"{operation}:{name}": example["value"] for name, example in examples.items()}
+    examples = meta_request_examples(f"/{{Version}}/{{Phone-Number-ID}}/{operation}")
+    return {f"{operation}:{name}": value for name, value in examples.items()}
 
 
 EXAMPLES: Final = {**_examples("register"), **_examples("request_code"), **_examples("verify_code")}
@@ -36,12 +33,6 @@ SCHEMAS: Final = {
     "request_code": "RequestCodeRequest",
     "verify_code": "VerifyCodeRequest",
 }
-
-
-def _schema(name: str) -> jsonschema_rs.Validator:
-    document = build_openapi()
-    root = {"$ref": f"#/components/schemas/{name}", "components": document["components"]}
-    return jsonschema_rs.Draft202012Validator(root)
 
 
 @pytest.fixture
@@ -59,7 +50,7 @@ async def test_every_request_metas_description_gives_is_taken(
     client: httpx.AsyncClient, name: str
 ) -> None:
     operation = name.split(":")[0]
-    assert _schema(SCHEMAS[operation]).is_valid(EXAMPLES[name])
+    assert own_schema(SCHEMAS[operation]).is_valid(EXAMPLES[name])
     response = await _post(client, operation, EXAMPLES[name])
     assert response.json() == {"success": True}, response.text
 
@@ -166,4 +157,4 @@ def test_the_document_names_the_operations_as_meta_does() -> None:
         "request_code": "requestVerificationCode",
         "verify_code": "verifyPhoneNumberCode",
     }
-    assert not _schema("RegisterRequest").is_valid({"messaging_product": "whatsapp", "pin": "1"})
+    assert not own_schema("RegisterRequest").is_valid({"messaging_product": "whatsapp", "pin": "1"})
