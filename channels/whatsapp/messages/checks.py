@@ -41,7 +41,8 @@ from channels.whatsapp.payloads import PayloadError
 
 __all__ = ["INBOUND_TYPES", "REPLY_TYPES", "check_inbound", "refusal"]
 
-#: The message types Meta sends a business (``order`` and ``system`` pass with their object).
+#: The message types Meta sends a business (``order`` and ``system`` pass with their object;
+#: ``request_welcome``, a user opening the chat for the first time, has none).
 INBOUND_TYPES: Final = (
     "text",
     "interactive",
@@ -57,7 +58,10 @@ INBOUND_TYPES: Final = (
     "order",
     "system",
     "unsupported",
+    "request_welcome",
 )
+# The types that carry no object of their own.
+_BARE: Final = ("unsupported", "request_welcome")
 #: The kinds of ``interactive`` answer Meta sends: a reply button, a list row, a Flow's answer.
 REPLY_TYPES: Final = ("button_reply", "list_reply", "nfm_reply")
 
@@ -76,7 +80,7 @@ def check_inbound(item: Mapping[str, Any]) -> InboundMessage:
         got = "none" if kind is None else repr(kind)
         raise refusal("type", f"expected a type Meta sends ({listed}), got {got}")
     shape, what = (list, "a list of cards") if kind == "contacts" else (Mapping, "an object")
-    if kind != "unsupported" and not isinstance(item.get(kind), shape):
+    if kind not in _BARE and not isinstance(item.get(kind), shape):
         raise refusal(kind, f"a message of type '{kind}' carries {what} under '{kind}'")
     if kind == "unsupported" and not item.get("errors"):
         raise refusal("errors", "required: what Meta says about the message (131051)")

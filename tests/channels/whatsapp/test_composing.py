@@ -200,6 +200,19 @@ async def test_a_message_that_needs_nothing_filled_in_goes_as_written(
     assert user_part(item) == written
 
 
+async def test_a_user_opening_the_chat_for_the_first_time_is_a_request_welcome(
+    pair: tuple[WhatsAppSimulator, EchoBot],
+) -> None:
+    # Meta's webhook when a user first opens the chat (the trigger of a welcome message):
+    # a message of type request_welcome with no object of its own (pywa names the type).
+    sim, bot = pair
+    item = await delivered(sim, bot, {"type": "request_welcome"})
+    assert user_part(item) == {"type": "request_welcome"}
+    assert item["from"] == WA_ID
+    assert item["id"].startswith("wamid.")
+    assert sim.conversation().inbound()[-1].type == "request_welcome"
+
+
 # -- what a user can't send ---------------------------------------------------------
 
 
