@@ -254,6 +254,43 @@ DEFECTS: Final[tuple[SpecDefect, ...]] = (
         ),
     ),
     SpecDefect(
+        key="no-request-welcome",
+        wrong=(
+            "An incoming message is one of the types the file lists; it lacks request_welcome,"
+            " the message Meta sends when a user opens the chat for the first time."
+        ),
+        follow=(
+            "Third-party evidence (pywa's message types name request_welcome): a message of"
+            " type request_welcome, with the common fields and no object of its own."
+        ),
+        corrections=(
+            Correction(
+                f"{_SCHEMAS}RequestWelcomeMessage",
+                ABSENT,
+                {
+                    "allOf": [
+                        {"$ref": _ref("BaseMessageProperties_1")},  # the webhook's base
+                        {
+                            "type": "object",
+                            "properties": {"type": {"const": "request_welcome"}},
+                            "required": ["type"],
+                        },
+                    ]
+                },
+            ),
+            Correction(
+                f"{_SCHEMAS}IncomingMessageValueGeneral/properties/messages/items",
+                {"$ref": _ref("IncomingMessage")},
+                {
+                    "oneOf": [
+                        {"$ref": _ref("IncomingMessage")},
+                        {"$ref": _ref("RequestWelcomeMessage")},
+                    ]
+                },
+            ),
+        ),
+    ),
+    SpecDefect(
         key="no-flow-replies",
         wrong=(
             "An interactive reply is a button_reply or a list_reply; the file lacks nfm_reply,"
