@@ -355,8 +355,6 @@ class _GraphAPI:
         self.check_version(request)
         self.authenticate(request)
         phone_number_id = self.phone_number(request)
-        if phone_number_id in self.account.account.deregistered:
-            raise not_registered()
         content_type = media_type(request.headers)
         if content_type != "application/json" and content_type not in FORM_TYPES:
             shown = repr(content_type) if content_type else "missing"
@@ -375,6 +373,8 @@ class _GraphAPI:
                 body = objects_written_as_text(parse_json_body(raw), _STRUCTURED)
             else:
                 body = await _form(raw, request.headers)
+            if phone_number_id in self.account.account.deregistered:  # refused, and in the trace
+                raise not_registered()
             await self.store.load(media_id_in(body))  # uploaded through another process, maybe
             # One string for every send through a version, not one each (each send is kept).
             version = sys.intern(request.path_params["version"])

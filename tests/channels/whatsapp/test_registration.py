@@ -10,6 +10,9 @@ import pytest
 
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.openapi import build_openapi
+from channels.whatsapp.simulator import WhatsAppSimulator
+from harness.clock import VirtualClock
+from harness.trace import OutboundSend
 from tests.support.documents import meta_request_examples, own_schema
 from tests.support.graph_clients import simulator_graph
 from tests.support.graph_errors import graph_error, no_such_object
@@ -158,3 +161,19 @@ def test_the_document_names_the_operations_as_meta_does() -> None:
         "verify_code": "verifyPhoneNumberCode",
     }
     assert not own_schema("RegisterRequest").is_valid({"messaging_product": "whatsapp", "pin": "1"})
+
+
+async def test_a_send_refused_for_want_of_registration_is_in_the_trace() -> None:
+    # The agent's trace says why it went silent: its send, refused with 133010.
+    sim = WhatsAppSimulator(CONFIG, clock=VirtualClock())
+    try:
+        async with sim.graph_client() as client:
+            assert (await _post(client, "deregister")).json() == {"success": True}
+            body = {**TEXT, "type": "text"}
+            refused = await client.post(f"{BASE}/messages", json=body, headers=AUTH)
+            graph_error(refused, 400, 133010)
+        [send] = [e for e in sim.conversation().events if isinstance(e, OutboundSend)]
+        assert send.error is not None
+        assert (send.error.code, send.text) == (133010, "hi")
+    finally:
+        await sim.aclose()
