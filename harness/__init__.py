@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from harness.suites.expectations import *
     from harness.suites.invariant_ref import *
     from harness.suites.invariants import *
+    from harness.suites.redelivery_invariants import *
     from harness.suites.registry import *
     from harness.suites.run_options import *
     from harness.suites.runner import *
@@ -371,8 +372,8 @@ _OWNERS: dict[str, str] = {
     "needs_quiet": "harness.suites.expectations",
     "never_reasks": "harness.suites.builtin_invariants",
     "no_freeform_outside_window": "harness.suites.builtin_invariants",
-    "no_repeated_side_effects": "harness.suites.builtin_invariants",
-    "no_repeated_answer": "harness.suites.builtin_invariants",
+    "no_repeated_side_effects": "harness.suites.redelivery_invariants",
+    "no_repeated_answer": "harness.suites.redelivery_invariants",
     "note_outage": "harness.outages",
     "one_reply_per_burst": "harness.suites.builtin_invariants",
     "check_store": "harness.store",

@@ -235,7 +235,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "the same side effect with other arguments is a repeat",
-        "harness/suites/builtin_invariants.py",
+        "harness/suites/redelivery_invariants.py",
         "                and before.args == event.args\n",
         "",
         _INVARIANTS,

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from harness.suites.preflight import *
     from harness.suites.queue import *
     from harness.suites.realtime import *
+    from harness.suites.redelivery_invariants import *
     from harness.suites.registry import *
     from harness.suites.repeats import *
     from harness.suites.reproduce import *
@@ -216,8 +217,8 @@ _OWNERS: dict[str, str] = {
     "needs_quiet": "harness.suites.expectations",
     "never_reasks": "harness.suites.builtin_invariants",
     "no_freeform_outside_window": "harness.suites.builtin_invariants",
-    "no_repeated_side_effects": "harness.suites.builtin_invariants",
-    "no_repeated_answer": "harness.suites.builtin_invariants",
+    "no_repeated_side_effects": "harness.suites.redelivery_invariants",
+    "no_repeated_answer": "harness.suites.redelivery_invariants",
     "one_reply_per_burst": "harness.suites.builtin_invariants",
     "only_channels": "harness.suites.fit",
     "parse_action": "harness.suites.user_actions",

@@ -15,7 +15,8 @@ A name with a colon is an import path (``package.module:function``): any
 callable of that shape plugs in, decorated or not. :func:`check` runs a list
 of such specs; an invariant that raises becomes a violation of its own rule,
 so a bug in a user's invariant never stops a run. The built-in library lives
-in :mod:`harness.suites.builtin_invariants` and is registered on first lookup.
+in :mod:`harness.suites.builtin_invariants` and
+:mod:`harness.suites.redelivery_invariants`, and is registered on first lookup.
 
 :class:`Transcript` renders events as the lines violations show
 (``[turn 2] user Ana: yes please``) and knows each event's turn; the reports
@@ -38,7 +39,8 @@ from pydantic import (
     Field,
 )
 
-import harness.suites.builtin_invariants  # noqa: F401  # the built-ins register on import
+import harness.suites.builtin_invariants  # the built-ins register on import
+import harness.suites.redelivery_invariants  # noqa: F401
 from harness.exceptions import ConfigError
 from harness.results import Violation
 from harness.suites.registry import (

@@ -38,14 +38,19 @@ def test_every_exit_code_is_on_the_exit_codes_page() -> None:
 
 
 def test_every_built_in_invariant_has_a_section_and_a_failing_example() -> None:
-    from harness.suites.builtin_invariants import __all__ as builtins
+    from harness.suites import builtin_invariants, redelivery_invariants
     from harness.suites.registry import registry
 
     page = (REFERENCE / "invariants.md").read_text(encoding="utf-8")
-    names = {name for name in registry() if name in builtins}
+    homes = {
+        name: module.__name__
+        for module in (builtin_invariants, redelivery_invariants)
+        for name in module.__all__
+    }
+    names = {name for name in registry() if name in homes}
     assert len(names) == 9
     for name in names:
         assert f"## `{name}`" in page
-        assert f"::: harness.suites.builtin_invariants.{name}" in page
+        assert f"::: {homes[name]}.{name}" in page
         assert f"# invariant-examples/{name}.yaml" in page
         assert f'<!-- docs-test: prints "✗ {name} at turn' in page

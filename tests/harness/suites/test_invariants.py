@@ -22,7 +22,6 @@ from harness.suites.builtin_invariants import (
     every_inbound_answered,
     never_reasks,
     no_freeform_outside_window,
-    no_repeated_side_effects,
     one_reply_per_burst,
     sends_valid,
 )
@@ -35,6 +34,7 @@ from harness.suites.invariants import (
     registered,
     resolve,
 )
+from harness.suites.redelivery_invariants import no_repeated_side_effects
 from harness.suites.registry import Invariant, invariant
 from harness.suites.transcript import Transcript, render_event
 from harness.trace import (
