@@ -58,7 +58,7 @@ import sys
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final, Protocol
 
 from starlette.applications import Starlette
@@ -91,10 +91,10 @@ from channels.whatsapp._routing_errors import (
     unplaced,
     unsupported_method,
 )
+from channels.whatsapp._tokens import authenticate
 from channels.whatsapp.account import AccountAPI, BusinessAccount, unknown_object
 from channels.whatsapp.blocking import Blocklist
 from channels.whatsapp.errors import (
-    AuthError,
     GenericError,
     GraphAPIError,
     InvalidParameter,
@@ -131,7 +131,6 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 _VERSION: Final = re.compile(VERSION_PATTERN)
-_EXPIRED_SUBCODE: Final = 463
 # The largest upload read: the largest file WhatsApp takes (a document) and room for the form.
 _UPLOAD_LIMIT: Final = largest_size("document") + 1024 * 1024
 
@@ -313,33 +312,7 @@ class _GraphAPI:
 
     def authenticate(self, request: Request) -> None:
         """Require a known, unexpired access token (header first, then query parameter)."""
-        header = request.headers.get("authorization")
-        token: str | None
-        if header is not None:
-            scheme, _, token = header.strip().partition(" ")
-            if scheme.lower() != "bearer" or not token.strip():
-                raise _auth_error("the Authorization header must be 'Bearer <access token>'.")
-            token = token.strip()
-        else:
-            token = request.query_params.get("access_token")
-        if not token:
-            raise _auth_error("an access token is needed for this request.")
-        if token not in self.tokens:  # Graph's recorded words for a token it can't read
-            raise AuthError(
-                message="Invalid OAuth access token - Cannot parse access token",
-                details="The access token is not valid.",
-            )
-        expires = self.tokens[token]
-        now = self.clock.now()
-        if expires is not None and now >= expires:
-            raise AuthError(
-                message=(
-                    f"Error validating access token: Session has expired on {_graph_time(expires)}."
-                    f" The current time is {_graph_time(now)}."
-                ),
-                details=f"The access token expired at {expires.isoformat()}.",
-                error_subcode=_EXPIRED_SUBCODE,
-            )
+        authenticate(request, self.tokens, self.clock.now())
 
     def phone_number(self, request: Request) -> str:
         """The path's phone_number_id, which must be one of the business's numbers."""
@@ -497,17 +470,6 @@ class _GraphAPI:
         if self._openapi is None:
             self._openapi = self._build_openapi()
         return self._openapi
-
-
-def _graph_time(moment: datetime) -> str:
-    """An instant as Graph writes one in its errors: ``Friday, 09-Feb-24 19:00:00 UTC``."""
-    return moment.astimezone(UTC).strftime("%A, %d-%b-%y %H:%M:%S UTC")
-
-
-def _auth_error(problem: str) -> AuthError:
-    return AuthError(
-        message=f"Error validating access token: {problem}", details=problem.capitalize()
-    )
 
 
 # The fields of a send that hold an object or array: the message's own, and its context.
