@@ -183,8 +183,12 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages, SharedHooks):
         if agent is not self._target or self._deliverer is None:
             if isinstance(agent, str):
                 target: WebhookTarget = UrlTarget(agent, timeout=self.config.webhook_timeout)
-            elif hasattr(agent, "post") and hasattr(agent, "get") and hasattr(agent, "description"):
-                target = agent  # type: ignore[assignment]  # a WebhookTarget, checked structurally
+            elif not callable(agent) and all(
+                hasattr(agent, name) for name in ("post", "get", "description")
+            ):
+                # A WebhookTarget, checked structurally; an ASGI app is called, and a FastAPI
+                # app has route decorators named post and get, and a description, as well.
+                target = agent  # type: ignore[assignment]
             else:
                 timeout = self.config.webhook_timeout
                 target = AsgiTarget(agent, self.config.webhook_path, timeout=timeout)
