@@ -18,6 +18,7 @@ from harness.options import parse_settings
 from harness.prompts import parse_prompt_overrides
 
 if TYPE_CHECKING:
+    from harness.fixture import Fixture
     from harness.replay.playback import Policy
 
 __all__ = ["regress_command"]
@@ -31,7 +32,8 @@ __all__ = ["regress_command"]
     multiple=True,
     metavar="SPEC",
     help="What changed: KEY=VALUE (an agent setting, e.g. "
-    "BOOKING_REGRESSIONS=no_dedupe), prompt:NAME=PATH, or target=pkg.mod:attr.",
+    "BOOKING_REGRESSIONS=no_dedupe), prompt:NAME=PATH, or target=pkg.mod:attr "
+    "(default: the agent each fixture was recorded with).",
 )
 @click.option(
     "--policy", type=click.Choice(["pinned", "live"]), default="pinned", show_default=True
@@ -65,6 +67,7 @@ def regress_command(
         fixture_dirs,
         print_models,
         print_result,
+        recorded_target,
         replay_all,
     )
     from harness.cli.run import write_reports
@@ -83,13 +86,20 @@ def regress_command(
         else:
             settings.append(spec)
     paths = fixture_dirs(fixtures)
-    runner = Runner(
-        RunOptions(target=target, agent_settings=parse_settings(tuple(settings), "--candidate"))
-    )
+    agent_settings = parse_settings(tuple(settings), "--candidate")
+    runners: dict[str | None, Runner] = {}
+
+    def runner_for(fixture: Fixture) -> Runner:
+        # Without target=, each fixture is replayed against the agent it was recorded with.
+        chosen = target or recorded_target(fixture.meta)
+        if chosen not in runners:
+            runners[chosen] = Runner(RunOptions(target=chosen, agent_settings=agent_settings))
+        return runners[chosen]
+
     started_at = datetime.now(UTC)
     started = time.perf_counter()
     results = replay_all(
-        paths, runner, policy=policy, skew=None, prompts=parse_prompt_overrides(prompts)
+        paths, runner_for, policy=policy, skew=None, prompts=parse_prompt_overrides(prompts)
     )
     elapsed = time.perf_counter() - started
     console = make_console()
@@ -110,7 +120,8 @@ def regress_command(
     print_models(results, console)
     console.print(f"{len(results)} fixtures: {same} same, {len(results) - same} not", markup=False)
     if report_dir is not None:
-        run = replay_run(results, target=runner.target, started_at=started_at, duration_s=elapsed)
+        targets = ", ".join(sorted({runner.target for runner in runners.values()}))
+        run = replay_run(results, target=targets, started_at=started_at, duration_s=elapsed)
         for written in write_reports(run, report_dir):
             click.echo(f"wrote {written}")
     judged = judge_exit(paths, results, judge, judge_gate)

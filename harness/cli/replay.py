@@ -110,6 +110,7 @@ def replay_command(
         fixture_dirs,
         print_models,
         print_result,
+        recorded_target,
         replay_all,
     )
     from harness.cli.run import write_reports
@@ -137,7 +138,7 @@ def replay_command(
         channel_options["templates"] = templates
     runner = Runner(
         RunOptions(
-            target=None if target_url else (target or _recorded_target(loaded.meta)),
+            target=None if target_url else (target or recorded_target(loaded.meta)),
             target_url=target_url,
             agent_settings=parse_settings(agent_settings, "--agent-setting"),
             channel_options=channel_options,
@@ -177,8 +178,3 @@ async def _publish(fixture: Fixture, url: str, fixture_id: str) -> None:
         )
     finally:
         await store.close()
-
-
-def _recorded_target(meta: object) -> str | None:
-    target = getattr(meta, "agent_version", None)
-    return target if isinstance(target, str) and ":" in target else None

@@ -15,14 +15,21 @@ from pathlib import Path
 from rich.console import Console
 
 from harness.exceptions import ConfigError
-from harness.fixture import META_FILE, load_fixture
+from harness.fixture import META_FILE, Fixture, load_fixture
 from harness.replay.outcome import replay_scenario_result
 from harness.replay.playback import Policy, ReplayResult, replay_fixture, settings_differences
 from harness.report import causes, run_models
 from harness.skew import Skew
 from harness.suites.runner import Runner
 
-__all__ = ["REPLAY_EXIT", "fixture_dirs", "print_models", "print_result", "replay_all"]
+__all__ = [
+    "REPLAY_EXIT",
+    "fixture_dirs",
+    "print_models",
+    "print_result",
+    "recorded_target",
+    "replay_all",
+]
 
 #: The exit code of each replay status.
 REPLAY_EXIT = {"same": 0, "changed": 0, "failed": 1, "error": 1, "incomplete": 2, "diverged": 3}
@@ -89,9 +96,15 @@ def print_models(results: Sequence[ReplayResult], console: Console) -> None:
         console.print(f"model: {count.label}", markup=False, highlight=False)
 
 
+def recorded_target(meta: object) -> str | None:
+    """The factory a fixture's agent was recorded with (``pkg.mod:attr``), if it names one."""
+    target = getattr(meta, "agent_version", None)
+    return target if isinstance(target, str) and ":" in target else None
+
+
 def replay_all(
     fixtures: list[Path],
-    runner: Runner,
+    runner: Runner | Callable[[Fixture], Runner],
     *,
     policy: Policy,
     skew: Skew | None,
@@ -99,6 +112,8 @@ def replay_all(
     notice: Callable[[str], None] | None = None,
 ) -> list[ReplayResult]:
     """Replay ``fixtures`` one after another with ``runner``, on one event loop.
+
+    ``runner`` may be a function of the fixture, which gives the runner to replay it with.
 
     ``notice`` hears, before a fixture is replayed, how the agent's settings
     given to this replay differ from those it was recorded with.
@@ -108,13 +123,14 @@ def replay_all(
         results = []
         for path in fixtures:
             fixture = load_fixture(path)
-            changed = settings_differences(fixture, runner.options.agent_settings)
+            chosen = runner if isinstance(runner, Runner) else runner(fixture)
+            changed = settings_differences(fixture, chosen.options.agent_settings)
             if changed and notice is not None:
                 notice(
                     f"{path}: the agent's settings differ from the recording: {'; '.join(changed)}"
                 )
             results.append(
-                await replay_fixture(runner, fixture, policy=policy, skew=skew, prompts=prompts)
+                await replay_fixture(chosen, fixture, policy=policy, skew=skew, prompts=prompts)
             )
         return results
 

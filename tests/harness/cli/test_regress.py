@@ -91,3 +91,45 @@ def test_replay_writes_the_same_reports_for_its_one_fixture(two: Path, tmp_path:
     assert run.scenarios[0].conversation is not None
     assert (reports / "junit.xml").is_file()
     assert (reports / "report.html").is_file()
+
+
+NO_DEDUPE_TARGET = """
+import dataclasses
+
+from agents.booking import agent_factory
+
+
+def factory(env):
+    settings = {**env.settings, "BOOKING_REGRESSIONS": "no_dedupe"}
+    return agent_factory(dataclasses.replace(env, settings=settings))
+"""
+
+
+def test_regress_replays_each_fixture_against_the_agent_it_was_recorded_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "nodedupe_target.py").write_text(NO_DEDUPE_TARGET, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    scenario = ROOT / "scenarios" / "booking" / f"{REDELIVERED}.yaml"
+    fixtures = tmp_path / "fixtures"
+    recorded = fixtures / "own"
+    record = (
+        "record",
+        str(scenario),
+        "--out",
+        str(recorded),
+        "--target",
+        "nodedupe_target:factory",
+    )
+    assert _harness(*record) == 1  # the agent books twice: the scenario fails, recorded as it is
+    shutil.copytree(FIXTURES / HAPPY, fixtures / HAPPY)  # recorded with the bundled agent
+    capsys.readouterr()
+    # Each against its own agent: the same conversations, though one agent is not the bundled one.
+    assert _harness("regress", str(fixtures)) == 1
+    out = capsys.readouterr().out
+    assert "diverged" not in out.lower(), out
+    assert "2 fixtures: 1 same" in out, out
+    assert "FAILED" in out  # the same conversation, its invariants broken as when recorded
+    # Naming the target replays every fixture against it.
+    code = _harness("regress", str(fixtures), "--candidate", "target=agents.booking:agent_factory")
+    assert code == EXIT_DIVERGED
