@@ -17,6 +17,7 @@ from typing import Any, Literal, TypeAlias
 
 from harness.acting import _ACTING
 from harness.canonical import canonical_bytes
+from harness.clock import OffsetClock, VirtualClock, virtual_base
 from harness.divergence import Parts, llm_differences, llm_parts, message_text, quote
 from harness.exceptions import ConfigError
 from harness.inflight import busy
@@ -50,6 +51,7 @@ class _Pending:
     at: datetime
     latency_ms: float | None = None
     provider: str | None = None
+    waited_s: float | None = None
     record: LLMRecord | None = None
 
 
@@ -141,8 +143,8 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending, _Answer]):
                 response, latency, provider = answer
                 sleep = getattr(self._clock, "sleep", None)
                 if latency is not None and sleep is not None:
-                    # The model took this long when the chat was recorded: on the run's clock
-                    # it takes as long again, so what happened meanwhile keeps its place.
+                    # The call took this long on the recording's clock: on the run's clock it
+                    # takes as long again, so what happened meanwhile keeps its place.
                     await sleep(latency)
                 self._emit_exchange(key, response, "recorded", None, provider)
                 return response
@@ -151,14 +153,21 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending, _Answer]):
                 raise self._diverged(key, llm_parts(now), lambda r: llm_differences(r.request, now))
         seq = self._log.reserve() if self.mode is not RecordMode.PASSTHROUGH else 0
         # A real model takes real time: virtual time must not jump over the call.
-        started = time.monotonic()
+        # How long the call takes on the run's clock, where it is virtual (on real time: its
+        # latency).
+        clock = self._clock
+        virtual = virtual_base(clock) if isinstance(clock, VirtualClock | OffsetClock) else None
+        started, asked = time.monotonic(), virtual.now() if virtual is not None else None
         with busy(f"model call ({body.get('model')})"):
             response = await call()
         at = self._clock.now()
         latency = round((time.monotonic() - started) * 1000, 1)
+        waited = None
+        if virtual is not None and asked is not None:
+            waited = (virtual.now() - asked).total_seconds()
         provider = provider_of(self._inner)
         if self.mode is not RecordMode.PASSTHROUGH:
-            self._keep(seq, _Pending(key, text, response, at, latency, provider))
+            self._keep(seq, _Pending(key, text, response, at, latency, provider, waited))
         self._emit_exchange(key, response, "live", at, provider)
         return response
 
@@ -203,11 +212,14 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending, _Answer]):
                 recorded_at=item.at,
                 latency_ms=item.latency_ms,
                 provider=item.provider,
+                waited_s=item.waited_s,
             )
         return item.record
 
     def _answer(self, record: LLMRecord) -> _Answer:
         """The recorded response, how many seconds it took (None: no time), who answered."""
+        if record.waited_s is not None:
+            return record.response, record.waited_s or None, record.provider
         latency = record.latency_ms / 1000 if record.latency_ms else None
         return record.response, latency, record.provider
 

@@ -27,8 +27,13 @@ class LLMRecord(_Frozen):
     input_tokens: int = 0
     output_tokens: int = 0
     recorded_at: AwareDatetime
-    #: How long the model took to answer, in real milliseconds (a replay takes as long).
+    #: How long the model took to answer, in real milliseconds.
     latency_ms: float | None = None
+    #: How long the call took on the run's clock, in seconds: a replay takes as long on its
+    #: own. In-process, virtual time stands still while a model answers (0); under ``harness
+    #: serve`` it follows real time. None in recordings made before it was kept: a replay then
+    #: takes ``latency_ms``.
+    waited_s: float | None = None
     #: Who answered (:mod:`harness.providers`); None in recordings made before it was kept.
     provider: str | None = None
 

@@ -12,6 +12,7 @@ import pytest
 from harness.canonical import canonical_json, canonical_key
 from harness.clock import VirtualClock
 from harness.exceptions import ConfigError, Divergence
+from harness.inflight import running_on
 from harness.llm import LLMResponse, SystemPrompt, TextBlock, ToolUseBlock, Usage
 from harness.llm_recorder import VOLATILE_PARAMS, RecordingLLMClient
 from harness.records import LLMRecord
@@ -512,3 +513,36 @@ def test_an_inner_client_is_needed_unless_replay_only() -> None:
         RecordingLLMClient(None, "record")
     with pytest.raises(ConfigError, match="needs an inner client"):
         RecordingLLMClient(None, "passthrough")
+
+
+async def test_a_replayed_answer_takes_the_time_it_took_on_the_recordings_clock() -> None:
+    held, paced = await recorded(ask(), ask(top_k=2))
+    records = [
+        # Recorded in-process: the model took 1.5 real seconds while virtual time stood still.
+        held.model_copy(update={"latency_ms": 1500.0, "waited_s": 0.0}),
+        # Recorded where virtual time follows real time (harness serve).
+        paced.model_copy(update={"latency_ms": 1500.0, "waited_s": 1.5}),
+    ]
+    clock = VirtualClock(START, auto_advance=True)
+    client = RecordingLLMClient(None, "replay", records=records, clock=clock)
+
+    assert (await client.create(**ask())).text == "answer 1"
+    assert clock.now() == START
+    assert (await client.create(**ask(top_k=2))).text == "answer 2"
+    assert clock.now() == START + timedelta(seconds=1.5)
+
+
+async def test_a_recording_keeps_how_long_the_call_took_on_the_runs_clock() -> None:
+    class Slow(FakeLLM):
+        async def create(self, **kwargs: Any) -> LLMResponse:
+            await asyncio.sleep(0.05)  # real time, as a model over the network takes
+            return await super().create(**kwargs)
+
+    clock = VirtualClock(START, auto_advance=True)
+    client = RecordingLLMClient(Slow(), "record", clock=clock)
+    with running_on(clock):
+        await client.create(**ask())
+    [record] = client.records
+    assert record.latency_ms is not None
+    assert record.latency_ms >= 50
+    assert record.waited_s == 0  # the run's clock was held while the model answered

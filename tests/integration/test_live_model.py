@@ -84,3 +84,48 @@ async def test_a_live_recording_keeps_every_exchange_and_replays_offline(tmp_pat
     code, out = await _harness("replay", str(fixture), env={})
     assert code == 0, out
     assert "SAME" in out
+
+
+BURST = """
+name: a burst typed faster than the model answers
+users:
+  - {name: Priya, wa_id: "919876543210"}
+steps:
+  - say: [hi, can I get a table tomorrow, "around 7pm? there will be 4 of us"]
+    gap: 0.2s
+  - expect: {replies: 3}
+"""
+
+
+@pytest.mark.network
+@pytest.mark.slow
+async def test_a_burst_faster_than_the_live_model_replays_as_it_was_recorded(
+    tmp_path: Path,
+) -> None:
+    # The agent answers each fragment; the model takes 0.3 s of real time, the fragments come
+    # 0.2 s apart. While recording, virtual time stands still during a model call, so each
+    # answer comes before the next fragment: a replay must keep that order, not take the
+    # model's real time on its clock (where the next fragment would overtake the answer).
+    scenario = tmp_path / "burst.yaml"
+    scenario.write_text(BURST, encoding="utf-8")
+    fixture = tmp_path / "fixture"
+    async with serve_fake_anthropic(ScriptedBehindAServer(), delay=0.3) as (url, _):
+        code, out = await _harness(
+            "record",
+            str(scenario),
+            "--out",
+            str(fixture),
+            "--live",
+            "--agent-setting",
+            "BOOKING_REGRESSIONS=reply_per_fragment",
+            env={"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": url},
+        )
+    assert code == 0, out
+    lines = (fixture / "llm.jsonl").read_text(encoding="utf-8").splitlines()
+    waited = [json.loads(line)["waited_s"] for line in lines]
+    assert waited
+    assert all(w == 0 for w in waited), waited
+    for _ in range(2):
+        code, out = await _harness("replay", str(fixture), env={})
+        assert code == 0, out
+        assert "SAME" in out

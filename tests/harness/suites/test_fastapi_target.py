@@ -14,7 +14,7 @@ import pytest
 
 from tests.support.cli import harness
 
-BOT = '''
+BOT = """
 import hashlib
 import hmac
 
@@ -51,7 +51,7 @@ def factory(env):
         return Response("ok")
 
     return app
-'''
+"""
 
 SCENARIO = """
 steps:
