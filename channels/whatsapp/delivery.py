@@ -69,12 +69,15 @@ class AsgiTarget:
     The app gets the request an HTTP client would send it (the same headers,
     in the same order, with the same bytes and signature), without a client's
     URL parsing, cookie jar and redirect handling in between. An exception the
-    app raises propagates, as from ``httpx.ASGITransport``.
+    app raises propagates, as from ``httpx.ASGITransport``. An app that has not
+    answered after ``timeout`` real seconds is given up on, as Meta gives up on
+    a webhook: its call is cancelled, and the POST counts as timed out.
     """
 
     def __init__(self, app: Any, path: str = "/webhook", *, timeout: float = 10.0) -> None:
         self._app = app
         self._path = path
+        self._timeout = timeout
         self._raw_path = path.encode()
         self.description = f"in-process app {path}"
         self._headers = [
@@ -94,12 +97,21 @@ class AsgiTarget:
             (SIGNATURE_HEADER.lower().encode(), body.signature.encode()),
             (b"content-length", str(len(body.body)).encode()),
         ]
-        status, answer = await self._call("POST", headers, b"", body.body)
+        try:
+            status, answer = await self._call("POST", headers, b"", body.body)
+        except TimeoutError:
+            return PostResult(None, "timeout", elapsed_ms(started))
         return PostResult(status, None, elapsed_ms(started), answer)
 
     async def get(self, params: dict[str, str]) -> tuple[int, str]:
         """Call the app with a GET and ``params`` (the verification handshake)."""
-        status, answer = await self._call("GET", self._headers, urlencode(params).encode(), b"")
+        try:
+            status, answer = await self._call("GET", self._headers, urlencode(params).encode(), b"")
+        except TimeoutError:
+            raise HandshakeError(
+                f"webhook {self.description} did not answer the verification GET within "
+                f"{self._timeout:g} s"
+            ) from None
         return status, answer.decode("utf-8", "replace")
 
     async def aclose(self) -> None:
@@ -122,7 +134,9 @@ class AsgiTarget:
             "client": ("127.0.0.1", 123),
             "root_path": "",
         }
-        status, _, answer = await call_asgi(self._app, scope, body)
+        # In this task, not a new one: an app that waits on the run's clock is seen asleep.
+        async with asyncio.timeout(self._timeout):
+            status, _, answer = await call_asgi(self._app, scope, body)
         return status, answer
 
 

@@ -188,7 +188,7 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages, SharedHooks):
             ):
                 # A WebhookTarget, checked structurally; an ASGI app is called, and a FastAPI
                 # app has route decorators named post and get, and a description, as well.
-                target = agent  # type: ignore[assignment]
+                target = agent
             else:
                 timeout = self.config.webhook_timeout
                 target = AsgiTarget(agent, self.config.webhook_path, timeout=timeout)

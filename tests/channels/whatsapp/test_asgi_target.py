@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import urllib.parse
 from collections.abc import MutableMapping
 from typing import Any
 
 import httpx
 import pytest
 
+from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.delivery import AsgiTarget
 from channels.whatsapp.signing import SignedBody
+from channels.whatsapp.simulator import WhatsAppSimulator
 from channels.whatsapp.url_target import META_USER_AGENT
+from harness.clock import VirtualClock
+from harness.exceptions import HandshakeError
+from harness.trace import DeliveryAttempt
 
 
 class Seen:
@@ -87,3 +93,51 @@ async def test_concurrent_posts_do_not_share_a_body() -> None:
     bodies = [SignedBody.create({"n": n}, "s") for n in range(20)]
     await asyncio.gather(*(target.post(b) for b in bodies))
     assert sorted(app.bodies) == sorted(b.body for b in bodies)
+
+
+class Silent:
+    """An ASGI app that reads a POST and never answers; it notes being given up on.
+
+    With ``verifies``, it answers the verification GET; else that hangs too.
+    """
+
+    def __init__(self, *, verifies: bool = False) -> None:
+        self.cancelled = 0
+        self.verifies = verifies
+
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        await receive()
+        if scope["method"] == "GET" and self.verifies:
+            challenge = dict(urllib.parse.parse_qsl(scope["query_string"].decode()))
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": challenge["hub.challenge"].encode()})
+            return
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+
+
+async def test_an_app_that_never_answers_times_out_as_a_webhook_does() -> None:
+    app = Silent()
+    target = AsgiTarget(app, timeout=0.05)
+    result = await asyncio.wait_for(target.post(SignedBody.create({}, "s")), 5)
+    assert (result.status_code, result.error) == (None, "timeout")
+    assert result.reached  # the bytes reached it, as Meta counts a timeout
+    assert app.cancelled == 1
+    with pytest.raises(HandshakeError, match=r"did not answer the verification GET within 0\.05 s"):
+        await asyncio.wait_for(target.get({"hub.challenge": "1"}), 5)
+
+
+async def test_a_run_goes_on_past_an_in_process_agent_that_never_answers() -> None:
+    # Meta gives up on the POST, retries on its schedule, and the run reports it.
+    sim = WhatsAppSimulator(SimulatorConfig(webhook_timeout=0.05), clock=VirtualClock())
+    user = sim.add_user("15551234567", "Ana")
+    sim.connect(Silent(verifies=True))
+    await sim.say(user, "hi")
+    await asyncio.wait_for(sim.settle(), 30)
+    attempts = [e for e in sim.events if isinstance(e, DeliveryAttempt)]
+    assert attempts
+    assert {(a.status_code, a.error) for a in attempts} == {(None, "timeout")}
+    await sim.aclose()
