@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Collection
+
 from harness.suites.transcript import Transcript
 from harness.trace import Event, InboundMessage, OutboundSend
 
-__all__ = ["first_copy", "is_message", "quote", "turn_no"]
+__all__ = ["first_copy", "is_message", "misnamed_tool", "quote", "turn_no"]
 
 
 def quote(text: str | None, limit: int = 40) -> str:
@@ -28,3 +31,15 @@ def turn_no(transcript: Transcript, index: int) -> str:
     """The turn of event ``index`` as a message names it: "turn 3"."""
     turn = transcript.turn(index)
     return f"turn {turn + 1}" if turn is not None else "before the first turn"
+
+
+def misnamed_tool(name: str, called: Collection[str]) -> str | None:
+    """The tool the agent called whose name ``name`` is a near miss of, if it never called ``name``.
+
+    A check that a tool was *not* called passes whatever the name: spelled
+    ``book_apointment``, it would pass while ``book_appointment`` runs.
+    """
+    if name in called:
+        return None
+    near = difflib.get_close_matches(name, sorted(called), n=1, cutoff=0.8)
+    return near[0] if near else None

@@ -20,6 +20,7 @@ from harness.durations import format_duration
 from harness.results import Violation
 from harness.suites._reading import first_copy as _first_copy
 from harness.suites._reading import is_message as _message
+from harness.suites._reading import misnamed_tool
 from harness.suites._reading import turn_no as _turn_no
 from harness.suites.registry import DurationParam, Regex, invariant
 from harness.suites.transcript import Transcript
@@ -116,7 +117,9 @@ def action_only_after_confirmation(
     ``proposal``, only agent messages matching that regex propose, and a new
     proposal voids a confirmation given to an earlier one), and one
     confirmation allows one call (a second one is reported as a call again, with
-    the earlier call). Reported at the turn of the unconfirmed call.
+    the earlier call). Reported at the turn of the unconfirmed call. A ``tool``
+    the agent never called, while it called one whose name is near it, is
+    reported too: a misspelled name would let the rule hold.
     """
     rule = "action_only_after_confirmation"
     t = Transcript(conversation)
@@ -158,6 +161,20 @@ def action_only_after_confirmation(
             confirmed.pop(user, None)
             said[user] = []
             called[user] = i
+    yield from _misnamed(t, rule, tool)
+
+
+def _misnamed(t: Transcript, rule: str, tool: str) -> Iterator[Violation]:
+    """A violation when ``tool`` was never called but a tool with a near name was."""
+    calls = [i for i, e in enumerate(t.events) if isinstance(e, ToolCall)]
+    names = {e.name for e in t.events if isinstance(e, ToolCall)}
+    if near := misnamed_tool(tool, names):
+        shown = [i for i in calls if getattr(t.events[i], "name", None) == near]
+        message = (
+            f"the rule names tool {tool!r}, which the agent never called; it called "
+            f"{near!r}: is the name misspelled?"
+        )
+        yield t.violation(rule, message, shown[:3], turn=t.turn(shown[0]))
 
 
 # -- never re-ask ------------------------------------------------------------------
@@ -230,7 +247,8 @@ def constraint_honored(
     ``true`` matches a boolean). With ``reply_require``, the agent's proposals
     after the need must match it too: the messages matching ``proposal``, or
     without it, the last agent message before each call of ``tool``.
-    Reported at the turn of the call or message that dropped it.
+    Reported at the turn of the call or message that dropped it; a misspelled
+    ``tool`` as for :func:`action_only_after_confirmation`.
     """
     rule = "constraint_honored"
     t = Transcript(conversation)
@@ -276,6 +294,7 @@ def constraint_honored(
                 if not replies_must.search(text):
                     message = f"the proposal before {tool} dropped the need stated in {where}"
                     yield t.violation(rule, message, [stated[user], before, i], turn=t.turn(i))
+    yield from _misnamed(t, rule, tool)
 
 
 # -- one reply per burst -----------------------------------------------------------

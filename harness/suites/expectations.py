@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from harness.results import Violation
+from harness.suites._reading import misnamed_tool
 from harness.suites.dates import resolve_dates
 from harness.suites.invariants import unobserved
 from harness.suites.steps import Expectation, ExpectStep, ToolExpectation
@@ -269,9 +270,18 @@ def check_expectation(
                 problems.append(
                     (f"{_describe_tool(expected)} was not called (calls: {made})", at(*calls))
                 )
+        called_names = {e.name for e in conversation.events if isinstance(e, ToolCall)}
         for expected in expect.tool_not_called or ():
             if found := _calls(calls, expected):
                 problems.append((f"{_describe_tool(expected)} was called", at(*found)))
+            elif near := misnamed_tool(expected.name, called_names):
+                problems.append(
+                    (
+                        f"tool_not_called names {expected.name!r}, which the agent never "
+                        f"called; it called {near!r}: is the name misspelled?",
+                        (),
+                    )
+                )
     if expect.no_reply_within is not None:
         early = [r for r in replies if r.at - step_at <= expect.no_reply_within]
         if early:

@@ -447,7 +447,9 @@ class Expectation(ScenarioPart):
         default=None, description="A tool (name or {name, args}) that must have been called."
     )
     tool_not_called: _ToolExpectations | None = Field(
-        default=None, description="A tool that must not have been called."
+        default=None,
+        description="A tool that must not have been called (a name near one the agent "
+        "called, but not its own, fails as a likely misspelling).",
     )
     no_reply_within: _Positive | None = Field(
         default=None, description="The agent sends nothing within this time."

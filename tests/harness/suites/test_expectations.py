@@ -212,6 +212,15 @@ PROPOSAL: list[Event] = [
             ["search_slots(party=4, date='2026-01-09') was called"],
             id="was-called-with-args",
         ),
+        pytest.param(
+            "{tool_not_called: search_slot}",
+            [
+                "tool_not_called names 'search_slot', which the agent never called; "
+                "it called 'search_slots': is the name misspelled?"
+            ],
+            id="not-called-misspelled",
+        ),
+        pytest.param("{tool_not_called: cancel_booking}", [], id="not-called-nothing-near"),
         pytest.param("{replies: 1}", [], id="replies"),
         pytest.param("{replies: 0}", ["expected 0 replies, got 1"], id="replies-too-many"),
         pytest.param("{template: false}", [], id="not-a-template"),

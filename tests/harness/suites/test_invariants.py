@@ -1283,3 +1283,23 @@ def test_every_inbound_answered_within_a_time_limit() -> None:
     assert list(every_inbound_answered(conversation, within=timedelta(minutes=1))) == []
     assert check(conversation, [{"every_inbound_answered": {"within": 60}}]) == []
     assert len(check(conversation, [{"every_inbound_answered": {"within": 44.5}}])) == 1
+
+
+def test_a_rule_naming_a_tool_the_agent_never_called_but_one_near_it_says_so() -> None:
+    # Spelled book_apointment, the rule would hold however often book_appointment ran.
+    log = Log()
+    log.user("Friday at 9 please")
+    call = log.tool("book_appointment", FRIDAY)
+    conversation = log.conversation()
+    for found in (
+        action_only_after_confirmation(conversation, tool="book_apointment"),
+        constraint_honored(conversation, mention="wheelchair", tool="book_apointment"),
+    ):
+        violation = one(found)
+        assert violation.message == (
+            "the rule names tool 'book_apointment', which the agent never called; "
+            "it called 'book_appointment': is the name misspelled?"
+        )
+        assert violation.events == (call,)
+    # A name far from every call is a tool this run did not use, not a typo.
+    assert list(action_only_after_confirmation(conversation, tool="cancel_booking")) == []
