@@ -19,6 +19,7 @@ terminal no line is ever wrapped (:func:`make_console`).
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -40,6 +41,7 @@ from rich.text import Text
 from harness.report.answers import run_models
 from harness.report.causes import scenario_causes
 from harness.results import RunResult, ScenarioResult
+from harness.trace import DeliveryAttempt
 
 __all__ = ["SuiteProgress", "make_console", "print_summary", "result_line"]
 
@@ -111,6 +113,29 @@ def result_line(result: ScenarioResult) -> str:
         extra = f" ({', '.join(notes)})" if notes else ""
         return f"{label}: {found[0].lead.headline()}{extra}{strays}"
     return f"{label}: {_first_line(result.error or '') or 'could not be run'}{strays}"
+
+
+def _webhook_note(result: ScenarioResult) -> str | None:
+    """How many webhook POSTs the agent did not answer with a 200, and what came instead.
+
+    ``webhook: 3 of 4 POSTs were not answered 200 (500 ×3): Meta delivers them
+    again``, or None when every POST was answered 200 (or none was made).
+    """
+    if result.conversation is None:
+        return None
+    attempts = [e for e in result.conversation.events if isinstance(e, DeliveryAttempt)]
+    failed = Counter(
+        str(a.status_code) if a.status_code is not None else (a.error or "no answer")
+        for a in attempts
+        if not a.ok
+    )
+    if not failed:
+        return None
+    answers = ", ".join(f"{answer} ×{count}" for answer, count in failed.most_common())
+    return (
+        f"webhook: {failed.total()} of {len(attempts)} POSTs were not answered 200 "
+        f"({answers}): Meta delivers them again"
+    )
 
 
 def _strays_note(result: ScenarioResult) -> str:
@@ -322,6 +347,8 @@ def _details(scenario: ScenarioResult, console: Console) -> None:
         line = Text("  ! agent: ", style="magenta")
         line.append(failure)
         console.print(line, soft_wrap=True)
+    if (unanswered := _webhook_note(scenario)) is not None:
+        console.print(Text(f"  ! {unanswered}", style="magenta"), soft_wrap=True)
     for stray in scenario.stray_sends:
         line = Text("  ! stray send: ", style="yellow")
         line.append(stray.headline())

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import threading
+from datetime import UTC, datetime
 from io import StringIO
 
 from rich.console import Console
 
 from harness.report import SuiteProgress, print_summary, result_line
 from harness.results import RunResult, ScenarioResult, Violation
+from harness.trace import Conversation, DeliveryAttempt
 from tests.harness.report.sample import booking_run, crashed, double_booking, happy_booking
 
 
@@ -158,7 +160,9 @@ def test_a_run_that_passed_is_one_line_and_the_totals() -> None:
 def test_summary_details_each_failure_with_its_messages_and_reproduction() -> None:
     lines = _summary(booking_run()).splitlines()
     start = lines.index("FAIL double booking  (scenarios/booking/double.yaml, whatsapp, seed 7)")
-    assert lines[start + 1 : start + 6] == [
+    assert lines[start + 1 : start + 7] == [
+        # The redelivery that caused it: the agent's webhook timed out once.
+        "  ! webhook: 1 of 9 POSTs were not answered 200 (timeout ×1): Meta delivers them again",
         "  ✗ no_repeated_side_effects at turn 2 (line 5): "
         "book_table ran 2 times for one message (wamid.A2)",
         "      user 09:59:40: yes",
@@ -166,7 +170,7 @@ def test_summary_details_each_failure_with_its_messages_and_reproduction() -> No
         "      tool 09:59:43: book_table {party: 2} -> B-2",
         "  ✗ expect: expected exactly 1 booking, found 2",
     ]
-    assert lines[start + 6 : start + 9] == [
+    assert lines[start + 7 : start + 10] == [
         "  Reproduce with:",
         "    name: double booking",
         "    faults: {duplicate: 1.0}",
@@ -194,3 +198,29 @@ def test_summary_prints_user_text_literally() -> None:
 
 def test_summary_of_an_empty_run() -> None:
     assert _summary(RunResult()).strip() == "0 scenarios: 0 passed, 0 failed, 0 errors in 0.00s"
+
+
+def test_a_failure_says_how_many_webhook_posts_the_agent_did_not_answer_200() -> None:
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    attempts = [
+        DeliveryAttempt(at=at, delivery="d1", status_code=200),
+        DeliveryAttempt(at=at, delivery="d2", status_code=500),
+        DeliveryAttempt(at=at, delivery="d2", attempt=2, status_code=500),
+        DeliveryAttempt(at=at, delivery="d2", attempt=3, error="timeout"),
+    ]
+    failed = ScenarioResult(
+        name="silent",
+        status="failed",
+        violations=(Violation(rule="expect", message="no reply contains 'Which day'"),),
+        conversation=Conversation.from_events(attempts),
+    )
+    console, out = _plain()
+    print_summary(RunResult(scenarios=(failed,)), console=console)
+    assert (
+        "  ! webhook: 3 of 4 POSTs were not answered 200 (500 ×2, timeout ×1): "
+        "Meta delivers them again"
+    ) in out.getvalue()
+    answered = failed.model_copy(update={"conversation": Conversation.from_events(attempts[:1])})
+    console, out = _plain()
+    print_summary(RunResult(scenarios=(answered,)), console=console)
+    assert "webhook:" not in out.getvalue()
