@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from harness.channel import AgentFactory
-from harness.exceptions import HarnessError
+from harness.exceptions import ConfigError, HarnessError, ScenarioError
 from harness.fixture import LOG_FILES, META_FILE, load_fixture
 from harness.pytest_plugin.cassette import missing_recording
 from harness.pytest_plugin.loop import LoopThread
@@ -36,6 +36,7 @@ from harness.recording import Recording
 from harness.records import LLMRecord, ToolRecord
 from harness.replay.record import record_scenario
 from harness.results import ScenarioResult
+from harness.suites.preflight import bind_invariants
 from harness.suites.runner import Runner, RunOptions
 from harness.suites.scenario import Scenario, load_scenario
 from harness.tape import RecordMode
@@ -110,8 +111,18 @@ def play_scenario(
         ),
         factory=whatsapp_app,
     )
-    with LoopThread("harness-scenario") as loop:
-        result, notes = loop.run(_play(runner, scenario, settings, in_process=bool(whatsapp_app)))
+    try:
+        # What is wrong with the scenario itself (an unknown invariant, a bad parameter, a
+        # fault or setting the channel or agent does not know) is said before any recording is
+        # looked for: recording it would not help.
+        bind_invariants(scenario)
+        runner.check([scenario])
+        with LoopThread("harness-scenario") as loop:
+            result, notes = loop.run(
+                _play(runner, scenario, settings, in_process=bool(whatsapp_app))
+            )
+    except (ScenarioError, ConfigError) as exc:
+        pytest.fail(str(exc), pytrace=False)
     if result.status in ("passed", "skipped") and not notes:
         if result.status == "skipped":
             reason = result.skipped[0].reason if result.skipped else "not played"

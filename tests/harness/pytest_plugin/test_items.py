@@ -120,3 +120,28 @@ def test_a_simulated_scenario_replays_from_its_recording_with_its_users_stream(
     write_ini(pytester, harness_target=TARGET, harness_scenarios="scenarios")
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
+
+
+UNKNOWN_INVARIANT = """\
+name: a misspelled invariant
+steps:
+  - say: hi
+invariants: [every_inbound_answerd]
+"""
+
+
+@pytest.mark.parametrize("mode", ["none", "once"])
+def test_a_bad_invariant_is_one_line_before_any_recording_is_looked_for(
+    pytester: pytest.Pytester, mode: str
+) -> None:
+    write_ini(pytester, harness_target=TARGET, harness_scenarios="scenarios")
+    (pytester.path / "scenarios").mkdir()
+    (pytester.path / "scenarios" / "typo.yaml").write_text(UNKNOWN_INVARIANT)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--harness-record-mode", mode)
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "unknown invariant 'every_inbound_answerd'" in out
+    assert "scenarios/typo.yaml:4" in out
+    assert "record it" not in out  # recording would not help
+    assert "Traceback" not in out
+    assert "harness/" not in out  # no frames of the harness's own code
