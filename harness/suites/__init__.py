@@ -234,6 +234,7 @@ _OWNERS: dict[str, str] = {
     "registry": "harness.suites.registry",
     "render_event": "harness.suites.transcript",
     "repeated": "harness.suites.repeats",
+    "replies_since": "harness.suites.expectations",
     "reply_text": "harness.suites.expectations",
     "resolve": "harness.suites.invariants",
     "resolve_dates": "harness.suites.dates",

@@ -43,6 +43,7 @@ __all__ = [
     "check_expectation",
     "eventual_part",
     "needs_quiet",
+    "replies_since",
     "reply_text",
     "started_on",
     "with_dates",
@@ -91,6 +92,18 @@ def eventual_part(step: ExpectStep) -> ExpectStep | None:
     if not kept:
         return None
     return step.model_copy(update={"expect": Expectation.model_construct(**kept)})
+
+
+def replies_since(conversation: Conversation, *, since: int, user: str) -> int:
+    """How many messages the agent sent ``user`` that Meta took, from event ``since`` on.
+
+    The count ``replies: N`` is checked against.
+    """
+    return sum(
+        1
+        for e in conversation.events[since:]
+        if isinstance(e, OutboundSend) and e.is_message and e.ok and e.user in (user, None)
+    )
 
 
 def needs_quiet(step: ExpectStep) -> bool:

@@ -16,7 +16,12 @@ from datetime import datetime
 
 from harness.channel import ChannelSession, RunShared, UserSpec
 from harness.results import ScenarioResult, Violation
-from harness.suites.expectations import check_expectation, eventual_part, needs_quiet
+from harness.suites.expectations import (
+    check_expectation,
+    eventual_part,
+    needs_quiet,
+    replies_since,
+)
 from harness.suites.steps import ExpectStep
 from harness.trace import Conversation, Event
 
@@ -38,13 +43,19 @@ async def expect_in_time(
     What must come (a reply, a tool call, a status) is waited for until it
     holds or the step's ``within`` (else ``--expect-timeout``) passes; what
     must not come, or must come exactly so many times, is judged only once
-    the agent has gone quiet.
+    the agent has gone quiet. ``replies: N`` is both: its N replies are
+    waited for, then it is judged at quiet (no more came).
     """
     within = step.within.total_seconds() if step.within is not None else expect_timeout
     eventual = eventual_part(step)
-    if eventual is not None:
+    count = step.expect.replies or 0
+    if eventual is not None or count:
 
         def holds(conversation: Conversation) -> bool:
+            if count and replies_since(conversation, since=since, user=user) < count:
+                return False
+            if eventual is None:
+                return True
             found = check_expectation(
                 eventual, conversation, since=since, user=user, step_at=step_at
             )

@@ -390,3 +390,24 @@ def test_each_scenario_gets_numbers_of_its_own_with_the_same_shape() -> None:
     assert first.bsuid is not None
     assert first.bsuid.startswith("BR.")
     assert distinct_user(UserSpec("Bo", "4915112345678"), "run:0").bsuid is not None
+
+
+SLOW_COUNTED = parse_scenario(
+    """
+name: a count of replies from an agent slower than the quiet window
+steps:
+  - say: hello there
+  - expect: {replies: 1}
+  - say: a second message
+  - expect: {replies: 1}
+"""
+)
+
+
+@pytest.mark.network
+async def test_at_a_url_a_count_of_replies_waits_for_them_before_judging_at_quiet() -> None:
+    # The bot thinks 1.5 s, without "typing...", past the 0.6 s quiet window: the count is of
+    # what must come, so it is waited for (up to the expect timeout), then judged at quiet.
+    result = await _at(background, SLOW_COUNTED, BOT_REPLY_DELAY_SECONDS="1.5")
+    _ok(result)
+    assert _shape(result.conversation) == EXPECTED_TWO_TURNS

@@ -7,22 +7,28 @@ not be taken for.
 
 from __future__ import annotations
 
-import textwrap
+import hashlib
+import hmac
 from pathlib import Path
 
 import pytest
-
-from tests.support.cli import harness
-
-BOT = """
-import hashlib
-import hmac
-
 from fastapi import FastAPI, Request, Response
 
+from harness.channel import AgentEnvironment
+from tests.support.cli import harness
 
-def factory(env):
+SCENARIO = """
+steps:
+  - say: hello there
+  - expect: {reply_contains: "You said: hello there", replies: 1}
+invariants: [every_inbound_answered, sends_valid]
+"""
+
+
+def factory(env: AgentEnvironment) -> FastAPI:
+    """An echo bot, written as a team writing a FastAPI bot would."""
     settings, http = env.settings, env.http_client
+    assert http is not None
     secret = settings["WHATSAPP_APP_SECRET"].encode()
     graph, number = settings["WHATSAPP_GRAPH_URL"], settings["WHATSAPP_PHONE_NUMBER_ID"]
     send_url = f"{graph}/v25.0/{number}/messages"
@@ -45,29 +51,23 @@ def factory(env):
             for change in entry["changes"]:
                 for message in change["value"].get("messages", []):
                     text = message.get("text", {}).get("body", "that")
-                    reply = {"messaging_product": "whatsapp", "to": message["from"],
-                             "type": "text", "text": {"body": f"You said: {text}"}}
+                    reply = {
+                        "messaging_product": "whatsapp",
+                        "to": message["from"],
+                        "type": "text",
+                        "text": {"body": f"You said: {text}"},
+                    }
                     await http.post(send_url, json=reply, headers=auth)
         return Response("ok")
 
     return app
-"""
-
-SCENARIO = """
-steps:
-  - say: hello there
-  - expect: {reply_contains: "You said: hello there", replies: 1}
-invariants: [every_inbound_answered, sends_valid]
-"""
 
 
 def test_a_fastapi_bot_is_a_target_like_any_asgi_app(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (tmp_path / "fastapi_bot.py").write_text(textwrap.dedent(BOT), encoding="utf-8")
     (tmp_path / "echo.yaml").write_text(SCENARIO, encoding="utf-8")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    code = harness("run", "--target", "fastapi_bot:factory", str(tmp_path / "echo.yaml"))
+    code = harness("run", "--target", f"{__name__}:factory", str(tmp_path / "echo.yaml"))
     out = capsys.readouterr().out
     assert code == 0, out
     assert "1 passed" in out
