@@ -203,6 +203,7 @@ _OWNERS: dict[str, str] = {
     "NO_TARGET": "harness.project",
     "NamedSpec": "harness.suites.invariants",
     "OBSERVABLE_KINDS": "harness.trace",
+    "OPENAI": "harness.providers",
     "ObservableClock": "harness.clock",
     "OffsetClock": "harness.clock",
     "OnMiss": "harness.tape",
