@@ -157,6 +157,7 @@ _OWNERS: dict[str, str] = {
     "FRESH_AGENT_ADVICE": "harness.agent_contract",
     "Fixture": "harness.fixture",
     "FixtureError": "harness.exceptions",
+    "FixtureExists": "harness.exceptions",
     "FixtureFormatError": "harness.exceptions",
     "FixtureMeta": "harness.fixture",
     "FixtureNotFound": "harness.exceptions",
