@@ -291,7 +291,7 @@ def test_an_invariant_must_take_the_conversation_then_keywords() -> None:
         (
             {"every_inbound_answered": {"within": "soon"}},
             "invariant 'every_inbound_answered': parameter 'within': bad duration 'soon': "
-            "expected a number with a unit (d, h, m, s, ms), e.g. 90s, 5m, 1d2h, -5m or 1.5h",
+            "expected a number with a unit (d, h, m, s, ms), e.g. 90s, 5m, 1d2h or 1.5h",
         ),
         (
             {"every_inbound_answered": {"within": "-5s"}},
