@@ -61,8 +61,9 @@ def build_agent(factory: AgentFactory, env: AgentEnvironment) -> Any:
     """Call ``factory(env)`` and check what it returned is a fresh agent.
 
     Raises :class:`~harness.exceptions.AgentContractError` when the factory
-    returns a coroutine (an ``async def`` factory) or an object it (or another
-    factory) already returned in this process.
+    returns a coroutine (an ``async def`` factory), something that is no agent
+    (neither an ASGI app nor a :class:`~harness.agent.DirectAgent`), or an
+    object it (or another factory) already returned in this process.
     """
     built = factory(env)
     name = getattr(factory, "__qualname__", type(factory).__name__)
@@ -74,6 +75,14 @@ def build_agent(factory: AgentFactory, env: AgentEnvironment) -> Any:
         raise AgentContractError(
             f"the agent factory {name} returned an awaitable: make it a plain function "
             "(def, not async def) that returns the app"
+        )
+    if not _an_agent(built):
+        shown = repr(built)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise AgentContractError(
+            f"the agent factory {name} returned {shown} ({type(built).__name__}), which is no "
+            "agent: a factory returns an ASGI app, or an object with a handle_burst method "
+            "(harness.agent.DirectAgent)"
         )
     with _BUILT_LOCK:
         try:
@@ -88,6 +97,14 @@ def build_agent(factory: AgentFactory, env: AgentEnvironment) -> Any:
             f"two scenarios, which then share their state: {FRESH_AGENT_ADVICE}"
         )
     return built
+
+
+def _an_agent(built: object) -> bool:
+    """Whether a factory's result can be an agent: an ASGI app, or one answering handle_burst."""
+    if callable(built) or callable(getattr(built, "handle_burst", None)):
+        return True
+    agent = getattr(getattr(built, "state", None), "agent", None)
+    return callable(getattr(agent, "handle_burst", None))
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:

@@ -521,7 +521,7 @@ class OffsetClock:
 
     def __init__(self, base: Clock, offset: timedelta | float | str) -> None:
         self.base = base
-        self.offset = parse_duration(offset)
+        self.offset = parse_duration(offset, signed=True)
 
     def __repr__(self) -> str:
         return f"OffsetClock({self.base!r}, {format_duration(self.offset)!r})"

@@ -20,39 +20,43 @@ _UNIT_RANK: Final = {unit: rank for rank, unit in enumerate(_UNITS)}
 _NUMBER: Final = r"(?:\d+(?:\.\d+)?|\.\d+)"
 _DURATION_PART: Final = re.compile(rf"({_NUMBER})(ms|[dhms])")
 _DURATION: Final = re.compile(rf"([+-]?)((?:{_NUMBER}(?:ms|[dhms]))+)")
-_DURATION_HINT: Final = "a number with a unit (d, h, m, s, ms), e.g. 90s, 5m, 1d2h, -5m or 1.5h"
+_HINT: Final = "a number with a unit (d, h, m, s, ms), e.g. 90s, 5m, 1d2h or 1.5h"
+_SIGNED_HINT: Final = "a number with a unit (d, h, m, s, ms), e.g. 90s, 5m, 1d2h, -5m or 1.5h"
 
 
-def parse_duration(value: str | float | timedelta) -> timedelta:
+def parse_duration(value: str | float | timedelta, *, signed: bool = False) -> timedelta:
     """Read a duration such as ``"25h"``, ``"90s"``, ``"1d2h"``, ``"-5m"`` or ``"1.5h"``.
 
     Units go from largest to smallest, each at most once; a sign may lead.
     Numbers are taken as seconds and a ``timedelta`` as itself, so scenario
-    files may write either. Anything else raises :class:`ConfigError`.
+    files may write either. Anything else raises :class:`ConfigError`, whose
+    examples include a negative one (``-5m``) only when ``signed`` says that
+    the caller accepts negative durations (a caller that does not refuses
+    them in its own words).
     """
     if isinstance(value, timedelta):
         return value
     try:
         if isinstance(value, bool):
-            raise ConfigError(f"expected {_DURATION_HINT}")
+            raise ConfigError(f"expected {_SIGNED_HINT if signed else _HINT}")
         if isinstance(value, int | float):
             if not math.isfinite(value):
                 raise ConfigError("it must be finite")
             return timedelta(seconds=value)
-        return parse_duration_text(value.strip())
+        return parse_duration_text(value.strip(), signed=signed)
     except OverflowError:
         raise ConfigError(f"bad duration {value!r}: too long") from None
     except ConfigError as exc:
         raise ConfigError(f"bad duration {value!r}: {exc}") from None
 
 
-def parse_duration_text(text: str) -> timedelta:
+def parse_duration_text(text: str, *, signed: bool = False) -> timedelta:
     """Read a duration written as text only (no plain numbers); see :func:`parse_duration`."""
     if text in ("0", "+0", "-0"):
         return timedelta(0)
     match = _DURATION.fullmatch(text)
     if match is None:
-        raise ConfigError(f"expected {_DURATION_HINT}")
+        raise ConfigError(f"expected {_SIGNED_HINT if signed else _HINT}")
     sign, body = match.groups()
     total = timedelta(0)
     last_rank = -1

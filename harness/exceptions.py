@@ -10,6 +10,7 @@ single line, which the command line prints as is.
     │   └── AgentContractError               an agent factory that breaks its contract
     ├── FixtureError
     │   ├── FixtureNotFound (FileNotFoundError)
+    │   ├── FixtureExists (FileExistsError)  a fixture already there, not to be replaced
     │   ├── SchemaVersionError (ValueError)  a fixture written by another schema
     │   └── FixtureFormatError (ValueError)  invalid JSON or model, with file:line
     ├── RecordingError
@@ -41,6 +42,7 @@ __all__ = [
     "DeliveryError",
     "Divergence",
     "FixtureError",
+    "FixtureExists",
     "FixtureFormatError",
     "FixtureNotFound",
     "HandshakeError",
@@ -81,6 +83,25 @@ class FixtureError(HarnessError):
 
 class FixtureNotFound(FixtureError, FileNotFoundError):
     """The fixture directory, or a file it must hold, does not exist."""
+
+
+class FixtureExists(FixtureError, FileExistsError):
+    """A fixture directory that already holds a fixture (``found``), written without leave.
+
+    The message names how to replace it: ``option`` (``overwrite=True`` by
+    default; a command names its own, with :meth:`naming`).
+    """
+
+    def __init__(self, path: Path | str, found: str, *, option: str = "overwrite=True") -> None:
+        super().__init__(
+            f"{path}: already holds a fixture ({found}); pass {option} to replace it", path=path
+        )
+        self.found = found
+
+    def naming(self, option: str) -> FixtureExists:
+        """The same refusal, with ``option`` as the way to replace the fixture."""
+        assert self.path is not None  # always given
+        return FixtureExists(self.path, self.found, option=option)
 
 
 class SchemaVersionError(FixtureError, ValueError):

@@ -38,6 +38,7 @@ from harness.canonical import parse_json
 from harness.exceptions import (
     ConfigError,
     FixtureError,
+    FixtureExists,
     FixtureFormatError,
     FixtureNotFound,
     SchemaVersionError,
@@ -348,11 +349,7 @@ class FixtureWriter:
         if (self.path / MEDIA_DIR).exists():
             present.append(self.path / MEDIA_DIR)
         if present and not overwrite:
-            raise FixtureError(
-                f"{self.path}: already holds a fixture ({present[0].name}); "
-                "pass overwrite=True to replace it",
-                path=self.path,
-            )
+            raise FixtureExists(self.path, present[0].name)
         for old in present:
             if old.is_dir() and not old.is_symlink():
                 shutil.rmtree(old)

@@ -13,6 +13,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from enum import Enum
 from typing import Any, Literal, TypeAlias
 
 from harness.acting import _ACTING
@@ -39,6 +40,12 @@ VOLATILE_PARAMS: frozenset[str] = frozenset(
 # What a replay serves of a recorded exchange: the response, the seconds the model took
 # (None: none), and who answered.
 _Answer: TypeAlias = tuple[LLMResponse, float | None, str | None]
+
+
+class _Inner(Enum):
+    """Who answers a live call when the caller does not say: the inner client."""
+
+    CLIENT = "inner client"
 
 
 @dataclass(slots=True)
@@ -125,13 +132,19 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending, _Answer]):
         return await self.exchange(body, call)
 
     async def exchange(
-        self, body: Mapping[str, Any], call: Callable[[], Awaitable[LLMResponse]]
+        self,
+        body: Mapping[str, Any],
+        call: Callable[[], Awaitable[LLMResponse]],
+        *,
+        provider: str | _Inner | None = _Inner.CLIENT,
     ) -> LLMResponse:
         """Answer the request ``body`` (already without volatile params) per the mode.
 
         ``call`` asks the real model when the mode says so; the harness's model
         endpoint uses this with the body an SDK sent, so a request keys the
-        same whether it came through :meth:`create` or over HTTP.
+        same whether it came through :meth:`create` or over HTTP. ``provider``
+        names who ``call`` asks (None: not known); by default, the inner client's
+        provider.
         """
         raw = canonical_bytes(body)
         key = hashlib.sha256(raw).hexdigest()
@@ -140,13 +153,13 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending, _Answer]):
             # No await between the lookup and the return: concurrent replays can't race.
             answer = self._tape.take(key)
             if answer is not None:
-                response, latency, provider = answer
+                response, latency, recorded_by = answer
                 sleep = getattr(self._clock, "sleep", None)
                 if latency is not None and sleep is not None:
                     # The call took this long on the recording's clock: on the run's clock it
                     # takes as long again, so what happened meanwhile keeps its place.
                     await sleep(latency)
-                self._emit_exchange(key, response, "recorded", None, provider)
+                self._emit_exchange(key, response, "recorded", None, recorded_by)
                 return response
             if self.on_miss == "raise":
                 now = json.loads(text)
@@ -165,7 +178,8 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending, _Answer]):
         waited = None
         if virtual is not None and asked is not None:
             waited = (virtual.now() - asked).total_seconds()
-        provider = provider_of(self._inner)
+        if provider is _Inner.CLIENT:
+            provider = provider_of(self._inner)
         if self.mode is not RecordMode.PASSTHROUGH:
             self._keep(seq, _Pending(key, text, response, at, latency, provider, waited))
         self._emit_exchange(key, response, "live", at, provider)

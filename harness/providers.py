@@ -9,7 +9,9 @@ recording replayed. Reports and spans must say which, plainly.
 A model client says who it is with a ``provider`` attribute: :data:`ANTHROPIC`
 for :class:`~harness.llm.AnthropicClient` (Anthropic's Messages API, or a
 server speaking it at ``base_url``), :data:`STAND_IN` for an offline
-stand-in. A client that says nothing is named by its class. The recorders
+stand-in. The model endpoint names the provider it forwards to:
+:data:`ANTHROPIC` or :data:`OPENAI` for their own APIs, nothing (None) for
+another upstream. A client that says nothing is named by its class. The recorders
 put the provider on each :class:`~harness.trace.LLMExchange` and
 :class:`~harness.records.LLMRecord`, and an exchange answered from a
 recording keeps the provider that answered when it was recorded (``source``
@@ -27,6 +29,7 @@ from harness.trace import LLMExchange
 
 __all__ = [
     "ANTHROPIC",
+    "OPENAI",
     "STAND_IN",
     "ModelCount",
     "answered_by",
@@ -39,10 +42,16 @@ __all__ = [
 
 #: Anthropic's Messages API, live (:class:`~harness.llm.AnthropicClient`).
 ANTHROPIC: Final = "anthropic"
+#: OpenAI's Chat Completions API, live (through the model endpoint).
+OPENAI: Final = "openai"
 #: A deterministic offline stand-in: rules that answer in the shape of a model, no model at all.
 STAND_IN: Final = "offline-stand-in"
 
-_NAMES: Final = {ANTHROPIC: "the Anthropic API", STAND_IN: "the offline stand-in (no model)"}
+_NAMES: Final = {
+    ANTHROPIC: "the Anthropic API",
+    OPENAI: "the OpenAI API",
+    STAND_IN: "the offline stand-in (no model)",
+}
 
 
 def provider_of(client: object) -> str:

@@ -22,7 +22,7 @@ from typing import Any
 
 from harness.exceptions import ConfigError, Divergence
 from harness.llm import LLMClient, LLMResponse
-from harness.llm_recorder import RecordingLLMClient
+from harness.llm_recorder import RecordingLLMClient, _Inner
 from harness.records import LLMRecord, ToolRecord
 from harness.store import Store, open_store
 from harness.tape import OnMiss, RecordMode
@@ -47,12 +47,16 @@ class _Watched(RecordingLLMClient):
         self._recording = recording
 
     async def exchange(
-        self, body: Mapping[str, Any], call: Callable[[], Awaitable[LLMResponse]]
+        self,
+        body: Mapping[str, Any],
+        call: Callable[[], Awaitable[LLMResponse]],
+        *,
+        provider: str | _Inner | None = _Inner.CLIENT,
     ) -> LLMResponse:
         """Answer as the recorder does; note a divergence before raising it."""
         await self._recording.ensure_loaded()
         try:
-            return await super().exchange(body, call)
+            return await super().exchange(body, call, provider=provider)
         except Divergence as exc:
             self._recording.diverged(exc, self._clock.now())
             raise

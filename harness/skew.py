@@ -226,7 +226,7 @@ def parse_skew(spec: str) -> Skew:
             elif name == "scale":
                 transforms.append(Scale(_parse_factor(value)))
             elif name in ("agent-offset", "agent_offset"):
-                transforms.append(AgentOffset(parse_duration_text(value)))
+                transforms.append(AgentOffset(parse_duration_text(value, signed=True)))
             else:
                 raise ConfigError(
                     f"unknown transform {name!r} (expected shift, scale or agent-offset)"
@@ -238,7 +238,7 @@ def parse_skew(spec: str) -> Skew:
 
 def _parse_shift(value: str) -> Shift:
     amount, at, where = value.partition("@")
-    delta = parse_duration_text(amount.strip())
+    delta = parse_duration_text(amount.strip(), signed=True)
     if not at:
         return Shift(delta)
     match = _SHIFT_AT.fullmatch(where.strip())

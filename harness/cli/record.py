@@ -103,6 +103,7 @@ def record_command(
     # Imported here, not above: `harness --help` reads this module for the help alone.
     import asyncio
 
+    from harness.exceptions import FixtureExists
     from harness.llm import AnthropicClient
     from harness.llm_recorder import RecordingLLMClient
     from harness.replay.judge import Judge, save_verdicts
@@ -150,9 +151,14 @@ def record_command(
     def report(record: LLMRecord | ToolRecord) -> None:
         click.echo(f"  {time.monotonic() - started:6.1f}s  {_describe(record)}")
 
-    result = asyncio.run(
-        record_scenario(runner, loaded, out, overwrite=overwrite, secrets=secrets, progress=report)
-    )
+    try:
+        result = asyncio.run(
+            record_scenario(
+                runner, loaded, out, overwrite=overwrite, secrets=secrets, progress=report
+            )
+        )
+    except FixtureExists as exc:
+        raise exc.naming("--overwrite") from None
     click.echo(f"recorded {loaded.name!r} into {out}: {result.status}")
     if judge and key and result.conversation is not None:
         verdict_judge = Judge(RecordingLLMClient(AnthropicClient(api_key=key), RecordMode.RECORD))

@@ -58,6 +58,7 @@ from harness.endpoints.upstreams import ANTHROPIC_UPSTREAM, OPENAI_UPSTREAM
 from harness.exceptions import Divergence, LLMError
 from harness.llm import LLMResponse, SystemPrompt
 from harness.llm_recorder import VOLATILE_PARAMS, RecordingLLMClient
+from harness.providers import ANTHROPIC, OPENAI
 from harness.recording import Recording
 from harness.tape import Sink
 
@@ -106,6 +107,8 @@ class _Dialect:
     """What differs between the two APIs: paths, checks, and how answers are written."""
 
     name: str
+    provider: str  # who answers at the API's own address
+    default_upstream: str
     upstream_path: str
     check: Callable[[object], str | None]
     parse: Callable[[Mapping[str, Any]], LLMResponse]
@@ -122,6 +125,8 @@ def _openai_stream(response: LLMResponse, body: Mapping[str, Any]) -> Iterator[b
 
 _ANTHROPIC = _Dialect(
     "Anthropic",
+    ANTHROPIC,
+    ANTHROPIC_UPSTREAM,
     "/v1/messages",
     check_anthropic_request,
     parse_anthropic_message,
@@ -131,6 +136,8 @@ _ANTHROPIC = _Dialect(
 )
 _OPENAI = _Dialect(
     "OpenAI",
+    OPENAI,
+    OPENAI_UPSTREAM,
     "/chat/completions",
     check_openai_request,
     parse_openai_completion,
@@ -279,7 +286,7 @@ class ModelEndpoint:
             return response
 
         try:
-            response = await client.exchange(keyed, call)
+            response = await client.exchange(keyed, call, provider=self._provider(dialect))
         except Divergence as exc:
             return JSONResponse(
                 dialect.error(400, f"harness replay has no recording of this request: {exc}"),
@@ -296,6 +303,11 @@ class ModelEndpoint:
         if body.get("stream"):
             return StreamingResponse(dialect.stream(response, body), media_type="text/event-stream")
         return JSONResponse(dialect.render(response))
+
+    def _provider(self, dialect: _Dialect) -> str | None:
+        """Who answers what the endpoint forwards: the API's provider, None for another upstream."""
+        upstream = self._upstreams[dialect.name]
+        return dialect.provider if upstream == dialect.default_upstream.rstrip("/") else None
 
     async def _forward(
         self, dialect: _Dialect, body: Mapping[str, Any], headers: Mapping[str, str]

@@ -16,11 +16,12 @@ used or a scenario file is collected.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import inspect
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import pytest
 
@@ -164,10 +165,35 @@ def whatsapp_app(harness_settings: PluginSettings) -> AgentFactory | None:
         pytest.fail(str(exc), pytrace=False)
 
 
+#: The keywords ``@pytest.mark.whatsapp(...)`` takes.
+_MARKER_KEYWORDS: Final = ("faults", "seed", "settings", "users")
+
+
+def _check_marker(marker: pytest.Mark | None) -> None:
+    """Fail the test on a marker keyword the fixture does not read, naming those it does."""
+    if marker is None:
+        return
+    if marker.args:
+        pytest.fail(
+            f"@pytest.mark.whatsapp takes keywords only ({', '.join(_MARKER_KEYWORDS)}), "
+            f"got {marker.args[0]!r}",
+            pytrace=False,
+        )
+    for keyword in sorted(set(marker.kwargs) - set(_MARKER_KEYWORDS)):
+        close = difflib.get_close_matches(keyword, _MARKER_KEYWORDS, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        pytest.fail(
+            f"@pytest.mark.whatsapp: unknown keyword {keyword!r}{hint}; "
+            f"it takes {', '.join(_MARKER_KEYWORDS)}",
+            pytrace=False,
+        )
+
+
 def _users(marker: pytest.Mark | None) -> list[UserSpec]:
     from harness.channel import UserSpec
     from harness.suites.scenario import DEFAULT_USER
 
+    _check_marker(marker)
     given = (marker.kwargs.get("users") if marker else None) or [DEFAULT_USER.name]
     users: list[UserSpec] = []
     for index, entry in enumerate(given, start=1):
@@ -241,6 +267,7 @@ def whatsapp(
 
     settings = harness_settings
     marker = request.node.get_closest_marker("whatsapp")
+    _check_marker(marker)
     options: dict[str, Any] = dict(marker.kwargs) if marker else {}
     users = list(whatsapp_users)
     plugins = load_channel_plugins()

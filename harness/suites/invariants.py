@@ -48,6 +48,7 @@ from harness.suites.registry import (
     brief,
     registry,
 )
+from harness.suites.target import importable
 from harness.trace import (
     Conversation,
 )
@@ -93,6 +94,8 @@ def _load_path(path: str) -> Invariant:
     module_name, _, attr = path.partition(":")
     if not module_name or not attr:
         raise ConfigError(f"invariant {path!r}: an import path is package.module:function")
+    importable()  # the folder you run from, as for --target
+    importlib.invalidate_caches()  # a module written a moment ago is found too
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # any failure of a user's module, syntax errors included

@@ -99,3 +99,16 @@ def test_every_page_links_only_to_pages_that_exist() -> None:
         text = path.read_text(encoding="utf-8")
         for target in re.findall(r"\]\(([^)#:\s]+\.md)(?:#[^)]*)?\)", text):
             assert (path.parent / target).resolve().is_file(), f"{name}: {target}"
+
+
+def test_the_own_bot_tutorial_says_how_the_bots_tool_calls_reach_the_harness() -> None:
+    """What the bot must do names the registry its tools go through, and what a run says without."""
+    from harness.suites.invariants import unobserved
+
+    text = PAGES["tutorials/own-bot.md"].read_text(encoding="utf-8")
+    section = text.partition("## What the bot must do")[2].partition("\n## ")[0]
+    for shown in ("harness.recording.wrap_tools(env)", "tools = wrap_tools(env)", "tools.call("):
+        assert shown in section, f"tutorials/own-bot.md, What the bot must do: no {shown!r}"
+    said = re.search(r'reports "(can\'t be checked: [^"]+)"', section.replace("\n", " "))
+    assert said is not None, "tutorials/own-bot.md: what a run says without the registry"
+    assert unobserved("rule", "tool").message.startswith(said.group(1))

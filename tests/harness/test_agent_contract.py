@@ -20,7 +20,10 @@ from harness.store import MemoryStore
 
 
 class App:
-    """Stands for an ASGI app: any object will do."""
+    """Stands for an ASGI app: any callable object will do."""
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """Never called here."""
 
 
 def _env() -> AgentEnvironment:
@@ -60,8 +63,14 @@ def test_an_object_returned_by_another_factory_is_refused_too() -> None:
         build_agent(lambda env: shared, _env())
 
 
+class Unhashable(App):
+    """An app with nothing to remember it by."""
+
+    __hash__ = None  # type: ignore[assignment]  # the point
+
+
 def test_objects_that_cannot_be_compared_are_let_through() -> None:
-    shared: dict[str, str] = {}  # unhashable: nothing to remember it by
+    shared = Unhashable()
     assert build_agent(lambda env: shared, _env()) is shared
     assert build_agent(lambda env: shared, _env()) is shared
 
@@ -74,6 +83,46 @@ def test_an_async_factory_is_refused() -> None:
         AgentContractError, match=r"returned an awaitable: make it a plain function"
     ):
         build_agent(factory, _env())
+
+
+@pytest.mark.parametrize(
+    ("built", "shown"),
+    [(42, "42 (int)"), (None, "None (NoneType)"), ("x" * 80, f"'{'x' * 56}... (str)")],
+    ids=["number", "nothing", "long text"],
+)
+def test_a_factory_that_returns_no_agent_is_refused_naming_what_it_returned(
+    built: object, shown: str
+) -> None:
+    def factory(env: AgentEnvironment) -> object:
+        return built
+
+    with pytest.raises(AgentContractError) as caught:
+        build_agent(factory, _env())
+    where = f"{__name__}:test_a_factory_that_returns_no_agent_is_refused_naming_what_it_returned"
+    assert str(caught.value) == (
+        f"the agent factory {where}.<locals>.factory returned {shown}, which is no agent: "
+        "a factory returns an ASGI app, or an object with a handle_burst method "
+        "(harness.agent.DirectAgent)"
+    )
+
+
+class Direct:
+    """An agent called directly, on its own or as an app's ``state.agent``."""
+
+    async def handle_burst(self, user: str, messages: Any, *, now: Any) -> Any:
+        """Never called here."""
+
+
+class Holder:
+    """Holds its agent as ``state.agent``, as an app does."""
+
+    def __init__(self) -> None:
+        self.state = type("State", (), {"agent": Direct()})()
+
+
+def test_an_agent_called_directly_is_an_agent_too() -> None:
+    assert isinstance(build_agent(lambda env: Direct(), _env()), Direct)
+    assert isinstance(build_agent(lambda env: Holder(), _env()), Holder)
 
 
 @pytest.mark.parametrize(

@@ -96,3 +96,16 @@ def test_parse_duration_adds_up_its_parts(d: int, h: int, m: int, s: int, sign: 
     text = sign + f"{d}d{h}h{m}m{s}s"
     total = timedelta(days=d, hours=h, minutes=m, seconds=s)
     assert parse_duration(text) == (-total if sign == "-" else total)
+
+
+def test_the_hint_for_a_bad_duration_offers_a_negative_one_only_where_one_is_accepted() -> None:
+    with pytest.raises(ConfigError) as unsigned:
+        parse_duration("soon")
+    assert str(unsigned.value) == (
+        "bad duration 'soon': expected a number with a unit (d, h, m, s, ms), "
+        "e.g. 90s, 5m, 1d2h or 1.5h"
+    )
+    with pytest.raises(ConfigError) as signed:
+        parse_duration("soon", signed=True)
+    assert "e.g. 90s, 5m, 1d2h, -5m or 1.5h" in str(signed.value)
+    assert parse_duration("-5m") == timedelta(minutes=-5)  # read all the same

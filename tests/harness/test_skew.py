@@ -145,3 +145,8 @@ def test_skew_keeps_any_timeline_in_order(
     skewed = skew.apply(timeline)
     assert len(skewed) == len(timeline)
     assert all(a <= b for a, b in pairwise(skewed))
+
+
+def test_a_bad_offset_is_told_that_a_negative_one_is_accepted() -> None:
+    with pytest.raises(ConfigError, match=r"e\.g\. 90s, 5m, 1d2h, -5m or 1\.5h$"):
+        parse_skew("agent-offset=soon")

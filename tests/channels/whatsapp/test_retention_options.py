@@ -83,7 +83,7 @@ def test_keep_all_turns_every_limit_off() -> None:
         (
             ["--keep-messages-for", "soon"],
             "Error: Invalid value for '--keep-messages-for': 'soon': expected a number with"
-            " a unit (d, h, m, s, ms), e.g. 90s, 5m, 1d2h, -5m or 1.5h",
+            " a unit (d, h, m, s, ms), e.g. 90s, 5m, 1d2h or 1.5h",
         ),
         (
             ["--keep-events-for", "-1h"],
@@ -92,7 +92,7 @@ def test_keep_all_turns_every_limit_off() -> None:
         (
             ["--active-for", "all"],
             "Error: Invalid value for '--active-for': 'all': expected a number with a unit"
-            " (d, h, m, s, ms), e.g. 90s, 5m, 1d2h, -5m or 1.5h",
+            " (d, h, m, s, ms), e.g. 90s, 5m, 1d2h or 1.5h",
         ),
     ],
 )

@@ -202,6 +202,17 @@ def test_record_names_the_offline_stand_in_as_each_answer_is_recorded(
     assert (meta["model"], meta["provider"]) == ("claude-sonnet-4-6", "offline-stand-in")
 
 
+def test_record_into_an_existing_fixture_names_the_option_that_replaces_it(
+    suite: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    Path("fixture").mkdir()
+    Path("fixture", "meta.json").write_text("{}", encoding="utf-8")
+    code = _harness("record", "suite/a_book.yaml", "--target", TARGET, "--out", "fixture")
+    assert code == EXIT_USAGE
+    said = "fixture: already holds a fixture (meta.json); pass --overwrite to replace it"
+    assert capsys.readouterr().err == f"error: {said}\n"
+
+
 @pytest.mark.parametrize(
     ("extra", "said"),
     [

@@ -8,10 +8,11 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anthropic
+import httpx
 import pytest
 from starlette.applications import Starlette
 
-from harness.endpoints import ModelEndpoint
+from harness.endpoints import ANTHROPIC_UPSTREAM, OPENAI_UPSTREAM, ModelEndpoint
 from harness.exceptions import Divergence
 from harness.llm import LLMResponse
 from harness.llm_recorder import RecordingLLMClient
@@ -249,3 +250,71 @@ async def test_a_body_that_is_no_request_gets_the_providers_error_shape() -> Non
         },
     }
     assert json.loads(answer.content)["type"] == "error"
+
+
+def _providers_answer(request: httpx.Request) -> httpx.Response:
+    """Anthropic's and OpenAI's own APIs, as far as one short answer goes."""
+    if request.url.host == "api.anthropic.com":
+        return httpx.Response(
+            200,
+            json={
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "model": MODEL,
+                "content": [{"type": "text", "text": "Friday at 10."}],
+                "stop_reason": "end_turn",
+                "usage": {"input_tokens": 5, "output_tokens": 3},
+            },
+        )
+    return httpx.Response(
+        200,
+        json={
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "gpt-test-1",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": "Friday at 10."},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8},
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    ("anthropic_upstream", "openai_upstream", "expected"),
+    [
+        (ANTHROPIC_UPSTREAM, OPENAI_UPSTREAM, ["anthropic", "openai"]),
+        ("http://llm.test", "http://llm.test/v1", [None, None]),  # who answers there is unknown
+    ],
+)
+async def test_a_recorded_call_names_the_provider_the_endpoint_forwarded_it_to(
+    anthropic_upstream: str, openai_upstream: str, expected: list[str | None]
+) -> None:
+    records: list[LLMRecord] = []
+    events: list[Event] = []
+    recording = Recording(mode=RecordMode.RECORD, on_llm_record=records.append)
+    upstream = httpx.AsyncClient(transport=httpx.MockTransport(_providers_answer))
+    model = ModelEndpoint(
+        recording,
+        sink=events.append,
+        http=upstream,
+        anthropic_upstream=anthropic_upstream,
+        openai_upstream=openai_upstream,
+    )
+    app = Starlette(routes=model.routes())
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://harness"
+    ) as agent:
+        for path, name in [("/v1/messages", MODEL), ("/v1/chat/completions", "gpt-test-1")]:
+            body = {"model": name, "max_tokens": 64, "messages": ASK}
+            answer = await agent.post(path, json=body, headers={"x-api-key": SECRET})
+            assert answer.status_code == 200, answer.text
+    await upstream.aclose()
+    assert [record.provider for record in records] == expected
+    assert [e.provider for e in events if isinstance(e, LLMExchange)] == expected

@@ -156,3 +156,26 @@ def test_the_fixture_works_with_pytest_asyncio_in_strict_mode(
     pytester.makepyfile(mybot=echo_bot, conftest=ECHO_CONFTEST, test_echo=strict)
     result = pytester.runpytest("-p", "no:cacheprovider", "--harness-record-mode", "once")
     result.assert_outcomes(passed=1)
+
+
+def test_a_marker_keyword_the_fixture_does_not_read_fails_the_test_naming_those_it_does(
+    pytester: pytest.Pytester,
+) -> None:
+    write_ini(pytester, harness_target=TARGET)
+    pytester.makepyfile(
+        test_typo="""
+import pytest
+
+@pytest.mark.whatsapp(fautls="flaky")
+async def test_typo(wa):
+    await wa.say("user", "hi")
+"""
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider", "--harness-record-mode", "once")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*@pytest.mark.whatsapp: unknown keyword 'fautls' (did you mean 'faults'?); "
+            "it takes faults, seed, settings, users"
+        ]
+    )

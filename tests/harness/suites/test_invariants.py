@@ -6,9 +6,11 @@ failure must name the turn and show the lines involved.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -289,7 +291,7 @@ def test_an_invariant_must_take_the_conversation_then_keywords() -> None:
         (
             {"every_inbound_answered": {"within": "soon"}},
             "invariant 'every_inbound_answered': parameter 'within': bad duration 'soon': "
-            "expected a number with a unit (d, h, m, s, ms), e.g. 90s, 5m, 1d2h, -5m or 1.5h",
+            "expected a number with a unit (d, h, m, s, ms), e.g. 90s, 5m, 1d2h or 1.5h",
         ),
         (
             {"every_inbound_answered": {"within": "-5s"}},
@@ -429,6 +431,22 @@ def test_a_plugins_parameters_are_validated_too() -> None:
 
 def test_an_import_path_to_a_decorated_function_keeps_its_registered_name() -> None:
     assert resolve(f"{PLUGINS}:quiet_agent").name == "custom_quiet_agent"
+
+
+def test_an_import_path_finds_a_module_in_the_folder_you_run_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As with --target-url, where no agent is imported from here first: only the folder counts.
+    (tmp_path / "folder_checks.py").write_text(
+        "def no_goodbye(conversation):\n    return []\n", encoding="utf-8"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [entry for entry in sys.path if entry not in ("", ".")])
+    monkeypatch.delitem(sys.modules, "folder_checks", raising=False)
+    try:
+        assert resolve("folder_checks:no_goodbye").name == "folder_checks:no_goodbye"
+    finally:
+        sys.modules.pop("folder_checks", None)
 
 
 @pytest.mark.parametrize(

@@ -459,7 +459,7 @@ STEPS = "steps:\n  - say: hi\n"
         (
             "steps:\n  - wait: soon\n",
             "s.yaml:2: steps[0].wait: bad duration 'soon': expected a "
-            "number with a unit (d, h, m, s, ms), e.g. 90s, 5m, 1d2h, -5m or 1.5h",
+            "number with a unit (d, h, m, s, ms), e.g. 90s, 5m, 1d2h or 1.5h",
         ),
         (
             "steps:\n  - wait: .inf\n",
