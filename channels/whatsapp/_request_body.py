@@ -26,7 +26,7 @@ import json
 import re
 from collections import deque
 from collections.abc import AsyncGenerator, Collection
-from typing import Final, cast
+from typing import Any, Final, cast
 from urllib.parse import parse_qsl
 
 from starlette.datastructures import Headers, UploadFile
@@ -41,6 +41,7 @@ __all__ = [
     "MAX_DEPTH",
     "BadBody",
     "BodyTooLarge",
+    "as_seen",
     "decode_json",
     "form_fields",
     "graph_parameters",
@@ -105,6 +106,22 @@ async def read_limited(request: Request, limit: int) -> bytes:
     async for chunk in limited_stream(request, limit):
         data += chunk
     return bytes(data)
+
+
+async def as_seen(request: Request) -> dict[str, Any]:
+    """A refused request's body as it was sent: its JSON object, else ``{"raw": text}``.
+
+    For the trace of a request refused before its body was read; never raises.
+    """
+    try:
+        raw = await read_limited(request, JSON_BODY_LIMIT)
+    except BodyTooLarge:
+        return {"raw": ""}
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        parsed = None
+    return parsed if isinstance(parsed, dict) else {"raw": raw.decode("utf-8", "replace")}
 
 
 def where(path: tuple[str | int, ...]) -> str:

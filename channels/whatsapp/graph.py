@@ -77,6 +77,7 @@ from channels.whatsapp._request_body import (
     JSON_BODY_LIMIT,
     BadBody,
     BodyTooLarge,
+    as_seen,
     form_fields,
     limited_stream,
     media_type,
@@ -200,7 +201,7 @@ def success_body(send: ValidatedSend, outcome: SendOutcome) -> dict[str, Any]:
     return {"messaging_product": "whatsapp", "contacts": [contact], "messages": [message]}
 
 
-#: Told about every well-addressed send the API refused: the phone_number_id, the
+#: Told about every send the API refused: the phone_number_id of its path, the
 #: body as sent (``{"raw": text}`` when it was not a JSON object) and the error.
 RefusalHandler = Callable[[str, Mapping[str, Any], GraphAPIError], None]
 
@@ -326,8 +327,16 @@ class _GraphAPI:
     async def send(self, request: Request) -> Response:
         """``POST /{version}/{phone_number_id}/messages``."""
         self.check_version(request)
-        self.authenticate(request)
-        phone_number_id = self.phone_number(request)
+        try:
+            self.authenticate(request)
+            phone_number_id = self.phone_number(request)
+        except GraphAPIError as exc:
+            # A wrong token or number is the most common misconfiguration: the refusal goes
+            # in the trace too, or the agent would only seem to have said nothing.
+            if self.on_refuse is not None:
+                number = request.path_params["phone_number_id"]
+                self.on_refuse(number, await as_seen(request), exc)
+            raise
         content_type = media_type(request.headers)
         if content_type != "application/json" and content_type not in FORM_TYPES:
             shown = repr(content_type) if content_type else "missing"
@@ -519,8 +528,8 @@ def create_graph_app(
     harness's control endpoints) are matched before the Graph routes, and
     ``openapi_paths`` / ``openapi_schemas`` describe them in ``/openapi.json``.
     ``rng`` draws the ``fbtrace_id`` of error bodies (seeded with 0 if unset).
-    ``on_refuse`` hears of every send refused once its token and number were
-    known good (bad body, Meta's limits, the handler's own refusals).
+    ``on_refuse`` hears of every send refused: for its token or number, for its
+    body, for Meta's limits, or by the handler itself.
     ``payments`` says whether the business may send ``order_details`` and
     ``order_status`` messages (see :class:`SendValidator`). ``account`` is the
     business the read endpoints describe (:mod:`~channels.whatsapp.account`;

@@ -177,3 +177,27 @@ async def test_a_send_refused_for_want_of_registration_is_in_the_trace() -> None
         assert (send.error.code, send.text) == (133010, "hi")
     finally:
         await sim.aclose()
+
+
+@pytest.mark.parametrize(
+    ("path", "headers", "code"),
+    [
+        (f"{BASE}/messages", {"Authorization": "Bearer not-the-token"}, 190),
+        ("/v25.0/999/messages", AUTH, 100),  # a phone_number_id of no business
+    ],
+)
+async def test_a_send_refused_for_its_token_or_number_is_in_the_trace(
+    path: str, headers: dict[str, str], code: int
+) -> None:
+    # A misconfigured agent: every send refused before its body is read. The trace says so,
+    # so that sends_valid names the refusal instead of the agent seeming to say nothing.
+    sim = WhatsAppSimulator(CONFIG, clock=VirtualClock())
+    try:
+        async with sim.graph_client() as client:
+            refused = await client.post(path, json={**TEXT, "type": "text"}, headers=headers)
+            assert refused.json()["error"]["code"] == code
+        [send] = [e for e in sim.conversation().events if isinstance(e, OutboundSend)]
+        assert send.error is not None
+        assert (send.error.code, send.text, send.user) == (code, "hi", "5511987654321")
+    finally:
+        await sim.aclose()
