@@ -7,6 +7,7 @@ while the simulator drives it from the same loop.
 from __future__ import annotations
 
 import asyncio
+import socket
 from types import TracebackType
 from typing import Any, Self
 
@@ -54,8 +55,22 @@ class BackgroundServer:
         return f"http://{host}:{self.port}"
 
     async def start(self) -> None:
-        """Start serving and wait until the socket is listening."""
-        self._task = asyncio.get_running_loop().create_task(self._server.serve())
+        """Start serving and wait until the socket is listening.
+
+        A port already in use (or an address not of this machine) raises
+        :class:`~harness.exceptions.ChannelError` saying so.
+        """
+        # The socket is bound here, not by uvicorn: it ends the process (SystemExit) when
+        # it can't bind, which a caller can't tell from a request to stop.
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((self.host, self.port))
+        except OSError as exc:
+            sock.close()
+            raise ChannelError(f"could not serve on {self.url}: {exc.strerror or exc}") from None
+        self._task = asyncio.get_running_loop().create_task(self._server.serve(sockets=[sock]))
         for _ in range(500):
             if self._server.started:
                 break
