@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from harness.suites.steps import *
     from harness.suites.store_watch import *
     from harness.suites.target import *
+    from harness.suites.target_url import *
     from harness.suites.transcript import *
     from harness.suites.user_actions import *
     from harness.suites.user_clients import *
@@ -246,6 +247,8 @@ _OWNERS: dict[str, str] = {
     "send_step": "harness.suites.sending",
     "sends_valid": "harness.suites.builtin_invariants",
     "settings_from": "harness.suites.target",
+    "check_target_url": "harness.suites.target_url",
+    "reach_target_url": "harness.suites.target_url",
     "shortest_reproduction": "harness.suites.reproduce",
     "split_turns": "harness.suites.schedules",
     "started_on": "harness.suites.expectations",

@@ -69,6 +69,7 @@ from harness.suites.steps import (
 )
 from harness.suites.store_watch import watch_outages
 from harness.suites.target import DEFAULT_TARGET, describe_factory, load_target, settings_from
+from harness.suites.target_url import check_target_url, reach_target_url
 from harness.suites.user_clients import check_user_models, user_client
 from harness.trace import Conversation
 
@@ -103,6 +104,8 @@ class Runner:
             raise ConfigError(f"--concurrency must be at least 1, not {options.concurrency}")
         if options.target and options.target_url:
             raise ConfigError("give --target or --target-url, not both")
+        if options.target_url is not None:
+            check_target_url(options.target_url)
         self.options = options
         found = load_channel_plugins() if plugins is None else dict(plugins)
         if options.channel not in found:
@@ -136,6 +139,8 @@ class Runner:
         still sends is reported, as late, on the scenario it belongs to.
         """
         await check_store(self.options.store_url)  # a dead store stops the run at once
+        if self.options.target_url is not None:
+            await reach_target_url(self.options.target_url)  # so does an agent not there
         bound = [bind_invariants(s) for s in scenarios]
         self.check(scenarios)
         started_at = datetime.now(UTC)
