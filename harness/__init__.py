@@ -416,6 +416,7 @@ _OWNERS: dict[str, str] = {
     "render_event": "harness.suites.transcript",
     "render_transcript": "harness.replay.judge",
     "replay_fixture": "harness.replay.playback",
+    "replies_since": "harness.suites.expectations",
     "reply_text": "harness.suites.expectations",
     "report_failure": "harness.failures",
     "request_body": "harness.llm",
