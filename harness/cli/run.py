@@ -335,7 +335,9 @@ def run_command(
             enabled=False if verbose else None,
             from_first_result=runner.in_processes(len(scenarios)),
         ) as progress:
-            run = asyncio.run(_play(runner, scenarios, broker_url, progress.advance))
+            run = asyncio.run(
+                _play(runner, scenarios, broker_url, progress.advance, progress.revise)
+            )
     run = _judged(run, scenarios, key if judge else None)
     print_summary(run, console, table=not terse, verbose=verbose)
     cache.update(run.scenarios)
@@ -355,10 +357,11 @@ async def _play(
     scenarios: list[Scenario],
     broker_url: str | None,
     on_result: Callable[[ScenarioResult], None] | None,
+    on_revised: Callable[[ScenarioResult, ScenarioResult], None] | None = None,
 ) -> RunResult:
     """Run the scenarios here, or hand them to the workers of ``broker_url``."""
     if broker_url is None:
-        return await runner.run(scenarios, on_result=on_result)
+        return await runner.run(scenarios, on_result=on_result, on_revised=on_revised)
     from harness.suites.distributed import run_distributed
     from harness.suites.queue import safe_broker_url
 

@@ -232,14 +232,7 @@ class SuiteProgress:
         """Count one finished scenario and show its outcome."""
         if self._waiting:
             self._draw()
-        if result.status == "passed":
-            self.passed += 1
-        elif result.status == "failed":
-            self.failed += 1
-        elif result.status == "skipped":
-            self.skipped += 1
-        else:
-            self.errors += 1
+        self._count(result, 1)
         if result.name in self._running:
             self._running.remove(result.name)
         line = result_line(result)
@@ -251,6 +244,29 @@ class SuiteProgress:
                 Text(line, style=_STYLES[result.status]), highlight=False, soft_wrap=True
             )
         self._update(advance=1)
+
+    def revise(self, before: ScenarioResult, after: ScenarioResult) -> None:
+        """A scenario shown as ``before`` ended as ``after`` (the agent sent something late)."""
+        self._count(before, -1)
+        self._count(after, 1)
+        line = f"{result_line(after)} (was {_LABELS[before.status].strip()})"
+        if self._progress is None:
+            self.console.print(line, markup=False, highlight=False, soft_wrap=True)
+            return
+        self._progress.console.print(
+            Text(line, style=_STYLES[after.status]), highlight=False, soft_wrap=True
+        )
+        self._update()
+
+    def _count(self, result: ScenarioResult, change: int) -> None:
+        if result.status == "passed":
+            self.passed += change
+        elif result.status == "failed":
+            self.failed += change
+        elif result.status == "skipped":
+            self.skipped += change
+        else:
+            self.errors += change
 
     def _description(self) -> str:
         if not self._running:

@@ -130,6 +130,7 @@ class Runner:
         scenarios: Sequence[Scenario],
         *,
         on_result: Callable[[ScenarioResult], None] | None = None,
+        on_revised: Callable[[ScenarioResult, ScenarioResult], None] | None = None,
     ) -> RunResult:
         """Run every scenario; results come back in the scenarios' order.
 
@@ -137,6 +138,8 @@ class Runner:
         wait rather than compute) and the channel's run context; the run ends
         a ``quiet`` window after its last scenario, so that whatever the agent
         still sends is reported, as late, on the scenario it belongs to.
+        ``on_revised`` hears of a result ``on_result`` was given that this
+        changed (a scenario that passed, failed by a late send): before, after.
         """
         await check_store(self.options.store_url)  # a dead store stops the run at once
         if self.options.target_url is not None:
@@ -192,9 +195,13 @@ class Runner:
             # An agent at a URL lives on real time: its scenarios wait for it rather than
             # compute, so they share this loop and the run's one fake Graph API server.
             async with self.run_context() as shared:
-                await self._run_remote(
+                reported = await self._run_remote(
                     scenarios, bound, run_id, results, report, shared, workers, next_index
                 )
+            if on_revised is not None:
+                for before, after in zip(reported, results, strict=True):
+                    if before is not None and after is not None and after.status != before.status:
+                        on_revised(before, after)
         elif self.in_processes(len(scenarios)):
             # In-process scenarios are CPU-bound: this process and worker processes run
             # them side by side, one core each. This process plays its share in this loop,
@@ -298,8 +305,11 @@ class Runner:
         shared: Any,
         workers: int,
         next_index: Callable[[], int | None],
-    ) -> None:
-        """Scenarios against an agent at a URL, ``workers`` at a time, in this event loop."""
+    ) -> list[ScenarioResult | None]:
+        """Scenarios against an agent at a URL, ``workers`` at a time, in this event loop.
+
+        Returns the results as they were reported, before the run's news changed any.
+        """
         store = open_store(self.options.store_url)
 
         async def work() -> None:
@@ -317,8 +327,9 @@ class Runner:
             await asyncio.gather(*(work() for _ in range(workers)))
         finally:
             await store.close()
+        reported = list(results)
         if shared is None:
-            return
+            return reported
         # The last scenarios' late sends still reach the run's Graph API for a while.
         await asyncio.sleep(self.options.quiet)
         # What the agent sent for a scenario after it ended is that scenario's, never another's;
@@ -327,6 +338,7 @@ class Runner:
             if result is not None:
                 written = {u.wa_id: u.name for u in scenarios[index].users if u.wa_id}
                 results[index] = with_run_news(result, shared, f"{run_id}:{index}", written)
+        return reported
 
     async def run_scenario(
         self,

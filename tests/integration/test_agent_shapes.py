@@ -364,8 +364,18 @@ async def test_a_reply_after_its_scenario_ended_is_late_on_that_scenario_only() 
     async with _served(background, BOT_REPLY_DELAY_SECONDS="1.2") as (url, graph_port):
         options = _at_url(url, graph_port, concurrency=2)
         options = RunOptions(**{**options.__dict__, "quiet": 0.3})
-        run = await Runner(options).run([LATE, WAITS])
+        shown: list[tuple[str, str]] = []
+        run = await Runner(options).run(
+            [LATE, WAITS],
+            on_result=lambda r: shown.append((r.name, r.status)),
+            on_revised=lambda before, after: shown.append((after.name, f"now {after.status}")),
+        )
     late, waited = run.scenarios
+    # Reported as it ended, then told again once the late send made it fail.
+    assert sorted(shown) == sorted(
+        [(late.name, "passed"), (waited.name, "passed"), (late.name, "now failed")]
+    )
+    assert shown[-1] == (late.name, "now failed")
     assert [v.rule for v in late.violations] == ["late"]
     assert "You said: anyone there?" in late.violations[0].message
     _ok(waited)

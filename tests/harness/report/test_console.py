@@ -224,3 +224,21 @@ def test_a_failure_says_how_many_webhook_posts_the_agent_did_not_answer_200() ->
     console, out = _plain()
     print_summary(RunResult(scenarios=(answered,)), console=console)
     assert "webhook:" not in out.getvalue()
+
+
+def test_a_revised_result_is_printed_again_and_counted_once() -> None:
+    console, out = _plain()
+    passed = ScenarioResult(name="late one", status="passed")
+    failed = ScenarioResult(
+        name="late one",
+        status="failed",
+        violations=(Violation(rule="late", message="the agent sent 'hi' after it ended"),),
+    )
+    with SuiteProgress(1, console=console) as progress:
+        progress.advance(passed)
+        progress.revise(passed, failed)
+    assert out.getvalue().splitlines() == [
+        "PASS  late one (0.00s)",
+        "FAIL  late one: late: the agent sent 'hi' after it ended (was PASS)",
+    ]
+    assert (progress.passed, progress.failed, progress.done) == (0, 1, 1)
