@@ -74,6 +74,7 @@ from harness.recording import Recording
 from harness.remote import SCENARIO_HEADER
 from harness.results import StraySend
 from harness.store import open_store
+from harness.suites.target_url import reach_target_url
 from harness.tape import RecordMode, Sink
 from harness.trace import Event, InboundMessage, OutboundSend
 
@@ -476,6 +477,8 @@ async def shared_graph(
     Nothing is shared for an in-process agent, or when the run does not serve
     the fake Graph API itself (``serve_graph``).
     """
+    if target_url is not None:
+        await reach_target_url(target_url)  # an agent not there stops the run at once
     settings = dict(options)
     graph_url = settings.pop("graph_url", None)
     serve = bool(settings.pop("serve_graph", False))

@@ -69,7 +69,7 @@ from harness.suites.steps import (
 )
 from harness.suites.store_watch import watch_outages
 from harness.suites.target import DEFAULT_TARGET, describe_factory, load_target, settings_from
-from harness.suites.target_url import check_target_url, reach_target_url
+from harness.suites.target_url import check_target_url
 from harness.suites.user_clients import check_user_models, user_client
 from harness.trace import Conversation
 
@@ -142,8 +142,6 @@ class Runner:
         changed (a scenario that passed, failed by a late send): before, after.
         """
         await check_store(self.options.store_url)  # a dead store stops the run at once
-        if self.options.target_url is not None:
-            await reach_target_url(self.options.target_url)  # so does an agent not there
         bound = [bind_invariants(s) for s in scenarios]
         self.check(scenarios)
         started_at = datetime.now(UTC)

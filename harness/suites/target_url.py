@@ -2,13 +2,16 @@
 
 A run against ``--target-url`` plays every scenario to one agent; a URL that
 is not one, or where nothing answers, would fail each scenario with the same
-error. It is said once instead, naming the option, before the run starts.
+error. It is said once instead, naming the option, before the run starts (the
+runner checks the URL's shape; a channel that delivers over HTTP, that
+something answers there).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from urllib.parse import urlsplit
 
 from harness.exceptions import ConfigError
@@ -43,7 +46,8 @@ async def reach_target_url(url: str) -> None:
     except TimeoutError:
         problem = f"no connection within {_CONNECT_TIMEOUT:g} s"
     except OSError as exc:
-        problem = exc.strerror or str(exc) or type(exc).__name__
+        problem = (os.strerror(exc.errno) if exc.errno else str(exc)) or type(exc).__name__
+        problem = problem[:1].lower() + problem[1:]
     else:
         writer.close()
         with contextlib.suppress(OSError):

@@ -161,14 +161,15 @@ def test_a_project_target_url_is_used_as_if_given_on_the_command_line(
     project = _project(tmp_path, bot, "")
     _write(project, '[tool.harness]\ntarget-url = "http://127.0.0.1:9/webhook"\n')
     monkeypatch.chdir(project)
-    # Nothing listens there: the one scenario is an error, reported against that URL.
+    # Nothing listens there: the run stops before it plays anything, naming that URL.
     code = _harness("run", "suite/greets.yaml", "--graph-port", "0", "--expect-timeout", "1s")
-    out = capsys.readouterr().out
-    assert code == 1
-    assert out.splitlines()[0] == (
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.out.splitlines()[0] == (
         "1 scenario against http://127.0.0.1:9/webhook "
         f"(from {project / 'pyproject.toml'}), through the whatsapp channel"
     )
+    assert "--target-url http://127.0.0.1:9/webhook: nothing answers" in captured.err
 
 
 def test_record_takes_its_target_from_the_project_and_never_a_default(
