@@ -27,7 +27,7 @@ from harness.recording import Recording
 from harness.records import LLMRecord, ToolRecord
 from harness.results import ScenarioResult
 from harness.suites.runner import Runner
-from harness.suites.scenario import Scenario
+from harness.suites.scenario import Scenario, parse_scenario
 from harness.suites.simulate_step import SimulateStep
 from harness.suites.target import settings_from
 from harness.tape import RecordMode
@@ -106,7 +106,7 @@ async def record_scenario(
             "agent_version": runner.target,
             "seed": seed,
             "faults": scenario.faults,
-            "scenario_yaml": scenario.to_yaml(),
+            "scenario_yaml": _scenario_text(scenario),
             "agent_settings": agent_settings,
             "channel_options": channel_options,
         }
@@ -226,3 +226,18 @@ def _patch_model(root: Path, first: LLMRecord) -> None:
     data["model"] = first.model
     data["provider"] = first.provider
     write_atomic(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+
+def _scenario_text(scenario: Scenario) -> str:
+    """The scenario as its file says it, so a replay's lines are the file's; else minimal YAML.
+
+    The file's text is kept only while it still reads as this scenario.
+    """
+    if scenario.path is not None:
+        try:
+            text = Path(scenario.path).read_text(encoding="utf-8")
+            if parse_scenario(text, path=scenario.path) == scenario:
+                return text
+        except (OSError, ValueError):
+            pass
+    return scenario.to_yaml()

@@ -486,3 +486,20 @@ async def test_a_fixture_without_its_conversation_replays_with_the_participants_
     (copy / "meta.json").write_text(json.dumps(meta))
     result = await replay_fixture(Runner(RunOptions()), load_fixture(copy))
     assert (result.status, result.divergences) == ("same", ())
+
+
+async def test_a_replay_names_the_lines_of_the_scenario_file(tmp_path: Path) -> None:
+    # The fixture keeps the file's own text, so a replay's violations point where the run's did.
+    broken = RunOptions(agent_settings={"BOOKING_REGRESSIONS": "no_dedupe"})
+    out, recorded = await _record(tmp_path, "redelivered_confirm_books_once", broken)
+    assert recorded.status == "failed"
+    meta = json.loads((out / "meta.json").read_text(encoding="utf-8"))
+    file = SCENARIOS / "redelivered_confirm_books_once.yaml"
+    assert meta["scenario_yaml"] == file.read_text(encoding="utf-8")
+    replayed = await replay_fixture(Runner(broken), load_fixture(out))
+    assert replayed.status == "failed"  # the same conversation, its rules broken again
+    assert not replayed.changes
+    # A replay checks the invariants again (the expectations were the run's).
+    lines = {(v.rule, v.line) for v in recorded.violations if v.rule != "expect"}
+    assert len(lines) == 2
+    assert {(v.rule, v.line) for v in replayed.violations} == lines
