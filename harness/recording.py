@@ -287,12 +287,29 @@ def wrap(client: LLMClient, env: Any = None) -> RecordingLLMClient:
     :meth:`Recording.from_settings`); with no recording, the client passes
     through and still reports each call to the sink.
     """
+    _check_client(client)
     recording = _recording_of(env)
     sink, clock = getattr(env, "sink", None), getattr(env, "clock", None)
     _observe(env, "llm")
     if recording is not None:
         return recording.llm(client, sink=sink, clock=clock)
     return RecordingLLMClient(client, RecordMode.PASSTHROUGH, sink=sink, clock=clock)
+
+
+def _check_client(client: object) -> None:
+    """Refuse a provider's own SDK client at once: it answers in its own types, not LLMResponse."""
+    vendor = type(client).__module__.partition(".")[0]
+    if vendor in ("anthropic", "openai"):
+        hint = (
+            "harness.llm.AnthropicClient(client=your_client)"
+            if vendor == "anthropic"
+            else "an LLMClient of your own around it"
+        )
+        raise ConfigError(
+            f"wrap() takes a harness.llm.LLMClient (create(...) -> LLMResponse), not {vendor}'s "
+            f"{type(client).__name__}: wrap {hint}, or leave the SDK as it is and point its "
+            "base URL at the harness's model endpoint (docs/how-to/any-agent.md)"
+        )
 
 
 def wrap_tools(env: Any = None) -> ToolRecorder:

@@ -23,6 +23,7 @@ from harness.options import parse_settings
 
 if TYPE_CHECKING:
     from harness.records import LLMRecord, ToolRecord
+    from harness.results import ScenarioResult
 
 __all__ = ["record_command"]
 
@@ -160,6 +161,8 @@ def record_command(
     except FixtureExists as exc:
         raise exc.naming("--overwrite") from None
     click.echo(f"recorded {loaded.name!r} into {out}: {result.status}")
+    if (unseen := _unrecorded(result)) is not None:
+        click.echo(f"note: {unseen}", err=True)
     if judge and key and result.conversation is not None:
         verdict_judge = Judge(RecordingLLMClient(AnthropicClient(api_key=key), RecordMode.RECORD))
         verdict = asyncio.run(verdict_judge.evaluate(result.conversation, scenario=loaded.name))
@@ -172,6 +175,30 @@ def record_command(
     if result.error:
         click.echo(f"  error: {result.error}")
     ctx.exit(0 if result.status == "passed" else 1)
+
+
+def _unrecorded(result: ScenarioResult) -> str | None:
+    """What of the agent's calls the fixture lacks because the harness never saw them, if any.
+
+    An agent's model client and tools are recorded when it wraps them
+    (:func:`harness.recording.wrap`, :func:`~harness.recording.wrap_tools`);
+    one that calls its model or services directly is recorded at the channel only.
+    """
+    conversation = result.conversation
+    if conversation is None:
+        return None
+    unseen = [
+        what
+        for kind, what in (("llm", "model calls"), ("tool", "tool calls"))
+        if not conversation.observes(kind)
+    ]
+    if not unseen:
+        return None
+    return (
+        f"the agent's {' and '.join(unseen)} went past the harness, so the fixture does not "
+        "hold them and a replay makes them again: wrap the model client and tools with "
+        "harness.recording.wrap(client, env) and wrap_tools(env) (docs/how-to/record-replay.md)"
+    )
 
 
 def _kept_templates(path: str | None) -> dict[str, object]:

@@ -546,3 +546,19 @@ async def test_a_recording_keeps_how_long_the_call_took_on_the_runs_clock() -> N
     assert record.latency_ms is not None
     assert record.latency_ms >= 50
     assert record.waited_s == 0  # the run's clock was held while the model answered
+
+
+def test_wrap_refuses_a_providers_own_sdk_client_saying_what_to_wrap() -> None:
+    import anthropic
+    import openai
+
+    from harness.recording import wrap
+
+    sdk = anthropic.AsyncAnthropic(api_key="test-key")
+    given: Any  # what an untyped agent hands over
+    for given in (sdk, sdk.messages):
+        with pytest.raises(ConfigError, match=r"AnthropicClient\(client=your_client\)"):
+            wrap(given)
+    given = openai.AsyncOpenAI(api_key="test-key")
+    with pytest.raises(ConfigError, match=r"not openai's AsyncOpenAI"):
+        wrap(given)

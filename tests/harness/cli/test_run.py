@@ -228,3 +228,33 @@ def test_keep_numbers_outside_a_run_at_a_url_is_a_usage_error(
 ) -> None:
     assert _harness("run", "suite", "--keep-numbers", *extra) == EXIT_USAGE
     assert capsys.readouterr().err.startswith(said)
+
+
+UNWRAPPED_BOT = """
+from tests.bots import inline
+
+
+def factory(env):  # calls no model through the harness, and no tool
+    return inline.create_app(dict(env.settings), client=env.http_client)
+"""
+
+
+def test_record_notes_the_calls_the_harness_never_saw(
+    suite: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    Path("unwrapped_bot.py").write_text(UNWRAPPED_BOT, encoding="utf-8")
+    assert _harness("record", "suite/a_book.yaml", "--target", TARGET, "--out", "wrapped") in (
+        EXIT_OK,
+        EXIT_FAILED,
+    )
+    assert "note:" not in capsys.readouterr().err  # the booking agent wraps both
+    code = _harness(
+        "record", "suite/a_book.yaml", "--target", "unwrapped_bot:factory", "--out", "bare"
+    )
+    assert code in (EXIT_OK, EXIT_FAILED)
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "note: the agent's model calls and tool calls went past the harness, so the fixture "
+        "does not hold them"
+    ), err
+    assert "harness.recording.wrap(client, env)" in err
