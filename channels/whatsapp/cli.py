@@ -334,6 +334,7 @@ async def _serve(
         seed=run.seed,
         run_id=run_id,
         retention=retention,
+        sink=_say_unanswered_webhook,
     )
     if shared is not None:
         await shared.attach(sim)
@@ -390,6 +391,25 @@ async def _serve(
         await sim.aclose()
         if shared is not None:
             await shared.aclose()
+
+
+def _say_unanswered_webhook(event: object) -> None:
+    """Print a line on stderr for each webhook POST the bot did not answer with a 200.
+
+    Driven by hand, a bot that fails its webhook (a 500, a wrong app secret's 401, a timeout)
+    otherwise just seems silent: Meta retries, and the control API's answers look as usual.
+    """
+    from harness.trace import DeliveryAttempt
+
+    if not isinstance(event, DeliveryAttempt) or event.ok:
+        return
+    answer = (
+        f"answered {event.status_code}"
+        if event.status_code is not None
+        else f"got no answer ({event.error or 'none'})"
+    )
+    what = ", ".join(event.items) or event.delivery
+    click.echo(f"webhook POST of {what} (attempt {event.attempt}) {answer}", err=True)
 
 
 def is_loopback(host: str) -> bool:

@@ -149,3 +149,27 @@ async def test_harness_serve_answers_from_the_templates_it_is_given(tmp_path: Pa
     path.write_text("- {name: hello_world, language: en_US, status: PAUSED}\n", encoding="utf-8")
     codes, _ = await _eight_sends_at_once("--templates", str(path), "--no-rate-limits")
     assert codes == [132015] * 8
+
+
+def test_serve_says_each_webhook_post_the_bot_did_not_answer_200(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from datetime import UTC, datetime
+
+    from channels.whatsapp.cli import _say_unanswered_webhook
+    from harness.trace import DeliveryAttempt
+
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    _say_unanswered_webhook(
+        DeliveryAttempt(at=at, delivery="d1", items=("wamid.A",), status_code=200)
+    )
+    _say_unanswered_webhook(
+        DeliveryAttempt(at=at, delivery="d2", items=("wamid.B",), status_code=500)
+    )
+    _say_unanswered_webhook(
+        DeliveryAttempt(at=at, delivery="d2", attempt=2, items=("wamid.B",), error="timeout")
+    )
+    assert capsys.readouterr().err.splitlines() == [
+        "webhook POST of wamid.B (attempt 1) answered 500",
+        "webhook POST of wamid.B (attempt 2) got no answer (timeout)",
+    ]
