@@ -40,13 +40,14 @@ def test_a_run_whose_graph_port_is_taken_exits_2_with_one_line(
 ) -> None:
     scenario = tmp_path / "s.yaml"
     scenario.write_text("steps:\n  - say: hi\n", encoding="utf-8")
-    with socket.socket() as taken:
+    with socket.socket() as taken, socket.socket() as agent:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = str(taken.getsockname()[1])
-        code = harness(
-            "run", str(scenario), "--target-url", "http://127.0.0.1:9/webhook", "--graph-port", port
-        )
+        agent.bind(("127.0.0.1", 0))
+        agent.listen()  # something takes connections at the target URL
+        target = f"http://127.0.0.1:{agent.getsockname()[1]}/webhook"
+        code = harness("run", str(scenario), "--target-url", target, "--graph-port", port)
     captured = capsys.readouterr()
     assert code == 2
     errors = [line for line in captured.err.splitlines() if line.strip()]
