@@ -1,4 +1,4 @@
-"""Options ``harness run`` and ``harness explore`` share, with the same defaults and help.
+"""Options ``harness run``, ``harness explore`` and ``harness replay`` share, alike in all.
 
 Where the fake Graph API listens and how long to wait for an agent at a URL,
 which lives on real time; and the business number's secrets and ids, for an

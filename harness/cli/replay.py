@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 
 import click
 
-from harness.cli._shared_options import templates_option
+from harness.cli._shared_options import templates_option, url_target_options
 from harness.cli.judging import judge_exit, judge_options
 from harness.exceptions import ConfigError
-from harness.options import parse_settings
+from harness.options import parse_settings, positive_seconds
 from harness.prompts import parse_prompt_overrides
 
 if TYPE_CHECKING:
@@ -54,13 +54,7 @@ __all__ = ["replay_command"]
     default=None,
     help="Replay against an agent at this webhook URL (a staging deployment).",
 )
-@click.option(
-    "--graph-host",
-    default="127.0.0.1",
-    show_default=True,
-    help="Where the fake Graph API listens, with --target-url.",
-)
-@click.option("--graph-port", default=8000, show_default=True, type=int)
+@url_target_options
 @click.option(
     "--redis",
     "redis_url",
@@ -94,6 +88,8 @@ def replay_command(
     target_url: str | None,
     graph_host: str,
     graph_port: int,
+    expect_timeout: str,
+    quiet_window: str,
     redis_url: str | None,
     fixture_id: str | None,
     report_dir: Path | None,
@@ -140,6 +136,8 @@ def replay_command(
         RunOptions(
             target=None if target_url else (target or recorded_target(loaded.meta)),
             target_url=target_url,
+            expect_timeout=positive_seconds(expect_timeout, "--expect-timeout"),
+            quiet=positive_seconds(quiet_window, "--quiet"),
             agent_settings=parse_settings(agent_settings, "--agent-setting"),
             channel_options=channel_options,
         )

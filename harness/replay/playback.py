@@ -219,10 +219,22 @@ async def _play(
     fixture: Fixture,
     end: datetime,
     ids: Mapping[str, str],
+    *,
+    quiet: tuple[float, float],
 ) -> None:
+    """Play the recorded user's actions at their instants.
+
+    An agent at a URL lives on real time: as in a run, the user writes again
+    (a new turn) only once it has gone quiet (``quiet``: the window, and the
+    longest wait), or its answer to the last turn would come after the next
+    message; the fragments of a burst still go out together.
+    """
     media_index = _media_index(fixture)
     recorded_out = _agent_messages(fixture.events or ())
-    for action, when in zip(actions, times, strict=True):
+    real = session.real_time
+    for index, (action, when) in enumerate(zip(actions, times, strict=True)):
+        if real and index and action.starts_turn:
+            await session.quiet(*quiet)
         await session.run_until(when)
         if action.kind == "recorded":
             assert action.message is not None  # a recorded action carries its message
@@ -250,6 +262,8 @@ async def _play(
                 data = fixture.media_path(relative).read_bytes()
             await session.send(action.user, action.message, data=data)
     await session.settle()
+    if real:
+        await session.quiet(*quiet)
     # The recording may go on after the user's last message (a follow-up 25 hours later).
     await session.run_until(end)
     await session.settle()
@@ -440,7 +454,8 @@ async def replay_fixture(
                 async with crashes as crashed:
                     try:
                         await session.start()
-                        await _play(session, actions, times, fixture, end, ids)
+                        quiet = (runner.options.quiet, runner.options.expect_timeout)
+                        await _play(session, actions, times, fixture, end, ids, quiet=quiet)
                         conversation = session.conversation()
                     finally:
                         if conversation is None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -420,4 +421,27 @@ async def test_at_a_url_a_count_of_replies_waits_for_them_before_judging_at_quie
     # what must come, so it is waited for (up to the expect timeout), then judged at quiet.
     result = await _at(background, SLOW_COUNTED, BOT_REPLY_DELAY_SECONDS="1.5")
     _ok(result)
+    assert _shape(result.conversation) == EXPECTED_TWO_TURNS
+
+
+@pytest.mark.network
+async def test_a_replay_at_a_url_lets_the_agent_answer_before_the_user_writes_again(
+    tmp_path: Path,
+) -> None:
+    from harness.fixture import load_fixture
+    from harness.replay.playback import replay_fixture
+    from harness.replay.record import record_scenario
+
+    out = tmp_path / "two_turns"
+    recorded = await record_scenario(
+        Runner(RunOptions(target=f"{HERE}:inline_bot", concurrency=1)), TWO_TURNS, out
+    )
+    _ok(recorded)
+    # The same conversation replayed against a bot in its own server, answering 0.8 s after
+    # its 200: the second message waits until it has answered the first, as in a run.
+    async with _served(background, BOT_REPLY_DELAY_SECONDS="0.8") as (url, graph_port):
+        options = _at_url(url, graph_port)
+        options = RunOptions(**{**options.__dict__, "quiet": 1.5})
+        result = await replay_fixture(Runner(options), load_fixture(out))
+    assert result.status == "same", (result.error, result.changes)
     assert _shape(result.conversation) == EXPECTED_TWO_TURNS
