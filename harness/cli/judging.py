@@ -22,6 +22,19 @@ __all__ = ["judge_exit", "judge_options"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _threshold(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """Refuse a threshold outside 0..1 before anything is replayed."""
+    if value is not None:
+        from harness.exceptions import ConfigError
+        from harness.replay.judge import check_threshold
+
+        try:
+            check_threshold(value)
+        except ConfigError as exc:
+            raise click.BadParameter(str(exc)) from None
+    return value
+
+
 def judge_options(command: F) -> F:
     """``--judge`` (advisory) and ``--judge-gate THRESHOLD`` (exit 4 below it, 2 without one)."""
     command = click.option(
@@ -29,6 +42,7 @@ def judge_options(command: F) -> F:
         "judge_gate",
         type=float,
         default=None,
+        callback=_threshold,
         metavar="THRESHOLD",
         help="Judge each replayed conversation from the recorded verdicts; exit 4 below "
         "THRESHOLD (0..1), 2 where no verdict was recorded.",

@@ -142,6 +142,7 @@ def replay_command(
             channel_options=channel_options,
         )
     )
+    runner.check([])  # the channel's options (--templates), before anything is replayed
     results = replay_all(
         [path],
         runner,

@@ -133,3 +133,17 @@ def test_regress_replays_each_fixture_against_the_agent_it_was_recorded_with(
     # Naming the target replays every fixture against it.
     code = _harness("regress", str(fixtures), "--candidate", "target=agents.booking:agent_factory")
     assert code == EXIT_DIVERGED
+
+
+def test_replay_refuses_a_missing_templates_file_and_a_bad_gate_before_replaying(
+    two: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fixture = str(two / HAPPY)
+    assert _harness("replay", fixture, "--templates", "no/such/templates.json") == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: "), err
+    assert "no/such/templates.json" in err
+    assert _harness("replay", fixture, "--judge-gate", "7") == 2
+    out = capsys.readouterr()
+    assert "--judge-gate" in out.err
+    assert "SAME" not in out.out  # refused before anything was replayed
