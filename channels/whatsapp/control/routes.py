@@ -221,6 +221,8 @@ def _reading(request: Request, sim: WhatsAppSimulator) -> tuple[int, float, set[
     try:
         user = sim.user(key)
     except ConfigError:
+        if is_wa_id(key):  # a number that has not written yet: nothing so far, maybe later
+            return start, wait, {key}
         shown = repr(key if len(key) <= 40 else key[:40] + "...")
         raise ConfigError(f"query parameter 'user': no simulated user {shown}") from None
     return start, wait, {i for i in (user.wa_id, user.user_id) if i is not None}

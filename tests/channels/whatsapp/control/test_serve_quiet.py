@@ -305,6 +305,19 @@ async def test_a_waiting_read_answers_at_the_first_new_entry(served: Served) -> 
     assert "inbound" in [e["kind"] for e in events["events"]]
 
 
+async def test_a_read_can_wait_for_a_number_that_has_not_written_yet(served: Served) -> None:
+    newcomer = "5511900000042"  # a phone number writes in as a new user, as on Meta
+    reader = asyncio.create_task(
+        served.control.get("/_harness/outbox", params={"user": newcomer, "wait": 10})
+    )
+    await asyncio.sleep(0.05)
+    assert not reader.done(), "the read refused a number that may write later"
+    await _say(served, newcomer, "hi", wait=False)
+    read = await asyncio.wait_for(reader, 5)
+    assert read.status_code == 200, read.text
+    assert [m["text"]["body"] for m in read.json()["messages"]] == ["re: hi"]
+
+
 async def test_a_waiting_read_with_nothing_new_answers_empty_at_its_deadline(
     served: Served,
 ) -> None:
