@@ -31,6 +31,10 @@ async def test_a_free_port_serves_and_stops() -> None:
         assert server.port != 0
         with socket.create_connection(("127.0.0.1", server.port), timeout=2):
             pass
+        # asyncio turns Nagle's algorithm off on the connections of a socket that says it is
+        # TCP; one that does not makes every answer wait out the client's delayed ACK (40 ms).
+        listening = [s for srv in server._server.servers for s in srv.sockets]
+        assert [s.proto for s in listening] == [socket.IPPROTO_TCP]
     finally:
         await server.stop()
 
