@@ -20,6 +20,7 @@ from harness.lazy import lazy_names
 if TYPE_CHECKING:
     from channels.whatsapp.account import *
     from channels.whatsapp.activity import *
+    from channels.whatsapp.asgi_target import *
     from channels.whatsapp.attribution import *
     from channels.whatsapp.blocking import *
     from channels.whatsapp.channel import *
@@ -196,7 +197,7 @@ _OWNERS: dict[str, str] = {
     "AccountInMaintenance": "channels.whatsapp.errors",
     "Activity": "channels.whatsapp.activity",
     "AppRateLimited": "channels.whatsapp.errors",
-    "AsgiTarget": "channels.whatsapp.delivery",
+    "AsgiTarget": "channels.whatsapp.asgi_target",
     "Audio": "channels.whatsapp.messages",
     "AudioMessage": "channels.whatsapp.messages",
     "AudioSend": "channels.whatsapp.sends",

@@ -3,7 +3,7 @@
 :func:`call_asgi` is the one place that plays the server's side of an ASGI
 exchange (the body in one message, the client's disconnect only once the
 answer is out). Two callers share it: webhooks to an in-process agent
-(:class:`~channels.whatsapp.delivery.AsgiTarget`) and
+(:class:`~channels.whatsapp.asgi_target.AsgiTarget`) and
 :class:`InProcessClient`, the ``httpx.AsyncClient`` an in-process agent gets
 for the fake Graph API (:meth:`WhatsAppSimulator.graph_client
 <channels.whatsapp.simulator.WhatsAppSimulator.graph_client>`).

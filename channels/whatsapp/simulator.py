@@ -25,11 +25,11 @@ from starlette.types import ASGIApp
 
 from channels.whatsapp.account import business_account
 from channels.whatsapp.activity import Activity
+from channels.whatsapp.asgi_target import AsgiTarget
 from channels.whatsapp.blocking import Blocklist
 from channels.whatsapp.composing import UserMessages
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.delivery import (
-    AsgiTarget,
     Deliverer,
     PendingUpdate,
     WebhookTarget,

@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
+from channels.whatsapp.asgi_target import AsgiTarget
 from channels.whatsapp.config import SimulatorConfig
-from channels.whatsapp.delivery import AsgiTarget
 from channels.whatsapp.signing import SignedBody
 from channels.whatsapp.simulator import WhatsAppSimulator
 from channels.whatsapp.url_target import META_USER_AGENT
