@@ -186,8 +186,7 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages, SharedHooks):
             elif not callable(agent) and all(
                 hasattr(agent, name) for name in ("post", "get", "description")
             ):
-                # A WebhookTarget, checked structurally; an ASGI app is called, and a FastAPI
-                # app has route decorators named post and get, and a description, as well.
+                # A WebhookTarget, checked structurally (a FastAPI app has post, get too).
                 target = agent
             else:
                 timeout = self.config.webhook_timeout

@@ -261,6 +261,8 @@ _OWNERS: dict[str, str] = {
     "with_dates": "harness.suites.expectations",
     "with_late": "harness.suites.realtime",
     "with_run_news": "harness.suites.realtime",
+    "numbers_seen": "harness.suites.realtime",
+    "revisions": "harness.suites.realtime",
 }
 
 __all__ = sorted(_OWNERS)

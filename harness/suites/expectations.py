@@ -178,6 +178,10 @@ def _calls(calls: Sequence[ToolCall], expected: ToolExpectation) -> list[ToolCal
     return [c for c in calls if c.name == expected.name and _args_match(expected.args, c.args)]
 
 
+def _called_names(conversation: Conversation) -> set[str]:
+    return {e.name for e in conversation.events if isinstance(e, ToolCall)}
+
+
 def _describe_tool(expected: ToolExpectation) -> str:
     if not expected.args:
         return expected.name
@@ -283,11 +287,10 @@ def check_expectation(
                 problems.append(
                     (f"{_describe_tool(expected)} was not called (calls: {made})", at(*calls))
                 )
-        called_names = {e.name for e in conversation.events if isinstance(e, ToolCall)}
         for expected in expect.tool_not_called or ():
             if found := _calls(calls, expected):
                 problems.append((f"{_describe_tool(expected)} was called", at(*found)))
-            elif near := misnamed_tool(expected.name, called_names):
+            elif near := misnamed_tool(expected.name, _called_names(conversation)):
                 problems.append(
                     (
                         f"tool_not_called names {expected.name!r}, which the agent never "

@@ -11,8 +11,9 @@ listed beside the verdict of the scenario that was running (:func:`with_run_news
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from harness.channel import ChannelSession, RunShared, UserSpec
 from harness.results import ScenarioResult, Violation
@@ -25,7 +26,17 @@ from harness.suites.expectations import (
 from harness.suites.steps import ExpectStep
 from harness.trace import Conversation, Event
 
-__all__ = ["distinct_user", "expect_in_time", "with_late", "with_run_news"]
+if TYPE_CHECKING:
+    from harness.suites.scenario import User
+
+__all__ = [
+    "distinct_user",
+    "expect_in_time",
+    "numbers_seen",
+    "revisions",
+    "with_late",
+    "with_run_news",
+]
 
 
 async def expect_in_time(
@@ -140,3 +151,18 @@ def with_run_news(
     if found:
         result = result.model_copy(update={"stray_sends": (*result.stray_sends, *found)})
     return result
+
+
+def numbers_seen(written: Sequence[User], users: Sequence[UserSpec]) -> dict[str, str]:
+    """Each user's number where the run gave it one of its own (a run against a URL)."""
+    wrote = {user.name: user.wa_id for user in written}
+    return {u.name: u.wa_id for u in users if u.wa_id and u.wa_id != wrote.get(u.name)}
+
+
+def revisions(
+    reported: Sequence[ScenarioResult | None], final: Sequence[ScenarioResult | None]
+) -> Iterator[tuple[ScenarioResult, ScenarioResult]]:
+    """Each result whose verdict the run's news changed after it was reported: before, after."""
+    for before, after in zip(reported, final, strict=True):
+        if before is not None and after is not None and after.status != before.status:
+            yield before, after

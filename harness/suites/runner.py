@@ -49,7 +49,13 @@ from harness.suites.fit import ChannelFit
 from harness.suites.invariants import BoundInvariant
 from harness.suites.messages import MessageLabels
 from harness.suites.preflight import bind_invariants, check_agent_settings, check_faults
-from harness.suites.realtime import distinct_user, expect_in_time, with_run_news
+from harness.suites.realtime import (
+    distinct_user,
+    expect_in_time,
+    numbers_seen,
+    revisions,
+    with_run_news,
+)
 from harness.suites.reproduce import shortest_reproduction
 from harness.suites.run_options import RunOptions as RunOptions
 from harness.suites.scenario import Scenario
@@ -197,9 +203,8 @@ class Runner:
                     scenarios, bound, run_id, results, report, shared, workers, next_index
                 )
             if on_revised is not None:
-                for before, after in zip(reported, results, strict=True):
-                    if before is not None and after is not None and after.status != before.status:
-                        on_revised(before, after)
+                for before, after in revisions(reported, results):
+                    on_revised(before, after)
         elif self.in_processes(len(scenarios)):
             # In-process scenarios are CPU-bound: this process and worker processes run
             # them side by side, one core each. This process plays its share in this loop,
@@ -440,7 +445,7 @@ class Runner:
             ),
             skipped=tuple(progress.skipped),
             agent_errors=tuple(progress.agent_errors),
-            numbers=_numbers_seen(scenario, users),
+            numbers=numbers_seen(scenario.users, users),
             simulated=tuple(line for stretch in progress.stretches for line in stretch.actions),
         )
 
@@ -603,9 +608,3 @@ def _faults_of(scenario: Scenario) -> dict[str, Any]:
     if isinstance(faults, str):
         return {"preset": faults}
     return dict(faults)
-
-
-def _numbers_seen(scenario: Scenario, users: Sequence[UserSpec]) -> dict[str, str]:
-    """Each user's number where the run gave it one of its own (a run against a URL)."""
-    written = {user.name: user.wa_id for user in scenario.users}
-    return {u.name: u.wa_id for u in users if u.wa_id and u.wa_id != written.get(u.name)}
