@@ -76,6 +76,7 @@ if TYPE_CHECKING:
     from harness.suites.yamlpos import *
     from harness.tape import *
     from harness.tool_recorder import *
+    from harness.tool_results import *
     from harness.trace import *
     from harness.version import *
     from harness.wallclock import *
@@ -260,6 +261,9 @@ _OWNERS: dict[str, str] = {
     "Shift": "harness.skew",
     "SignatureError": "harness.exceptions",
     "Sink": "harness.tape",
+    "SET_ASIDE": "harness.tool_results",
+    "ToolResult": "harness.tool_results",
+    "set_aside": "harness.tool_results",
     "Skew": "harness.skew",
     "Skip": "harness.results",
     "SpanKind": "harness.fixture",
@@ -470,6 +474,7 @@ _OWNERS: dict[str, str] = {
     "parse_openai_completion": "harness.endpoints",
     "request_key": "harness.endpoints",
     "span_events": "harness.endpoints",
+    "on_clock": "harness.endpoints",
 }
 
 __all__ = sorted([*_OWNERS, "__version__"])

@@ -19,13 +19,14 @@ from typing import Any, Literal, TypeAlias
 from harness.acting import _ACTING
 from harness.canonical import canonical_bytes
 from harness.clock import OffsetClock, VirtualClock, virtual_base
-from harness.divergence import Parts, llm_differences, llm_parts, message_text, quote
+from harness.divergence import Parts, clip, llm_differences, llm_parts, message_text, quote
 from harness.exceptions import ConfigError
 from harness.inflight import busy
 from harness.llm import LLMClient, LLMResponse, SystemPrompt, request_body
 from harness.providers import provider_of
 from harness.records import LLMRecord
 from harness.tape import OnMiss, RecordMode, Sink, _Clock, _Recorder
+from harness.tool_results import ToolResult, set_aside
 from harness.trace import LLMExchange
 
 __all__ = ["VOLATILE_PARAMS", "RecordingLLMClient"]
@@ -96,6 +97,15 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending, _Answer]):
             )
         self._inner = inner
         self.volatile = VOLATILE_PARAMS | frozenset(volatile)
+        #: The tools whose results the recording answers (None: not known, and every request
+        #: must match a recorded one exactly). A replay that finds no exact match takes a
+        #: request that differs only in other tools' results: they ran for real, and the
+        #: world answered them afresh (see :mod:`harness.tool_results`).
+        self.answered_tools: frozenset[str] | None = None
+        #: What the world answered differently in such a replay: when, and a line saying it.
+        self.set_aside_notes: list[tuple[datetime, str]] = []
+        # A recorded request with those results blanked: its key and the results (None: none).
+        self._blanked: dict[int, tuple[str, list[ToolResult]] | None] = {}
 
     async def create(
         self,
@@ -152,6 +162,8 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending, _Answer]):
         if self.mode is RecordMode.REPLAY:
             # No await between the lookup and the return: concurrent replays can't race.
             answer = self._tape.take(key)
+            if answer is None and self.answered_tools is not None:
+                answer = self._take_blanked(body, self.answered_tools)
             if answer is not None:
                 response, latency, recorded_by = answer
                 sleep = getattr(self._clock, "sleep", None)
@@ -184,6 +196,44 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending, _Answer]):
             self._keep(seq, _Pending(key, text, response, at, latency, provider, waited))
         self._emit_exchange(key, response, "live", at, provider)
         return response
+
+    def _take_blanked(self, body: Mapping[str, Any], answered: frozenset[str]) -> _Answer | None:
+        """The first waiting record asking what ``body`` asks, but for results it can't answer."""
+        mine = set_aside(body, answered)
+        if mine is None:
+            return None
+        blanked, results = mine
+        wanted = hashlib.sha256(canonical_bytes(blanked)).hexdigest()
+
+        def matches(position: int, record: LLMRecord) -> bool:
+            if position not in self._blanked:
+                theirs = set_aside(record.request, answered)
+                self._blanked[position] = None
+                if theirs is not None:
+                    self._blanked[position] = (
+                        hashlib.sha256(canonical_bytes(theirs[0])).hexdigest(),
+                        theirs[1],
+                    )
+            entry = self._blanked[position]
+            return entry is not None and entry[0] == wanted
+
+        found = self._tape.take_first(matches)
+        if found is None:
+            return None
+        position, answer = found
+        entry = self._blanked[position]
+        assert entry is not None  # it matched
+        for recorded, now in zip(entry[1], results, strict=True):
+            if recorded.content == now.content:
+                continue
+            line = (
+                f"{now.name or 'a tool'} answered {_shown(now.content)} where the recording has "
+                f"{_shown(recorded.content)}: it ran for real (the recording holds no answer for "
+                "it), and the model calls were matched without its result"
+            )
+            if all(line != noted for _, noted in self.set_aside_notes):
+                self.set_aside_notes.append((self._clock.now(), line))
+        return answer
 
     @property
     def provider(self) -> str | None:
@@ -245,3 +295,9 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending, _Answer]):
         count = len(messages) if isinstance(messages, list) else 0
         last = quote(message_text(messages[-1])) if isinstance(messages, list) and messages else ""
         return f"{record.model}, {count} messages, last {last} (key {record.key[:12]})"
+
+
+def _shown(content: Any) -> str:
+    """A tool result as one short line."""
+    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    return clip(text)

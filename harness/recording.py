@@ -189,6 +189,7 @@ class Recording:
         llm, tools = await fetch_records(self.store, self.fixture_id)
         for client in self.clients:
             client.load(llm)
+            client.answered_tools = frozenset(record.name for record in tools)
         for recorder in self.tool_recorders:
             recorder.load(tools)
 
@@ -218,6 +219,9 @@ class Recording:
             clock=clock,
             on_record=self.on_llm_record,
         )
+        if self.mode is RecordMode.REPLAY:
+            # The tools the recording answers; the others ran for real (harness.tool_results).
+            client.answered_tools = frozenset(record.name for record in self.tool_records)
         self.clients.append(client)
         return client
 
@@ -253,6 +257,18 @@ class Recording:
         )
         self.tool_recorders.append(recorder)
         return recorder
+
+    def set_aside_notes(self) -> list[tuple[datetime, str]]:
+        """What the world answered the agent's own tools differently in a replay, when and how.
+
+        A tool the recording cannot answer runs for real in a replay; where its
+        result differed from the recorded one, the model calls were matched
+        without it (:mod:`harness.tool_results`), and each such result is a line.
+        """
+        return sorted(
+            (note for client in self.clients for note in client.set_aside_notes),
+            key=lambda note: note[0],
+        )
 
     def unused(self) -> list[LLMRecord | ToolRecord]:
         """Recorded answers no recorder was asked for (replay only)."""

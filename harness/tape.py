@@ -116,6 +116,21 @@ class _Tape(Generic[_R, _A]):
             del self._queues[key]
         return answer
 
+    def take_first(self, matches: Callable[[int, _R], bool]) -> tuple[int, _A] | None:
+        """The first waiting record, in recorded order, that ``matches``: its place and answer.
+
+        The record is served. It walks every waiting record, so it is for the rare lookup a key
+        could not answer, never the usual one.
+        """
+        for position in sorted(self.waiting()):
+            record = self.records[position]
+            if matches(position, record):
+                # Records under one key wait in recorded order: the first is this one.
+                answer = self.take(record.key)
+                assert answer is not None  # it was waiting
+                return position, answer
+        return None
+
     def count(self, key: str) -> int:
         return self._counts[key]
 

@@ -156,6 +156,7 @@ class WhatsAppChannel:
                     self.setup.recording or Recording(),
                     self.sim.record,
                     clock=Stamp(self.clock),
+                    trace=self.sim.events,
                     **self._upstreams,
                 )
                 app = self._endpoints.around(remote.graph_app())

@@ -283,6 +283,7 @@ class _Model:
             self.recording,
             sim.record,
             clock=Stamp(sim.clock),
+            trace=sim.events,
             anthropic_upstream=self.anthropic_upstream,
             openai_upstream=self.openai_upstream,
             side_effects=self.side_effect_tools,

@@ -68,6 +68,7 @@ from harness.endpoints import (
     ModelEndpoint,
     OTLPReceiver,
     Seat,
+    on_clock,
     request_key,
 )
 from harness.recording import Recording
@@ -346,7 +347,14 @@ class GraphRouter:
             owner = self._by_user.get(normalize_wa_id(str(user)) or str(user))
         if owner is None and len(running) == 1:
             owner = running[0]
-        return owner.sink if owner is not None and owner.active else None
+        if owner is None or not owner.active or owner.sink is None:
+            return None
+        sink, clock, trace = owner.sink, owner.clock, owner.events
+
+        def put(event: Event) -> None:
+            sink(on_clock(event, clock, trace[-1].at if trace else None))
+
+        return put
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """ASGI: sends go to their scenario (or to the Graph API that plays their user)."""

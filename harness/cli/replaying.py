@@ -86,6 +86,8 @@ def print_result(result: ReplayResult, console: Console) -> None:
         line_of(f"  {label}: {result.error}")
     for line in result.agent_errors:
         line_of(f"  agent: {line}")
+    for line in result.tool_notes:
+        line_of(f"  note: {line}")
     if result.unused:
         console.print(f"  {result.unused} recorded answers were never asked for", markup=False)
 

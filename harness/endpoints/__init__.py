@@ -49,6 +49,7 @@ _OWNERS: dict[str, str] = {
     "check_openai_request": "harness.endpoints.openai_wire",
     "openai_chunks": "harness.endpoints.openai_wire",
     "openai_completion": "harness.endpoints.openai_wire",
+    "on_clock": "harness.endpoints.otlp",
     "openai_error": "harness.endpoints.openai_wire",
     "parse_anthropic_message": "harness.endpoints.anthropic_wire",
     "parse_openai_completion": "harness.endpoints.openai_wire",

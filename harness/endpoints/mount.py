@@ -7,10 +7,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, cast
 
 import httpx
 from starlette.applications import Starlette
@@ -23,6 +23,7 @@ from harness.endpoints.otlp import OTLPReceiver
 from harness.endpoints.upstreams import ANTHROPIC_UPSTREAM, OPENAI_UPSTREAM
 from harness.recording import Recording
 from harness.tape import Sink
+from harness.trace import Event
 
 __all__ = ["Endpoints", "Stamp"]
 
@@ -78,6 +79,7 @@ class Endpoints:
         http: httpx.AsyncClient | None = None,
         model_events: bool = True,
         pin_credentials: bool = False,
+        trace: Sequence[Event] = (),
     ) -> Endpoints:
         """Both, writing their events to ``sink``.
 
@@ -85,7 +87,8 @@ class Endpoints:
         agent's calls come through it, and would count twice). Without
         ``model_events`` the endpoint writes no event of its own (for a
         recording whose ``on_llm_record`` writes each exchange's event already).
-        ``pin_credentials`` goes to the :class:`ModelEndpoint`.
+        ``pin_credentials`` goes to the :class:`ModelEndpoint`; ``clock`` and
+        ``trace`` (what ``sink`` holds so far) to the :class:`OTLPReceiver`.
         """
         model = ModelEndpoint(
             recording,
@@ -96,7 +99,13 @@ class Endpoints:
             http=http,
             pin_credentials=pin_credentials,
         )
-        otlp = OTLPReceiver(sink, side_effects=side_effects, skip_model_spans=model.answered)
+        otlp = OTLPReceiver(
+            sink,
+            side_effects=side_effects,
+            skip_model_spans=model.answered,
+            clock=cast("_Now | None", clock),
+            trace=trace,
+        )
         return cls(model, otlp)
 
     def routes(self) -> list[BaseRoute]:

@@ -29,9 +29,9 @@ import contextlib
 import gzip
 import json
 import zlib
-from collections.abc import Callable, Collection, Iterator, Mapping
-from datetime import UTC, datetime
-from typing import Any, Final
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final, Protocol
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
@@ -49,7 +49,7 @@ from starlette.routing import BaseRoute, Route
 from harness.tape import Sink
 from harness.trace import Event, LLMExchange, ToolCall
 
-__all__ = ["MODEL_OPERATIONS", "OTLP_TRACES_PATH", "OTLPReceiver", "span_events"]
+__all__ = ["MODEL_OPERATIONS", "OTLP_TRACES_PATH", "OTLPReceiver", "on_clock", "span_events"]
 
 #: Where OTLP/HTTP exporters post traces.
 OTLP_TRACES_PATH: Final = "/v1/traces"
@@ -143,6 +143,27 @@ def span_events(
     return []
 
 
+class _Now(Protocol):
+    def now(self) -> datetime: ...
+
+
+def on_clock(event: Event, clock: _Now, not_before: datetime | None = None) -> Event:
+    """``event`` (stamped by a span, in real time) moved onto ``clock``, its age kept.
+
+    A span says when it started by the agent's wall clock; a trace whose clock
+    is not the wall's (a replay starting at the recorded instant, a server whose
+    clock was moved on) would put it among the wrong events. How long ago it
+    started is what carries over, and it is never put before ``not_before`` (the
+    trace's last event: a virtual clock stands still while the agent works, so
+    its age would take it back past the message it answers).
+    """
+    age = max(datetime.now(UTC) - event.at, timedelta(0))
+    at = clock.now() - age
+    if not_before is not None and at < not_before:
+        at = not_before
+    return event.model_copy(update={"at": at})
+
+
 def _hex_ids_to_base64(raw: Any) -> None:
     """OTLP/JSON writes trace and span ids in hex, where protobuf's JSON expects base64."""
     for resource_spans in raw.get("resourceSpans") or [] if isinstance(raw, dict) else []:
@@ -190,6 +211,8 @@ class OTLPReceiver:
     the sink of the conversation it belongs to (None: the span is dropped).
     ``skip_model_spans`` says when to leave model spans out (when the agent's
     calls already come through the model endpoint, they would count twice).
+    ``clock`` is the trace's clock, when it is not the wall's, and ``trace``
+    the trace so far (:func:`on_clock`).
     """
 
     def __init__(
@@ -199,6 +222,8 @@ class OTLPReceiver:
         routed: bool = False,
         side_effects: Collection[str] = (),
         skip_model_spans: Callable[[], bool] | None = None,
+        clock: _Now | None = None,
+        trace: Sequence[Event] = (),
     ) -> None:
         self._route: Callable[[Mapping[str, Any]], Sink | None]
         if routed:
@@ -208,6 +233,8 @@ class OTLPReceiver:
             self._route = lambda _attributes: fixed
         self._side_effects = frozenset(side_effects)
         self._skip_model_spans = skip_model_spans or (lambda: False)
+        self._clock = clock
+        self._trace = trace
         #: How many spans became events, and how many were dropped as belonging to no one.
         self.accepted = 0
         self.dropped = 0
@@ -252,5 +279,8 @@ class OTLPReceiver:
                         self.dropped += bool(events)
                         continue
                     for event in events:
+                        if self._clock is not None:
+                            last = self._trace[-1].at if self._trace else None
+                            event = on_clock(event, self._clock, last)
                         sink(event)
                     self.accepted += 1

@@ -522,6 +522,9 @@ async def replay_fixture(
         duration_s=round(time.perf_counter() - started, 4),
         conversation=conversation,
         agent_errors=tuple(agent_errors),
+        tool_notes=tuple(
+            _with_turn(line, at, conversation) for at, line in recording.set_aside_notes()
+        ),
     )
 
 

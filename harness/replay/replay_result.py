@@ -40,3 +40,6 @@ class ReplayResult(BaseModel):
     conversation: Conversation | None = None
     #: Failures the agent reported from its own background work (:mod:`harness.failures`).
     agent_errors: tuple[str, ...] = ()
+    #: Tools of the agent's own that ran for real and answered differently from the
+    #: recording, a line each (:mod:`harness.tool_results`): the world changed, not the agent.
+    tool_notes: tuple[str, ...] = ()

@@ -562,3 +562,76 @@ def test_wrap_refuses_a_providers_own_sdk_client_saying_what_to_wrap() -> None:
     given = openai.AsyncOpenAI(api_key="test-key")
     with pytest.raises(ConfigError, match=r"not openai's AsyncOpenAI"):
         wrap(given)
+
+
+# --- tools that ran for real --------------------------------------------------------------------
+
+
+def booked(booking: str) -> dict[str, Any]:
+    """A request carrying book_table's result back to the model."""
+    use = {"type": "tool_use", "id": "toolu_1", "name": "book_table", "input": {"party": 4}}
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": booking}
+    messages = [
+        {"role": "user", "content": "a table for 4 on Friday"},
+        {"role": "assistant", "content": [use]},
+        {"role": "user", "content": [result]},
+    ]
+    return ask(messages=messages)
+
+
+async def test_a_tool_the_recording_cannot_answer_may_answer_differently() -> None:
+    records = await recorded(booked("BK-0004"))
+    client = RecordingLLMClient(None, "replay", records=records, clock=StepClock())
+    client.answered_tools = frozenset()  # the recording holds no tool's answers
+    response = await client.create(**booked("BK-0006"))
+    assert response == records[0].response
+    assert [line for _, line in client.set_aside_notes] == [
+        "book_table answered BK-0006 where the recording has BK-0004: it ran for real "
+        "(the recording holds no answer for it), and the model calls were matched without "
+        "its result"
+    ]
+    assert client.unused() == []
+
+
+async def test_the_same_result_again_needs_no_note() -> None:
+    records = await recorded(booked("BK-0004"))
+    client = RecordingLLMClient(None, "replay", records=records)
+    client.answered_tools = frozenset()
+    await client.create(**booked("BK-0004"))
+    assert client.set_aside_notes == []
+
+
+async def test_a_result_the_recording_answers_must_match() -> None:
+    records = await recorded(booked("BK-0004"))
+    client = RecordingLLMClient(None, "replay", records=records)
+    client.answered_tools = frozenset({"book_table"})  # replayed: its result can't differ
+    with pytest.raises(Divergence, match="BK-0006"):
+        await client.create(**booked("BK-0006"))
+
+
+async def test_without_knowing_which_tools_are_answered_every_request_must_match() -> None:
+    records = await recorded(booked("BK-0004"))
+    client = RecordingLLMClient(None, "replay", records=records)
+    with pytest.raises(Divergence):
+        await client.create(**booked("BK-0006"))
+
+
+async def test_set_aside_results_do_not_excuse_anything_else() -> None:
+    records = await recorded(booked("BK-0004"))
+    client = RecordingLLMClient(None, "replay", records=records)
+    client.answered_tools = frozenset()
+    changed = booked("BK-0006")
+    changed["system"] = "You book tables. Never confirm."
+    with pytest.raises(Divergence, match="system"):
+        await client.create(**changed)
+
+
+async def test_set_aside_matches_are_served_in_recorded_order() -> None:
+    first, second = booked("BK-0004"), booked("BK-0004")
+    records = await recorded(first, second)
+    client = RecordingLLMClient(None, "replay", records=records)
+    client.answered_tools = frozenset()
+    answers = [await client.create(**booked(f"BK-000{n}")) for n in (6, 7)]
+    assert [a.id for a in answers] == [r.response.id for r in records]
+    with pytest.raises(Divergence):  # both served: a third is one too many
+        await client.create(**booked("BK-0008"))

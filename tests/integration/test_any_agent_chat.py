@@ -40,8 +40,13 @@ CONFIG = SimulatorConfig()
 
 
 @asynccontextmanager
-async def sdk_agent(monkeypatch: pytest.MonkeyPatch, harness_url: str) -> AsyncIterator[str]:
-    """The bot, its model, Graph API and spans all aimed at ``harness_url``; yields its URL."""
+async def sdk_agent(
+    monkeypatch: pytest.MonkeyPatch, harness_url: str, *, booked: int = 0
+) -> AsyncIterator[str]:
+    """The bot, its model, Graph API and spans all aimed at ``harness_url``; yields its URL.
+
+    Its booking service already holds ``booked`` bookings (so it hands out later ids).
+    """
     monkeypatch.setenv("ANTHROPIC_BASE_URL", harness_url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-live-key")
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", harness_url)
@@ -53,7 +58,9 @@ async def sdk_agent(monkeypatch: pytest.MonkeyPatch, harness_url: str) -> AsyncI
         "WHATSAPP_APP_SECRET": CONFIG.app_secret,
         "WHATSAPP_VERIFY_TOKEN": CONFIG.verify_token,
     }
-    async with serve_in_process(create_app(settings)) as url:
+    app = create_app(settings)
+    app.state.bookings.extend({"user": "0", "day": "monday", "time": "9:00"} for _ in range(booked))
+    async with serve_in_process(app) as url:
         yield url
 
 
@@ -114,8 +121,10 @@ async def test_a_live_chat_with_an_sdk_agent_replays_offline(
     for written in out.rglob("*.json*"):
         assert "sk-ant-live-key" not in written.read_text(encoding="utf-8"), written.name
 
+    # Offline, the bot's own booking service runs for real (its spans report it, but the
+    # recording cannot answer it) and has been used since: it hands out B-4, not B-1.
     replay_graph = f"http://127.0.0.1:{free_port()}"
-    async with sdk_agent(monkeypatch, replay_graph) as agent:
+    async with sdk_agent(monkeypatch, replay_graph, booked=3) as agent:
         options = RunOptions(
             target_url=f"{agent}/webhook",
             quiet=0.5,
@@ -132,4 +141,15 @@ async def test_a_live_chat_with_an_sdk_agent_replays_offline(
     assert result.conversation is not None
     sent = [e.text for e in result.conversation.events if isinstance(e, OutboundSend)]
     assert sent == ["Booked you in for Friday at 10."]
-    assert [c.name for c in result.conversation.tool_calls()] == ["book_appointment"]
+    [call] = result.conversation.tool_calls()
+    assert call.name == "book_appointment"
+    assert call.result == {"booking": "B-4"}
+    assert len(result.tool_notes) == 1
+    assert result.tool_notes[0].startswith(
+        'turn 1: book_appointment answered {"booking": "B-4"} where the recording has '
+        '{"booking": "B-1"}'
+    )
+    # On the replay's clock the tool call comes after the message that asked for it.
+    [asked] = result.conversation.inbound()
+    [answered] = [e for e in result.conversation.events if isinstance(e, OutboundSend)]
+    assert asked.at <= call.at <= answered.at

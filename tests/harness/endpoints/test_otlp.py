@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -19,7 +20,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import Status, StatusCode
 from starlette.applications import Starlette
 
-from harness.endpoints import OTLPReceiver
+from harness.endpoints import OTLPReceiver, on_clock
 from harness.suites.invariants import check
 from harness.trace import Conversation, Event, InboundMessage, LLMExchange, ToolCall
 from tests.bots.loopback import serve_in_process
@@ -160,3 +161,51 @@ async def test_an_unreadable_export_is_a_400_that_says_why_and_records_nothing()
     assert "not an OTLP protobuf export" in garbage.json()["message"]
     assert text.status_code == 415
     assert events == []
+
+
+def test_a_span_keeps_its_age_on_the_traces_clock() -> None:
+    started = datetime.now(UTC) - timedelta(seconds=2)
+    call = ToolCall(at=started, name="find_slots", args={})
+    trace_now = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)  # a replay, at the recorded instant
+    moved = on_clock(call, FixedClock(trace_now))
+    assert isinstance(moved, ToolCall)
+    assert trace_now - timedelta(seconds=3) < moved.at <= trace_now - timedelta(seconds=2)
+    assert moved.name == "find_slots"
+
+
+def test_a_span_never_goes_before_the_traces_last_event() -> None:
+    # a virtual clock stands still while the agent works: the span's age would take the
+    # tool call back past the message that asked for it
+    held = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)
+    call = ToolCall(at=datetime.now(UTC) - timedelta(seconds=0.3), name="book", args={})
+    moved = on_clock(call, FixedClock(held), not_before=held)
+    assert moved.at == held
+
+
+async def test_the_receiver_puts_spans_on_the_traces_clock_after_what_it_holds() -> None:
+    held = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)
+    trace: list[Event] = [InboundMessage(at=held, user=USER, wamid="wamid.1", type="text")]
+    otlp = OTLPReceiver(trace.append, clock=FixedClock(held), trace=trace)
+    span = {
+        "traceId": "5b8efff798038103d269b633813fc60c",
+        "spanId": "eee19b7ec3c1b174",
+        "name": "execute_tool book",
+        "startTimeUnixNano": str(time.time_ns() - 200_000_000),
+        "endTimeUnixNano": str(time.time_ns()),
+        "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}}],
+    }
+    export = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"spans": [span]}]}]}
+    transport = httpx.ASGITransport(app=Starlette(routes=otlp.routes()))
+    async with httpx.AsyncClient(transport=transport, base_url="http://otlp") as client:
+        answer = await client.post("/v1/traces", json=export)
+    assert answer.status_code == 200
+    assert [type(e).__name__ for e in trace] == ["InboundMessage", "ToolCall"]
+    assert trace[1].at == held
+
+
+class FixedClock:
+    def __init__(self, at: datetime) -> None:
+        self.at = at
+
+    def now(self) -> datetime:
+        return self.at

@@ -1,0 +1,28 @@
+"""What ``harness replay`` prints of one result, a line each."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from harness.cli.replaying import print_result
+from harness.replay import ReplayResult
+
+
+def printed(result: ReplayResult) -> list[str]:
+    out = io.StringIO()
+    print_result(result, Console(file=out, width=60, color_system=None))
+    return out.getvalue().splitlines()
+
+
+def test_a_tool_that_answered_differently_is_a_note_under_its_result() -> None:
+    note = (
+        'turn 1: book_appointment answered {"booking": "B-4"} where the recording has '
+        '{"booking": "B-1"}: it ran for real (the recording holds no answer for it), and the '
+        "model calls were matched without its result"
+    )
+    result = ReplayResult(fixture="fixtures/chat-2", status="same", tool_notes=(note,))
+    lines = printed(result)
+    assert lines[0].startswith("SAME      fixtures/chat-2")
+    assert lines[1:] == [f"  note: {note}"]  # one line, however narrow the terminal
