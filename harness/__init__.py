@@ -364,6 +364,7 @@ _OWNERS: dict[str, str] = {
     "llm_span": "harness.replay.record",
     "load_channel_plugins": "harness.plugins",
     "load_fixture": "harness.fixture",
+    "load_fixture_meta": "harness.fixture",
     "load_scenario": "harness.suites.scenario",
     "load_scenarios": "harness.suites.scenario",
     "load_target": "harness.suites.target",

@@ -66,6 +66,7 @@ __all__ = [
     "SpanKind",
     "SpanStatus",
     "load_fixture",
+    "load_fixture_meta",
     "make_span",
     "read_jsonl",
 ]
@@ -508,6 +509,15 @@ def _load_meta(root: Path) -> FixtureMeta:
         raise FixtureFormatError(f"{path}: invalid meta: {_describe(exc)}", path=path) from None
 
 
+def load_fixture_meta(path: Path | str) -> FixtureMeta:
+    """Read only a fixture's ``meta.json`` (errors as :func:`load_fixture` gives them)."""
+    root = Path(path)
+    if not root.is_dir():
+        what = "is not a directory" if root.exists() else "not found"
+        raise FixtureNotFound(f"fixture directory {what}: {root}", path=root)
+    return _load_meta(root)
+
+
 def load_fixture(path: Path | str) -> Fixture:
     """Read a fixture directory: meta first (and its schema version), then the logs.
 
@@ -517,10 +527,7 @@ def load_fixture(path: Path | str) -> Fixture:
     logs are empty; a missing ``conversation.json`` gives ``None``.
     """
     root = Path(path)
-    if not root.is_dir():
-        what = "is not a directory" if root.exists() else "not found"
-        raise FixtureNotFound(f"fixture directory {what}: {root}", path=root)
-    meta = _load_meta(root)
+    meta = load_fixture_meta(root)
     lines = {name: tuple(read_jsonl(root / file)) for name, file in LOG_FILES.items()}
     events = _validate_lines(root / LOG_FILES["events"], lines["events"], EVENT_ADAPTER)
     conversation = None

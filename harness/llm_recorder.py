@@ -174,8 +174,10 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending, _Answer]):
                 self._emit_exchange(key, response, "recorded", None, recorded_by)
                 return response
             if self.on_miss == "raise":
-                now = json.loads(text)
-                raise self._diverged(key, llm_parts(now), lambda r: llm_differences(r.request, now))
+                now = self._compared(json.loads(text))
+                raise self._diverged(
+                    key, llm_parts(now), lambda r: llm_differences(self._compared(r.request), now)
+                )
         seq = self._log.reserve() if self.mode is not RecordMode.PASSTHROUGH else 0
         # A real model takes real time: virtual time must not jump over the call.
         # How long the call takes on the run's clock, where it is virtual (on real time: its
@@ -196,6 +198,17 @@ class RecordingLLMClient(_Recorder[LLMRecord, _Pending, _Answer]):
             self._keep(seq, _Pending(key, text, response, at, latency, provider, waited))
         self._emit_exchange(key, response, "live", at, provider)
         return response
+
+    def _compared(self, request: dict[str, Any]) -> dict[str, Any]:
+        """``request`` as a divergence compares it: without the results a replay sets aside.
+
+        Naming a tool result the world answered differently would hide what
+        the agent changed.
+        """
+        if self.answered_tools is None:
+            return request
+        blanked = set_aside(request, self.answered_tools)
+        return request if blanked is None else blanked[0]
 
     def _take_blanked(self, body: Mapping[str, Any], answered: frozenset[str]) -> _Answer | None:
         """The first waiting record asking what ``body`` asks, but for results it can't answer."""

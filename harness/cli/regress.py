@@ -64,13 +64,15 @@ def regress_command(
 
     from harness.cli.replaying import (
         REPLAY_EXIT,
+        fixture_agent,
         fixture_dirs,
         print_models,
         print_result,
-        recorded_target,
         replay_all,
     )
     from harness.cli.run import write_reports
+    from harness.exceptions import ConfigError
+    from harness.fixture import load_fixture_meta
     from harness.replay.outcome import replay_run
     from harness.report import make_console
     from harness.suites.runner import Runner, RunOptions
@@ -86,12 +88,21 @@ def regress_command(
         else:
             settings.append(spec)
     paths = fixture_dirs(fixtures)
+    # Each fixture's agent: target=, else the one it was recorded with, else the project's.
+    agents: dict[Path, str] = {}
+    for path in paths:
+        chosen, url = fixture_agent(path, load_fixture_meta(path), target, None)
+        if chosen is None:
+            raise ConfigError(
+                f"{path}: the fixture's agent is at a URL ({url}); replay it with "
+                "harness replay --target-url"
+            )
+        agents[path] = chosen
     agent_settings = parse_settings(tuple(settings), "--candidate")
     runners: dict[str | None, Runner] = {}
 
     def runner_for(fixture: Fixture) -> Runner:
-        # Without target=, each fixture is replayed against the agent it was recorded with.
-        chosen = target or recorded_target(fixture.meta)
+        chosen = agents[Path(fixture.path)]
         if chosen not in runners:
             runners[chosen] = Runner(RunOptions(target=chosen, agent_settings=agent_settings))
         return runners[chosen]

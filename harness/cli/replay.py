@@ -103,10 +103,10 @@ def replay_command(
 
     from harness.cli.replaying import (
         REPLAY_EXIT,
+        fixture_agent,
         fixture_dirs,
         print_models,
         print_result,
-        recorded_target,
         replay_all,
     )
     from harness.cli.run import write_reports
@@ -127,6 +127,7 @@ def replay_command(
     if redis_url is not None:
         asyncio.run(_publish(loaded, redis_url, fixture_id or path.name))
         click.echo(f"published the recording to {redis_url} as {fixture_id or path.name!r}")
+    target, target_url = fixture_agent(path, loaded.meta, target, target_url)
     channel_options: dict[str, object] = {}
     if target_url is not None:
         channel_options = {"graph_url": f"http://{graph_host}:{graph_port}", "serve_graph": True}
@@ -134,7 +135,7 @@ def replay_command(
         channel_options["templates"] = templates
     runner = Runner(
         RunOptions(
-            target=None if target_url else (target or recorded_target(loaded.meta)),
+            target=None if target_url else target,
             target_url=target_url,
             expect_timeout=positive_seconds(expect_timeout, "--expect-timeout"),
             quiet=positive_seconds(quiet_window, "--quiet"),

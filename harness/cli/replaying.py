@@ -24,6 +24,7 @@ from harness.suites.runner import Runner
 
 __all__ = [
     "REPLAY_EXIT",
+    "fixture_agent",
     "fixture_dirs",
     "print_models",
     "print_result",
@@ -102,6 +103,33 @@ def recorded_target(meta: object) -> str | None:
     """The factory a fixture's agent was recorded with (``pkg.mod:attr``), if it names one."""
     target = getattr(meta, "agent_version", None)
     return target if isinstance(target, str) and ":" in target else None
+
+
+def fixture_agent(
+    path: Path, meta: object, target: str | None, target_url: str | None
+) -> tuple[str | None, str | None]:
+    """The agent to replay the fixture at ``path`` against: a factory, or a URL.
+
+    The flags first, then the agent the fixture was recorded with, then the
+    project's (``[tool.harness]``). A fixture that names none (a chat recorded
+    by ``harness proxy`` without ``--target``) is never replayed against an
+    agent nobody named: a :class:`~harness.exceptions.ConfigError` says how
+    to name one.
+    """
+    if target or target_url:
+        return target, target_url
+    recorded = recorded_target(meta)
+    if recorded is not None:
+        return recorded, None
+    from harness.project import find_project
+
+    project = find_project()
+    if project.target or project.target_url:
+        return project.target, project.target_url
+    raise ConfigError(
+        f"{path}: the fixture names no agent (harness proxy names one only when given "
+        "--target): give --target-url URL for an agent at a URL, or --target pkg.mod:factory"
+    )
 
 
 def replay_all(

@@ -635,3 +635,15 @@ async def test_set_aside_matches_are_served_in_recorded_order() -> None:
     assert [a.id for a in answers] == [r.response.id for r in records]
     with pytest.raises(Divergence):  # both served: a third is one too many
         await client.create(**booked("BK-0008"))
+
+
+async def test_a_divergence_names_what_the_agent_changed_not_what_the_world_answered() -> None:
+    records = await recorded(booked("BK-0004"))
+    client = RecordingLLMClient(None, "replay", records=records)
+    client.answered_tools = frozenset()
+    changed = booked("BK-0006")
+    changed["messages"] = [*changed["messages"], {"role": "user", "content": "and a drink"}]
+    with pytest.raises(Divergence) as caught:
+        await client.create(**changed)
+    assert "BK-000" not in str(caught.value)
+    assert "messages: 4 now, 3 recorded" in str(caught.value)

@@ -147,3 +147,35 @@ def test_replay_refuses_a_missing_templates_file_and_a_bad_gate_before_replaying
     out = capsys.readouterr()
     assert "--judge-gate" in out.err
     assert "SAME" not in out.out  # refused before anything was replayed
+
+
+@pytest.mark.parametrize("command", ["replay", "regress"])
+def test_a_fixture_that_names_no_agent_is_not_replayed_against_a_guess(
+    command: str,
+    two: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A chat recorded by harness proxy without --target names no agent.
+    chat = two / HAPPY
+    meta = json.loads((chat / "meta.json").read_text("utf-8"))
+    meta["agent_version"] = None
+    (chat / "meta.json").write_text(json.dumps(meta), "utf-8")
+    elsewhere = tmp_path / "no-project"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # no pyproject.toml naming an agent either
+    code = _harness(command, str(chat))
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        f"error: {chat}: the fixture names no agent (harness proxy names one only when given "
+        "--target): give --target-url URL for an agent at a URL, or --target pkg.mod:factory"
+    )
+    # Named, it replays.
+    flag = ["--target"] if command == "replay" else ["--candidate"]
+    named = "agents.booking:agent_factory"
+    assert (
+        _harness(command, str(chat), *flag, named if command == "replay" else f"target={named}")
+        == 0
+    )
