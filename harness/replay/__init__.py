@@ -54,7 +54,14 @@ from harness.replay.record import (
     llm_span,
     record_scenario,
 )
-from harness.replay.renaming import rename_in_records, renamed_id, renamed_ids
+from harness.replay.renaming import (
+    rename_in_records,
+    renamed_id,
+    renamed_ids,
+    renumbered,
+    swap_strings,
+    with_numbers,
+)
 from harness.replay.simulated import (
     SIMULATED_MEDIA,
     replay_simulated,
@@ -103,6 +110,7 @@ __all__ = [
     "renamed_id",
     "renamed_ids",
     "render_transcript",
+    "renumbered",
     "replay_fixture",
     "replay_run",
     "replay_scenario_result",
@@ -110,5 +118,7 @@ __all__ = [
     "save_verdicts",
     "settings_differences",
     "simulated_scenario",
+    "swap_strings",
     "user_model_of",
+    "with_numbers",
 ]

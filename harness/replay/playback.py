@@ -23,8 +23,8 @@ reached what was never recorded, not a change of the agent: it is
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-import json
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
@@ -37,13 +37,20 @@ from harness.agent_contract import loop_errors
 from harness.channel import ChannelSession, ChannelSetup, RecordedCall, UserSpec
 from harness.exceptions import ConfigError, Divergence, HarnessError
 from harness.failures import collecting_failures, failure_line
-from harness.fixture import CALL_LATENCY_ATTRIBUTE, CONVERSATION_FILE, Fixture
+from harness.fixture import CALL_LATENCY_ATTRIBUTE, Fixture
 from harness.inflight import running_on
 from harness.prompts import override
 from harness.recording import Recording
 from harness.records import LLMRecord, ToolRecord
+from harness.replay import _fixture_parts as parts
 from harness.replay.diff import ConversationDiff, diff_conversations
-from harness.replay.renaming import rename_in_records, renamed_ids
+from harness.replay.renaming import (
+    rename_in_records,
+    renamed_ids,
+    renumbered,
+    swap_strings,
+    with_numbers,
+)
 from harness.replay.replay_result import Policy as Policy
 from harness.replay.replay_result import ReplayResult as ReplayResult
 from harness.replay.replay_result import ReplayStatus as ReplayStatus
@@ -219,6 +226,7 @@ async def _play(
     fixture: Fixture,
     end: datetime,
     ids: Mapping[str, str],
+    numbers: Mapping[str, str],
     *,
     quiet: tuple[float, float],
 ) -> None:
@@ -229,8 +237,11 @@ async def _play(
     longest wait), or its answer to the last turn would come after the next
     message; the fragments of a burst still go out together.
     """
-    media_index = _media_index(fixture)
-    recorded_out = _agent_messages(fixture.events or ())
+    media_index = parts.media_index(fixture)
+    recorded_out = {
+        numbers.get(user, user): sent
+        for user, sent in _agent_messages(fixture.events or ()).items()
+    }
     real = session.real_time
     for index, (action, when) in enumerate(zip(actions, times, strict=True)):
         if real and index and action.starts_turn:
@@ -271,7 +282,7 @@ async def _play(
 
 def settings_differences(fixture: Fixture, given: Mapping[str, str]) -> list[str]:
     """How ``given`` agent settings differ from those the fixture was recorded with, a line each."""
-    recorded = _str_map(getattr(fixture.meta, "agent_settings", {}))
+    recorded = parts.str_map(getattr(fixture.meta, "agent_settings", {}))
     return [
         f"{key}={value} (recorded with {key}={recorded[key]})"
         for key, value in sorted(given.items())
@@ -302,6 +313,16 @@ def _agent_messages(events: Sequence[Event]) -> dict[str, list[str]]:
         if isinstance(event, OutboundSend) and event.is_message and event.ok and event.wamid:
             found.setdefault(event.user or "", []).append(event.wamid)
     return found
+
+
+def _renumbered(action: ReplayAction, numbers: Mapping[str, str]) -> ReplayAction:
+    """``action`` played by the user's replay numbers (see :func:`renumbered`)."""
+    return dataclasses.replace(
+        action,
+        user=numbers.get(action.user, action.user),
+        message=swap_strings(action.message, numbers),
+        envelope=swap_strings(action.envelope, numbers),
+    )
 
 
 def _pointing_at_replay(
@@ -357,14 +378,6 @@ def recorded_calls(fixture: Fixture) -> list[RecordedCall]:
     return [call for _, call in calls]
 
 
-def _media_index(fixture: Fixture) -> dict[str, str]:
-    index = fixture.path / "media" / "index.json"
-    if not index.is_file():
-        return {}
-    data = json.loads(index.read_text(encoding="utf-8"))
-    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
-
-
 async def replay_fixture(
     runner: Runner,
     fixture: Fixture,
@@ -401,7 +414,7 @@ async def replay_fixture(
     checks = [bind(ref) for ref in scenario.invariants] if scenario else []
     meta = fixture.meta
     settings = {
-        **_str_map(getattr(meta, "agent_settings", {})),
+        **parts.str_map(getattr(meta, "agent_settings", {})),
         **runner.options.agent_settings,
         **(agent_settings or {}),
     }
@@ -409,8 +422,14 @@ async def replay_fixture(
     # where the agent remembers what it has seen), and the recording follows.
     salt = f"replay:{datetime.now(UTC).isoformat()}" if runner.options.target_url else "replay"
     ids = renamed_ids((a.wamid for a in actions if a.kind == "recorded"), salt)
+    users = _users(fixture, actions)
+    numbers: dict[str, str] = {}
+    if runner.options.target_url and not runner.options.keep_numbers:
+        # The agent remembers the users it met: each replay's users are new to it.
+        users, numbers = renumbered(users, salt)
+        actions = [_renumbered(action, numbers) for action in actions]
     llm_records, tool_records = rename_in_records(
-        fixture.records("llm", LLMRecord), fixture.records("tools", ToolRecord), ids
+        fixture.records("llm", LLMRecord), fixture.records("tools", ToolRecord), ids | numbers
     )
     recording = Recording(
         mode=RecordMode.REPLAY,
@@ -419,14 +438,14 @@ async def replay_fixture(
         tool_records=tool_records,
     )
     setup = ChannelSetup(
-        users=_users(fixture, actions),
+        users=users,
         seed=int(getattr(meta, "seed", 0) or 0),
-        faults=_replay_faults(getattr(meta, "faults", None)),
+        faults=parts.replay_faults(getattr(meta, "faults", None)),
         agent_factory=runner.factory,
         target_url=runner.options.target_url,
         agent_settings=settings,
         options={
-            **_any_map(getattr(meta, "channel_options", {})),
+            **parts.any_map(getattr(meta, "channel_options", {})),
             **runner.options.channel_options,
         },
         recording=recording,
@@ -455,7 +474,9 @@ async def replay_fixture(
                     try:
                         await session.start()
                         quiet = (runner.options.quiet, runner.options.expect_timeout)
-                        await _play(session, actions, times, fixture, end, ids, quiet=quiet)
+                        await _play(
+                            session, actions, times, fixture, end, ids, numbers, quiet=quiet
+                        )
                         conversation = session.conversation()
                     finally:
                         if conversation is None:
@@ -470,6 +491,8 @@ async def replay_fixture(
         error = str(exc)
     except Exception as exc:  # the agent crashed: a result, not a crash of ours
         error = f"{type(exc).__name__}: {exc}"
+    if conversation is not None and numbers:  # compared and reported as recorded
+        conversation = with_numbers(conversation, {new: old for old, new in numbers.items()})
     live = scenario is None  # a chat recorded live (through the proxy), not a scenario
     violations: list[Violation] = []
     if conversation is not None:
@@ -492,7 +515,7 @@ async def replay_fixture(
             if t.status != "same"
             for line in (t.changes or (t.status,))
         )
-    gap = _gap(fixture)
+    gap = parts.gap(fixture)
     status: ReplayStatus
     if gap and recording.divergences and not recording.unused():
         # Past the end of what was recorded: nothing from here on can be judged.
@@ -541,48 +564,3 @@ def _turn_at(at: datetime, conversation: Conversation | None) -> int | None:
         if candidate.start <= at:
             turn = candidate.index
     return turn
-
-
-def _gap(fixture: Fixture) -> tuple[str, str] | None:
-    """Why ``fixture`` may hold less than its conversation asked for, and what to do; or None."""
-    proxied = getattr(fixture.meta, "recorded_by", None) == "harness proxy"
-    seams = len(fixture.raw("llm")) + len(fixture.raw("tools"))  # one record a line
-    if proxied and not seams:
-        return (
-            f"{fixture.path}: harness proxy recorded the channel only, none of the agent's "
-            "model or tool calls",
-            "record them too (the agent with HARNESS_RECORD_MODE=record, the proxy with "
-            "--store), or replay with --policy live or --target-url",
-        )
-    if fixture.conversation is None:
-        return (
-            f"{fixture.path}: the recording was cut short (it has no {CONVERSATION_FILE})",
-            "record it again to replay it whole",
-        )
-    return None
-
-
-def _str_map(value: object) -> dict[str, str]:
-    return {str(k): str(v) for k, v in value.items()} if isinstance(value, Mapping) else {}
-
-
-def _any_map(value: object) -> dict[str, Any]:
-    return {str(k): v for k, v in value.items()} if isinstance(value, Mapping) else {}
-
-
-def _replay_faults(faults: object) -> dict[str, Any] | None:
-    """The recorded fault profile without the faults the recording already holds.
-
-    Duplicates and fragments are in the recorded actions; latency, reordering
-    and batching are in their recorded instants. Status faults stay, seeded
-    as they were.
-    """
-    base: dict[str, Any] = {}
-    if isinstance(faults, Mapping):
-        base = dict(faults)
-    elif isinstance(faults, str) and faults not in ("", "none"):
-        base = {"preset": faults}
-    if not base:
-        return None
-    base.update(duplicate=0.0, fragment=0.0, latency=0.0, jitter=0.0, reorder=0.0, batch=1)
-    return base

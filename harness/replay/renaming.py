@@ -7,6 +7,12 @@ repeats. Each recorded message id gets a new one of the same shape
 recording holds the old id (a model request that quotes it, a tool's
 arguments) it is rewritten (:func:`rename_in_records`), so the agent's calls
 still find their recorded answers.
+
+At a URL the agent also remembers who it talked to: a chat replayed twice
+against the same running agent would meet a user it already knows. Each
+recorded user gets numbers of their own for the replay (:func:`renumbered`),
+the recording follows as for ids, and the replayed conversation is given
+the recorded numbers back (:func:`with_numbers`) to be compared.
 """
 
 from __future__ import annotations
@@ -18,9 +24,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from harness.canonical import canonical_bytes, canonical_key
+from harness.channel import UserSpec
 from harness.records import LLMRecord, ToolRecord
+from harness.suites.realtime import distinct_user
+from harness.trace import Conversation
 
-__all__ = ["rename_in_records", "renamed_id", "renamed_ids"]
+__all__ = [
+    "rename_in_records",
+    "renamed_id",
+    "renamed_ids",
+    "renumbered",
+    "swap_strings",
+    "with_numbers",
+]
 
 
 def renamed_id(old: str, salt: str) -> str:
@@ -40,8 +56,11 @@ def renamed_ids(olds: Iterable[str], salt: str) -> dict[str, str]:
     return {old: renamed_id(old, salt) for old in olds if old}
 
 
-def _swap(value: Any, ids: Mapping[str, str]) -> Any:
-    """``value`` (JSON data) with every old id inside its strings replaced by its new one."""
+def swap_strings(value: Any, ids: Mapping[str, str]) -> Any:
+    """``value`` (JSON data) with every old id inside its strings replaced by its new one.
+
+    ``value`` itself when nothing changed.
+    """
     text = json.dumps(value, ensure_ascii=False)
     changed = text
     for old, new in ids.items():
@@ -57,16 +76,37 @@ def rename_in_records(
         return list(llm), list(tools)
     new_llm = []
     for record in llm:
-        request = _swap(record.request, ids)
+        request = swap_strings(record.request, ids)
         if request is not record.request:
             key = hashlib.sha256(canonical_bytes(request)).hexdigest()
             record = record.model_copy(update={"request": request, "key": key})
         new_llm.append(record)
     new_tools = []
     for tool in tools:
-        args = _swap(tool.args, ids)
+        args = swap_strings(tool.args, ids)
         if args is not tool.args:
             key = canonical_key({"args": args, "name": tool.name})
             tool = tool.model_copy(update={"args": args, "key": key})
         new_tools.append(tool)
     return new_llm, new_tools
+
+
+def renumbered(users: Sequence[UserSpec], salt: str) -> tuple[list[UserSpec], dict[str, str]]:
+    """The users with numbers of their own for one replay, and each old number's new one."""
+    fresh = [distinct_user(user, salt) for user in users]
+    numbers: dict[str, str] = {}
+    for old, new in zip(users, fresh, strict=True):
+        for before, after in ((old.wa_id, new.wa_id), (old.bsuid, new.bsuid)):
+            if before and after and before != after:
+                numbers[before] = after
+    return fresh, numbers
+
+
+def with_numbers(conversation: Conversation, numbers: Mapping[str, str]) -> Conversation:
+    """``conversation`` with each number in ``numbers`` replaced by the one it maps to."""
+    if not numbers:
+        return conversation
+    text = conversation.model_dump_json()
+    for old, new in numbers.items():
+        text = text.replace(old, new)
+    return Conversation.model_validate_json(text)

@@ -135,6 +135,12 @@ async def test_a_live_chat_with_an_sdk_agent_replays_offline(
             },
         )
         result = await replay_fixture(Runner(options), fixture)
+        # The bot remembers every user it has talked to: replayed again, the chat's user is
+        # someone new to it, and the replay is the same again.
+        again = await replay_fixture(Runner(options), fixture)
+    assert again.status == "same", (again.divergences, again.error, again.changes)
+    assert again.conversation is not None
+    assert [u.wa_id for u in again.conversation.participants] == [ANA]  # as recorded
     assert result.divergences == ()
     assert result.status == "same", (result.error, result.changes)
     assert result.unused == 0
