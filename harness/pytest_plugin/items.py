@@ -98,10 +98,10 @@ def play_scenario(
     settings = harness_settings
     if whatsapp_app is None and not settings.target_url:
         pytest.fail("whatsapp_app returned None and no target URL is set", pytrace=False)
-    channel_options: dict[str, object] = {}
+    channel_options: dict[str, object] = dict(settings.channel_options)
     if whatsapp_app is None:
         url = f"http://127.0.0.1:{settings.graph_port}"
-        channel_options = {"graph_url": url, "serve_graph": True}
+        channel_options.update(graph_url=url, serve_graph=True)
     runner = Runner(
         RunOptions(
             channel=settings.channel,
