@@ -9,7 +9,9 @@ point ``pytest11``), so a project that installs the harness has it:
   ``await wa.say("user", "hi")``, then checks ``wa.replies("user")`` and
   ``assert_invariants(wa.trace(), [...])``;
 - ``--harness-record-mode none|once|new|all`` says how the agent's model
-  and tools use each test's recording.
+  and tools use each test's recording;
+- ``--harness-templates FILE`` (or ``harness_templates`` in the ini) gives
+  the business's message templates, as Meta lists them.
 
 Names load on first use, so loading the plugin imports nothing heavy.
 """
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
         NO_AGENT,
         PluginSettings,
         PytestConfig,
+        check_channel_options,
         read_settings,
     )
 
@@ -58,6 +61,7 @@ _OWNERS: dict[str, str] = {
     "ScenarioFile": "harness.pytest_plugin.items",
     "ScenarioItem": "harness.pytest_plugin.items",
     "assert_invariants": "harness.pytest_plugin.chat",
+    "check_channel_options": "harness.pytest_plugin.settings",
     "function_recording": "harness.pytest_plugin.modes",
     "missing_recording": "harness.pytest_plugin.cassette",
     "plan_for": "harness.pytest_plugin.modes",
@@ -82,6 +86,7 @@ __all__ = [
     "ScenarioFile",
     "ScenarioItem",
     "assert_invariants",
+    "check_channel_options",
     "function_recording",
     "missing_recording",
     "plan_for",

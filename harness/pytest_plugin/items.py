@@ -98,10 +98,10 @@ def play_scenario(
     settings = harness_settings
     if whatsapp_app is None and not settings.target_url:
         pytest.fail("whatsapp_app returned None and no target URL is set", pytrace=False)
-    channel_options: dict[str, object] = {}
+    channel_options: dict[str, object] = dict(settings.channel_options)
     if whatsapp_app is None:
         url = f"http://127.0.0.1:{settings.graph_port}"
-        channel_options = {"graph_url": url, "serve_graph": True}
+        channel_options.update(graph_url=url, serve_graph=True)
     runner = Runner(
         RunOptions(
             channel=settings.channel,
@@ -118,12 +118,12 @@ def play_scenario(
         bind_invariants(scenario)
         runner.check([scenario])
         with LoopThread("harness-scenario") as loop:
-            result, notes = loop.run(
+            result, divergences = loop.run(
                 _play(runner, scenario, settings, in_process=bool(whatsapp_app))
             )
     except (ScenarioError, ConfigError) as exc:
         pytest.fail(str(exc), pytrace=False)
-    if result.status in ("passed", "skipped") and not notes:
+    if result.status in ("passed", "skipped") and not divergences:
         if result.status == "skipped":
             reason = result.skipped[0].reason if result.skipped else "not played"
             pytest.skip(reason)
@@ -132,13 +132,17 @@ def play_scenario(
     invoked = request.config.invocation_params.dir
     if shown.is_absolute() and shown.is_relative_to(invoked):
         result = result.model_copy(update={"path": shown.relative_to(invoked).as_posix()})
-    raise ScenarioFailed(render_result(result, notes))
+    raise ScenarioFailed(render_result(result, divergences))
 
 
 async def _play(
     runner: Runner, scenario: Scenario, settings: PluginSettings, *, in_process: bool
 ) -> tuple[ScenarioResult, list[str]]:
-    """Run the scenario with its recording as the mode says; the result and what else to say."""
+    """Run the scenario with its recording as the mode says; the result, and how it diverged.
+
+    Each divergence is a line naming the recording and the request that left
+    it (one the result's error already tells is not repeated).
+    """
     if not in_process or scenario.path is None:
         return await runner.run_scenario(scenario), []  # an agent at a URL answers live
     where = scenario_recording(scenario.path)
@@ -158,12 +162,12 @@ async def _play(
         mode=RecordMode.REPLAY, llm_records=llm, tool_records=tools, user_llm_records=users
     )
     result = await runner.run_scenario(scenario, recording=recording)
-    notes = [
-        f"✗ replay diverged from {where}: {error}"
+    divergences = [
+        f"✗ replay diverged from {where}: {str(error).removeprefix('replay diverged: ')}"
         for error in recording.divergences
         if str(error) not in (result.error or "")
     ]
-    return result, notes
+    return result, divergences
 
 
 async def _extend(

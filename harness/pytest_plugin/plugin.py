@@ -12,6 +12,9 @@ used or a scenario file is collected.
   ini or ``[tool.harness]`` (:mod:`harness.pytest_plugin.settings`).
 - ``--harness-record-mode none|once|new|all`` says how tests use their
   recordings (:mod:`harness.pytest_plugin.modes`).
+- ``--harness-templates FILE`` (or ``harness_templates`` in the ini) gives the
+  business's message templates, as ``harness run --templates`` does; a bad
+  file stops the run with one line naming it.
 """
 
 from __future__ import annotations
@@ -68,12 +71,43 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--harness-graph-port", default=None, help="The fake Graph API's port, for a URL."
     )
+    group.addoption(
+        "--harness-templates",
+        default=None,
+        type=_absolute,
+        metavar="FILE",
+        help="The business's message templates (a JSON or YAML file, as Meta's GET "
+        "message_templates lists them); without it, hello_world and two examples.",
+    )
     parser.addini("harness_scenarios", "Folders or files of scenarios to collect.", type="paths")
     parser.addini("harness_target", "The agent's factory, package.module:attr.", default="")
     parser.addini("harness_target_url", "The agent's webhook URL.", default="")
     parser.addini("harness_channel", "The channel: whatsapp (default) or direct.", default="")
     parser.addini("harness_record_mode", "none, once, new or all (default none).", default="")
     parser.addini("harness_graph_port", "The fake Graph API's port, for a URL.", default="")
+    parser.addini(
+        "harness_templates",
+        "The business's message templates: a JSON or YAML file, as Meta lists them.",
+        type="paths",
+    )
+
+
+def _absolute(path: str) -> str:
+    """A path given on the command line, from the folder pytest was started in."""
+    return str(Path(path).absolute()) if path.strip() else path
+
+
+def _check_templates(config: pytest.Config) -> None:
+    """Stop the run with one line if the templates file given is missing or wrong."""
+    if not (config.getoption("harness_templates") or config.getini("harness_templates")):
+        return
+    from harness.exceptions import HarnessError
+    from harness.pytest_plugin.settings import check_channel_options, read_settings
+
+    try:
+        check_channel_options(read_settings(config))
+    except HarnessError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -92,6 +126,7 @@ def pytest_configure(config: pytest.Config) -> None:
             except ConfigError as exc:
                 raise pytest.UsageError(str(exc)) from None
             break
+    _check_templates(config)
     invoked = config.invocation_params.dir
     from_options = [invoked / p for p in config.getoption("harness_scenarios") or []]
     from_ini = [Path(p) for p in config.getini("harness_scenarios") or []]
@@ -298,7 +333,7 @@ def whatsapp(
         agent_factory=whatsapp_app,
         target_url=None if whatsapp_app is not None else settings.target_url,
         agent_settings={str(k): str(v) for k, v in (options.get("settings") or {}).items()},
-        options=channel_options,
+        options={**settings.channel_options, **channel_options},
         recording=cassette.recording if cassette is not None else None,
     )
     plugin = plugins[settings.channel]

@@ -34,23 +34,30 @@ def render_violations(
     return lines
 
 
-def render_result(result: ScenarioResult, notes: Sequence[str] = ()) -> str:
-    """A scenario that did not pass, as the text pytest prints for its item."""
+def render_result(result: ScenarioResult, divergences: Sequence[str] = ()) -> str:
+    """A scenario that did not pass, as the text pytest prints for its item.
+
+    ``divergences`` are the lines saying where a replay left its recording:
+    they come first, since what failed after them follows from them, and
+    the headline says the replay diverged rather than counting violations.
+    """
     where = f" ({result.path})" if result.path else ""
     lines = [f"scenario {result.name!r}{where}"]
+    count = len(result.violations)
+    violations = f"{count} violation{'' if count == 1 else 's'}"
     if result.status == "error":
         lines.append(f"could not be run: {result.error or 'no reason given'}")
+    elif divergences:
+        lines.append("failed: the replay diverged" + (f", then {violations}" if count else ""))
     else:
-        count = len(result.violations)
-        lines.append(f"failed: {count} violation{'' if count == 1 else 's'}")
+        lines.append(f"failed: {violations}")
     lines.append("")
+    lines.extend(divergences)
     lines.extend(render_violations(result.violations, result.conversation))
     lines.extend(f"agent: {line}" for line in result.agent_errors)
     lines.extend(f"stray send: {stray.headline()}" for stray in result.stray_sends)
     for skip in result.skipped:
         lines.append(f"- skipped {skip.headline()}")
-    for note in notes:
-        lines.append(note)
     if result.reproduce:
         lines.extend(["", "reproduce with:"])
         lines.extend(f"  {line}" for line in result.reproduce.rstrip("\n").splitlines())

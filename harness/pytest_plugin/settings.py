@@ -2,23 +2,32 @@
 
 Each setting is taken from the first place that gives it: a ``--harness-*``
 option, then the ini file (``harness_target``, ``harness_target_url``,
-``harness_channel``, ``harness_record_mode``), then the project's
-``[tool.harness]`` table (:mod:`harness.project`), found from pytest's root
-folder. Scenario files are collected only where ``--harness-scenarios`` or
-the ini's ``harness_scenarios`` say: a project that names none pays nothing.
+``harness_channel``, ``harness_record_mode``, ``harness_templates``), then the
+project's ``[tool.harness]`` table (:mod:`harness.project`), found from
+pytest's root folder. Scenario files are collected only where
+``--harness-scenarios`` or the ini's ``harness_scenarios`` say: a project that
+names none pays nothing. A templates file named on the command line is found
+from the folder pytest was started in; in the ini, from the ini file's folder.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from harness.exceptions import ConfigError
 from harness.project import find_project
 from harness.pytest_plugin.modes import RecordingMode
 
-__all__ = ["NO_AGENT", "PluginSettings", "PytestConfig", "read_settings"]
+__all__ = [
+    "NO_AGENT",
+    "PluginSettings",
+    "PytestConfig",
+    "check_channel_options",
+    "read_settings",
+]
 
 #: What a test says when nothing names the agent under test.
 NO_AGENT = (
@@ -60,6 +69,32 @@ class PluginSettings:
     import_paths: tuple[str, ...] = ()
     #: Where the agent came from, for messages.
     source: str = ""
+    #: The business's message templates: a JSON or YAML file, as Meta lists them.
+    templates: Path | None = None
+
+    @property
+    def channel_options(self) -> Mapping[str, Any]:
+        """What the channel is given for every test and scenario (the templates file)."""
+        return {} if self.templates is None else {"templates": str(self.templates)}
+
+
+def check_channel_options(settings: PluginSettings) -> None:
+    """Raise a one-line :class:`ConfigError` if the channel refuses its options.
+
+    A templates file that is missing or wrong is named with its line and
+    field; a channel that is not installed is left for the tests to report.
+    """
+    from harness.plugins import load_channel_plugins
+
+    plugin = load_channel_plugins().get(settings.channel)
+    if plugin is None or plugin.check_options is None:
+        return
+    try:
+        plugin.check_options(settings.channel_options)
+    except ConfigError:
+        raise
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _text(config: PytestConfig, option: str, ini: str) -> tuple[str | None, str]:
@@ -70,6 +105,18 @@ def _text(config: PytestConfig, option: str, ini: str) -> tuple[str | None, str]
     if isinstance(value, str) and value.strip():
         return value.strip(), f"{ini} in the pytest ini"
     return None, ""
+
+
+def _templates(config: PytestConfig) -> Path | None:
+    given = config.getoption("harness_templates")
+    if isinstance(given, str) and given.strip():
+        return Path(given)
+    files = config.getini("harness_templates")
+    if not isinstance(files, list) or not files:
+        return None
+    if len(files) > 1:
+        raise ConfigError(f"harness_templates in the pytest ini names {len(files)} files: name one")
+    return Path(files[0])
 
 
 def read_settings(config: PytestConfig) -> PluginSettings:
@@ -97,4 +144,5 @@ def read_settings(config: PytestConfig) -> PluginSettings:
         graph_port=int(port) if port else 8000,
         import_paths=(str(project.root),) if project.root is not None else (),
         source=source,
+        templates=_templates(config),
     )

@@ -5,21 +5,24 @@ the logs in Redis (:mod:`channels.whatsapp.shared`), so every process
 behind one address answers the same entries at the same absolute indices,
 whichever process made them. A read with ``?wait=`` wakes at the next event
 of any process: the others' events reach this process as they are
-published.
+published. :func:`conversation_of` builds one user's conversation (or
+everyone's) from either kind of server's events.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from channels.whatsapp.retention import Snapshot
 from channels.whatsapp.shared import LogWindow, SharedMeta, decode_events, decode_sends
 from channels.whatsapp.simulator import WhatsAppSimulator
+from channels.whatsapp.simuser import SimUser
 from harness.trace import Conversation, Event
 
 __all__ = [
+    "conversation_of",
     "events_of",
     "sends_of",
     "shared_clear",
@@ -65,13 +68,28 @@ def sends_of(window: LogWindow, keys: set[str] | None) -> list[dict[str, Any]]:
     return [m for m in sends if m.get("to") in keys or m.get("recipient") in keys]
 
 
-async def shared_conversation(sim: WhatsAppSimulator, shared: SharedMeta) -> Conversation:
-    """The conversation as every process sees it."""
+def conversation_of(
+    events: Sequence[Event], users: Iterable[SimUser], keys: set[str] | None
+) -> Conversation:
+    """The conversation of ``events``: of the user ``keys`` name if given, else of everyone.
+
+    One user's conversation holds the events about them (their messages, the
+    agent's sends to them and their statuses, as ``/_harness/events?user=``
+    reads them), turned into turns, with them alone as its participant.
+    """
+    participants = tuple(u.participant() for u in users)
+    if keys is not None:
+        events = [e for e in events if e.user in keys]
+        participants = tuple(p for p in participants if p.id in keys)
+    return Conversation.from_events(events, channel="whatsapp", participants=participants)
+
+
+async def shared_conversation(
+    sim: WhatsAppSimulator, shared: SharedMeta, keys: set[str] | None = None
+) -> Conversation:
+    """The conversation as every process sees it (of the user ``keys`` name, if given)."""
     window = await shared.read_log("events", 0)
-    participants = tuple(u.participant() for u in sim.users)
-    return Conversation.from_events(
-        decode_events(window.items), channel="whatsapp", participants=participants
-    )
+    return conversation_of(decode_events(window.items), sim.users, keys)
 
 
 async def shared_snapshot(sim: WhatsAppSimulator, shared: SharedMeta) -> Snapshot:

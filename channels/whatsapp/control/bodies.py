@@ -386,7 +386,10 @@ CONTROL_ENDPOINTS: Final = (
         "/_harness/events", "GET", "The trace event log (from index ?since=N)", EventsPage
     ),
     ControlEndpoint(
-        "/_harness/conversation", "GET", "The conversation so far, with its turns", None
+        "/_harness/conversation",
+        "GET",
+        "The conversation so far, with its turns: everyone's, or one user's (?user=)",
+        None,
     ),
     ControlEndpoint(
         "/_harness/export",
@@ -427,6 +430,14 @@ _USER = {
     "in": "query",
     "required": False,
     "description": "Only what concerns this user (wa_id or BSUID).",
+    "schema": {"type": "string"},
+}
+_CONVERSATION_USER = {
+    "name": "user",
+    "in": "query",
+    "required": False,
+    "description": "Only this user's conversation (wa_id or BSUID): their messages, the"
+    " agent's sends to them and their statuses. A user the server does not know answers 400.",
     "schema": {"type": "string"},
 }
 _FILENAME = {
@@ -518,6 +529,8 @@ def _operation(endpoint: ControlEndpoint) -> dict[str, Any]:
         operation["responses"]["413"] = _json("Over WhatsApp's size limit for the type", _ERROR)
     if endpoint.path in ("/_harness/events", "/_harness/outbox"):
         operation["parameters"] = [_SINCE, _WAIT, _USER]
+    if endpoint.path == "/_harness/conversation":
+        operation["parameters"] = [_CONVERSATION_USER]
     if endpoint.path in _LINKS:
         operation["responses"][str(endpoint.status)]["links"] = _LINKS[endpoint.path]
     return {endpoint.method.lower(): operation}

@@ -22,7 +22,9 @@ any language (or curl) can play the users and read what the agent did:
   event log read from ``?since=N`` (the ``next`` of the previous read; indices
   are absolute, so a read goes on across what was dropped), for one
   ``?user=`` if given, and with ``?wait=S`` wait up to S seconds for
-  something new instead of answering with nothing;
+  something new instead of answering with nothing. The conversation is
+  everyone's, or with ``?user=`` (a wa_id or BSUID the server knows) that
+  user's alone; it takes no other parameter;
 - ``GET /_harness/export``: everything kept, as JSON lines; ``POST
   /_harness/clear``: drop it (before given indices, so an export then a
   clear loses nothing).
@@ -52,6 +54,7 @@ access tokens, and ``/openapi.json`` stays open.
 from __future__ import annotations
 
 import asyncio
+import difflib
 import hmac
 import json
 import sys
@@ -74,6 +77,7 @@ from channels.whatsapp._request_body import (
     read_limited,
 )
 from channels.whatsapp.control._shared_reads import (
+    conversation_of,
     events_of,
     sends_of,
     shared_clear,
@@ -128,6 +132,16 @@ _Item = TypeVar("_Item")
 _Where = TypeVar("_Where")
 # The longest a read may wait for something new (?wait=).
 _LONGEST_WAIT = 60.0
+# The query parameters a conversation read takes, as the document describes them.
+_CONVERSATION_QUERY: tuple[str, ...] = tuple(
+    p["name"] for p in CONTROL_OPENAPI_PATHS["/_harness/conversation"]["get"]["parameters"]
+)
+# Longer values are cut short in error messages.
+_SHOWN = 40
+
+
+def _shown(value: str) -> str:
+    return repr(value if len(value) <= _SHOWN else value[:_SHOWN] + "...")
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -223,9 +237,42 @@ def _reading(request: Request, sim: WhatsAppSimulator) -> tuple[int, float, set[
     except ConfigError:
         if is_wa_id(key):  # a number that has not written yet: nothing so far, maybe later
             return start, wait, {key}
-        shown = repr(key if len(key) <= 40 else key[:40] + "...")
-        raise ConfigError(f"query parameter 'user': no simulated user {shown}") from None
+        raise ConfigError(f"query parameter 'user': no simulated user {_shown(key)}") from None
     return start, wait, {i for i in (user.wa_id, user.user_id) if i is not None}
+
+
+async def _conversation_reading(request: Request, sim: WhatsAppSimulator) -> set[str] | None:
+    """The ids of the user whose conversation is asked for (everyone's: ``None``).
+
+    The user is given as every reader takes it, a wa_id or a BSUID; one the
+    server does not know, or a parameter the read does not take, is refused.
+    """
+    params = request.query_params
+    for name in params:
+        if name not in _CONVERSATION_QUERY:
+            close = difflib.get_close_matches(name, _CONVERSATION_QUERY, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            takes = ", ".join(repr(n) for n in _CONVERSATION_QUERY)
+            raise ConfigError(
+                f"query parameter {_shown(name)} is not one /_harness/conversation takes{hint};"
+                f" it takes {takes}"
+            )
+    given = params.getlist("user")
+    if not given:
+        return None
+    if len(given) > 1:
+        raise ConfigError(f"query parameter 'user' is given {len(given)} times: give one user")
+    [key] = given
+    if sim.shared is not None and key:  # a user another process may have registered
+        await sim.shared.fetch_user(key)
+    try:
+        user = sim.user(key)
+    except ConfigError:
+        raise ConfigError(
+            f"query parameter 'user': no simulated user {_shown(key)} (a wa_id or BSUID"
+            " registered with POST /_harness/users, or that has written in)"
+        ) from None
+    return {i for i in (user.wa_id, user.user_id) if i is not None}
 
 
 async def _waiting(
@@ -304,9 +351,8 @@ def control_routes(sim: WhatsAppSimulator, *, token: str | None = None) -> list[
             sim.user(key)
         except ConfigError:
             if not is_wa_id(key):
-                shown = repr(key if len(key) <= 40 else key[:40] + "...")
                 raise ConfigError(
-                    f"no simulated user {shown}: register it with POST /_harness/users,"
+                    f"no simulated user {_shown(key)}: register it with POST /_harness/users,"
                     " or write as a new phone number (5 to 15 digits)"
                 ) from None
             sim.add_user(key)  # a new phone number writes in: Meta would deliver it too
@@ -462,10 +508,12 @@ def control_routes(sim: WhatsAppSimulator, *, token: str | None = None) -> list[
         return _answer(_kept(sim.retention))
 
     async def conversation(request: Request) -> Response:
+        keys = await _conversation_reading(request, sim)
         if sim.shared is not None:
-            shared = await shared_conversation(sim, sim.shared)
-            return Response(shared.model_dump_json(), media_type="application/json")
-        return Response(sim.conversation().model_dump_json(), media_type="application/json")
+            found = await shared_conversation(sim, sim.shared, keys)
+        else:
+            found = conversation_of(sim.events, sim.users, keys)
+        return Response(found.model_dump_json(), media_type="application/json")
 
     handlers: dict[str, Handler] = {
         "/_harness/users": users,

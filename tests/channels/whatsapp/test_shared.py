@@ -153,6 +153,21 @@ async def test_a_user_registered_through_one_is_in_the_other_s_conversation(
     assert [p["name"] for p in conversation["participants"]] == ["Ana"]
 
 
+async def test_one_users_conversation_reads_alike_from_either(
+    stack: AsyncExitStack, redis_url: str, namespace: str
+) -> None:
+    pair = await _pair(stack, redis_url, namespace)
+    await pair.a.post("/_harness/users", json={"wa_id": ANA, "name": "Ana"})
+    await pair.b.post("/_harness/users", json={"wa_id": "15550002222", "name": "Ben"})
+    for client, to in ((pair.a, ANA), (pair.b, "15550002222")):
+        assert (await pair.send(client, {"to": to, **TEXT})).status_code == 200
+    query = {"user": ANA}
+    read = [(await c.get("/_harness/conversation", params=query)).json() for c in (pair.a, pair.b)]
+    assert read[0] == read[1]
+    assert [p["name"] for p in read[0]["participants"]] == ["Ana"]
+    assert {e["user"] for e in read[0]["events"]} == {ANA}
+
+
 async def test_each_process_that_joins_is_numbered_and_starts_on_the_shared_clock(
     stack: AsyncExitStack, redis_url: str, namespace: str
 ) -> None:

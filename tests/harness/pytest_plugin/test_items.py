@@ -145,3 +145,41 @@ def test_a_bad_invariant_is_one_line_before_any_recording_is_looked_for(
     assert "record it" not in out  # recording would not help
     assert "Traceback" not in out
     assert "harness/" not in out  # no frames of the harness's own code
+
+
+ASKS = "name: {name}\nsteps:\n  - say: Could I book a table for friday at 9pm?\n"
+
+
+def test_a_scenario_whose_replay_diverged_says_so_first_and_counts_no_violations_it_lacks(
+    pytester: pytest.Pytester,
+) -> None:
+    write_ini(pytester, harness_target=TARGET, harness_scenarios="scenarios")
+    folder = pytester.path / "scenarios"
+    folder.mkdir()
+    (folder / "ask.yaml").write_text(ASKS.format(name="a question"))
+    expects = ASKS.format(name="a question answered") + "  - expect: {replies: 1}\n"
+    (folder / "answered.yaml").write_text(expects)
+    once = pytester.runpytest("-p", "no:cacheprovider", "--harness-record-mode", "once")
+    once.assert_outcomes(passed=2)
+    for name in ("ask.yaml", "answered.yaml"):
+        path = folder / name
+        path.write_text(path.read_text().replace("friday", "saturday"))
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=2)
+    diverged = "✗ replay diverged from */scenarios/fixtures/{}: messages[[]0[]] differs (recorded:*"
+    result.stdout.fnmatch_lines(
+        [
+            "scenario 'a question answered' (scenarios/answered.yaml)",
+            "failed: the replay diverged, then 1 violation",
+            "",
+            diverged.format("answered"),
+            "✗ expect at turn 1 (line 4): expected 1 replies, got 0",
+            "scenario 'a question' (scenarios/ask.yaml)",
+            "failed: the replay diverged",
+            "",
+            diverged.format("ask"),
+        ]
+    )
+    out = result.stdout.str()
+    assert "0 violations" not in out
+    assert "replay diverged: replay diverged" not in out
