@@ -13,7 +13,12 @@ from typing import TYPE_CHECKING
 
 import click
 
-from harness.cli._shared_options import templates_option, url_target_options
+from harness.cli._shared_options import (
+    number_options,
+    number_settings,
+    url_target_options,
+    waba_option,
+)
 from harness.cli.judging import judge_exit, judge_options
 from harness.exceptions import ConfigError
 from harness.options import parse_settings, positive_seconds
@@ -74,7 +79,8 @@ __all__ = ["replay_command"]
     default=None,
     help="Write report.json, junit.xml and report.html here, as harness run does.",
 )
-@templates_option
+@number_options
+@waba_option
 @judge_options
 @click.pass_context
 def replay_command(
@@ -93,7 +99,12 @@ def replay_command(
     redis_url: str | None,
     fixture_id: str | None,
     report_dir: Path | None,
+    app_secret: str | None,
+    verify_token: str | None,
+    access_token: str | None,
+    phone_number_id: str | None,
     templates: str | None,
+    waba_id: str | None,
     judge: bool,
     judge_gate: float | None,
 ) -> None:
@@ -127,11 +138,17 @@ def replay_command(
     if redis_url is not None:
         asyncio.run(_publish(loaded, redis_url, fixture_id or path.name))
         click.echo(f"published the recording to {redis_url} as {fixture_id or path.name!r}")
-    channel_options: dict[str, object] = {}
+    channel_options = number_settings(
+        app_secret=app_secret,
+        verify_token=verify_token,
+        access_token=access_token,
+        phone_number_id=phone_number_id,
+        templates=templates,
+        waba_id=waba_id,
+    )
     if target_url is not None:
-        channel_options = {"graph_url": f"http://{graph_host}:{graph_port}", "serve_graph": True}
-    if templates is not None:
-        channel_options["templates"] = templates
+        channel_options["graph_url"] = f"http://{graph_host}:{graph_port}"
+        channel_options["serve_graph"] = True
     runner = Runner(
         RunOptions(
             target=None if target_url else (target or recorded_target(loaded.meta)),
@@ -142,7 +159,7 @@ def replay_command(
             channel_options=channel_options,
         )
     )
-    runner.check([])  # the channel's options (--templates), before anything is replayed
+    runner.check([])  # the channel's options (--templates...), before anything is replayed
     results = replay_all(
         [path],
         runner,

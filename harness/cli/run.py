@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING
 
 import click
 
-from harness.cli._shared_options import number_options, url_target_options
+from harness.cli._shared_options import (
+    number_options,
+    number_settings,
+    url_target_options,
+    waba_option,
+)
 from harness.cli.project import find_project, resolve_target
 from harness.exceptions import ConfigError, StoreError
 from harness.options import parse_settings, positive_seconds
@@ -193,7 +198,7 @@ def write_reports(run: RunResult, directory: Path) -> list[Path]:
     "(needs ANTHROPIC_API_KEY); a score too close to call is INCONCLUSIVE.",
 )
 @number_options
-@click.option("--waba-id", default=None, help="The WhatsApp Business Account id.")
+@waba_option
 @click.pass_context
 def run_command(
     ctx: click.Context,
@@ -270,18 +275,14 @@ def run_command(
         raise ConfigError("--judge needs ANTHROPIC_API_KEY in the environment")
     target, target_url, source = resolve_target(target, target_url, project)
     channel = channel or project.channel or "whatsapp"
-    channel_options: dict[str, object] = {
-        key: value
-        for key, value in (
-            ("app_secret", app_secret),
-            ("verify_token", verify_token),
-            ("access_token", access_token),
-            ("phone_number_id", phone_number_id),
-            ("templates", templates),
-            ("waba_id", waba_id),
-        )
-        if value is not None
-    }
+    channel_options = number_settings(
+        app_secret=app_secret,
+        verify_token=verify_token,
+        access_token=access_token,
+        phone_number_id=phone_number_id,
+        templates=templates,
+        waba_id=waba_id,
+    )
     if graph_advertise is not None and not graph_advertise.startswith(("http://", "https://")):
         raise ConfigError(f"--graph-advertise {graph_advertise!r}: expected an http:// URL")
     if graph_advertise is not None and (target_url is None or redis_url is None):
