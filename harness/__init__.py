@@ -398,6 +398,8 @@ _OWNERS: dict[str, str] = {
     "parse_scenario": "harness.suites.scenario",
     "parse_settings": "harness.options",
     "positive_seconds": "harness.options",
+    "upstream_options": "harness.options",
+    "upstream_settings": "harness.options",
     "parse_skew": "harness.skew",
     "parse_spec": "harness.suites.invariants",
     "parse_verdict": "harness.replay.judge",

@@ -21,7 +21,7 @@ from harness.cli._shared_options import (
 )
 from harness.cli.judging import judge_exit, judge_options
 from harness.exceptions import ConfigError
-from harness.options import parse_settings, positive_seconds
+from harness.options import parse_settings, positive_seconds, upstream_options, upstream_settings
 from harness.prompts import parse_prompt_overrides
 
 if TYPE_CHECKING:
@@ -60,6 +60,7 @@ __all__ = ["replay_command"]
     help="Replay against an agent at this webhook URL (a staging deployment).",
 )
 @url_target_options
+@upstream_options("With --target-url and --policy live: ")
 @click.option(
     "--redis",
     "redis_url",
@@ -96,6 +97,8 @@ def replay_command(
     graph_port: int,
     expect_timeout: str,
     quiet_window: str,
+    anthropic_upstream: str,
+    openai_upstream: str,
     redis_url: str | None,
     fixture_id: str | None,
     report_dir: Path | None,
@@ -146,6 +149,7 @@ def replay_command(
         templates=templates,
         waba_id=waba_id,
     )
+    channel_options.update(upstream_settings(ctx, target_url, anthropic_upstream, openai_upstream))
     if target_url is not None:
         channel_options["graph_url"] = f"http://{graph_host}:{graph_port}"
         channel_options["serve_graph"] = True

@@ -23,7 +23,7 @@ from harness.cli._shared_options import (
 )
 from harness.cli.project import find_project, resolve_target
 from harness.exceptions import ConfigError, StoreError
-from harness.options import parse_settings, positive_seconds
+from harness.options import parse_settings, positive_seconds, upstream_options, upstream_settings
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -152,6 +152,7 @@ def write_reports(run: RunResult, directory: Path) -> list[Path]:
     help="A setting for the agent under test (repeatable), e.g. BOOKING_REGRESSIONS=no_dedupe.",
 )
 @url_target_options
+@upstream_options("With --target-url: ")
 @click.option(
     "--graph-advertise",
     default=None,
@@ -225,6 +226,8 @@ def run_command(
     graph_advertise: str | None,
     expect_timeout: str,
     quiet_window: str,
+    anthropic_upstream: str,
+    openai_upstream: str,
     real_work_limit: str,
     keep_numbers: bool,
     repeat: int,
@@ -294,6 +297,7 @@ def run_command(
         raise ConfigError("--keep-numbers needs --target-url (in process, numbers are as written)")
     if keep_numbers and broker_url is not None:
         raise ConfigError("--keep-numbers runs the scenarios one at a time: not with --distributed")
+    channel_options.update(upstream_settings(ctx, target_url, anthropic_upstream, openai_upstream))
     if target_url is not None:
         channel_options["graph_url"] = f"http://{graph_host}:{graph_port}"
         channel_options["serve_graph"] = True

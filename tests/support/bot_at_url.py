@@ -5,7 +5,9 @@ X-Hub-Signature-256 with the app secret it is configured with and answers
 403 when it does not match, as bots built to Meta's documentation do. Here it
 is served with uvicorn on a thread of its own, with its own event loop, so
 that a test can run the ``harness`` command line (which runs its own loop)
-against it, as against a bot in another process.
+against it, as against a bot in another process. A second bot asks its model
+(through the harness, as the OpenAI SDK does with ``OPENAI_BASE_URL``) what to
+answer.
 """
 
 from __future__ import annotations
@@ -16,15 +18,20 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
 
 from channels.whatsapp.config import SimulatorConfig
 from tests.bots.loopback import free_port
 from tests.channels.whatsapp.echo_bot import BotConfig, EchoBot
 
-__all__ = ["BotAtUrl", "echo_bot_at_url"]
+__all__ = ["BotAtUrl", "echo_bot_at_url", "model_bot_at_url", "served_on_thread"]
 
 
 @dataclass(frozen=True)
@@ -60,26 +67,83 @@ def echo_bot_at_url(
     )
     loop = asyncio.new_event_loop()
     bot = EchoBot(config, loop.run_until_complete(_client()))
+    try:
+        with served_on_thread(bot.app(), loop) as url:
+            yield BotAtUrl(f"{url}/webhook", graph_port, bot)
+    finally:
+        loop.run_until_complete(bot.client.aclose())
+        loop.close()
+
+
+@contextmanager
+def served_on_thread(app: Any, loop: asyncio.AbstractEventLoop | None = None) -> Iterator[str]:
+    """Serve ``app`` with uvicorn on loopback, on a thread running ``loop``; yields its base URL."""
+    own = loop is None
+    loop = loop or asyncio.new_event_loop()
     server = uvicorn.Server(
-        uvicorn.Config(bot.app(), host="127.0.0.1", port=0, log_level="warning", access_log=False)
+        uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", access_log=False)
     )
     thread = threading.Thread(target=loop.run_until_complete, args=(server.serve(),), daemon=True)
     thread.start()
     deadline = time.monotonic() + 5
     while not server.started:
         if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the echo bot did not start listening")
+            raise RuntimeError("uvicorn did not start listening")
         time.sleep(0.01)
     port = server.servers[0].sockets[0].getsockname()[1]
     try:
-        yield BotAtUrl(f"http://127.0.0.1:{port}/webhook", graph_port, bot)
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(timeout=10)
-        loop.run_until_complete(bot.client.aclose())
-        loop.close()
+        if own:
+            loop.close()
 
 
 async def _client() -> httpx.AsyncClient:
     """The bot's HTTP client, made on the bot's loop."""
     return httpx.AsyncClient(timeout=5)
+
+
+@contextmanager
+def model_bot_at_url() -> Iterator[tuple[str, int]]:
+    """Serve a bot that answers each text with its model's answer; yields its webhook, Graph port.
+
+    Its model is the OpenAI SDK's ``OPENAI_BASE_URL`` aimed at the harness
+    (its fake Graph API, at ``/v1``), and its Graph API the harness's fake one,
+    on the port yielded; its number is the simulator's own.
+    """
+    defaults = SimulatorConfig()
+    graph_port = free_port()
+    graph = f"http://127.0.0.1:{graph_port}"
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def answer(user: str, text: str) -> None:
+        async with httpx.AsyncClient(timeout=10) as client:
+            asked = await client.post(
+                f"{graph}/v1/chat/completions",
+                json={"model": "gpt-test", "messages": [{"role": "user", "content": text}]},
+                headers={"Authorization": "Bearer sk-test"},
+            )
+            said = asked.json()["choices"][0]["message"]["content"]
+            await client.post(
+                f"{graph}/v25.0/{defaults.phone_number_id}/messages",
+                json={"messaging_product": "whatsapp", "to": user, "text": {"body": said}},
+                headers={"Authorization": f"Bearer {defaults.access_token}"},
+            )
+
+    async def webhook(request: Request) -> Response:
+        if request.method == "GET":
+            return PlainTextResponse(request.query_params.get("hub.challenge", ""))
+        for entry in (await request.json())["entry"]:
+            for change in entry["changes"]:
+                for message in change["value"].get("messages", []):
+                    if message["type"] == "text":
+                        task = asyncio.create_task(answer(message["from"], message["text"]["body"]))
+                        tasks.add(task)
+                        task.add_done_callback(tasks.discard)
+        return PlainTextResponse("ok")
+
+    app = Starlette(routes=[Route("/webhook", webhook, methods=["GET", "POST"])])
+    with served_on_thread(app) as url:
+        yield f"{url}/webhook", graph_port

@@ -1,9 +1,10 @@
-"""A bot at a URL configured with its own number: ``harness replay`` takes its secrets and ids.
+"""The options of ``harness run`` and ``harness replay`` for a bot of one's own at a URL.
 
-The bot checks the handshake's verify token, every webhook's signature with
-its own app secret, sends with its own access token and answers only its own
-phone number id: it echoes the user's words only when the harness plays that
-number, as ``harness run --target-url`` does with the same options.
+A bot configured with its own number checks the handshake's verify token,
+every webhook's signature with its own app secret, sends with its own access
+token and answers only its own phone number id: it echoes the user's words
+only when the harness plays that number. A bot whose SDK is aimed at the
+harness has its model calls sent on to the provider the run names.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.bot_at_url import echo_bot_at_url
+from harness.cli.main import EXIT_OK, EXIT_USAGE
+from tests.bots.fake_openai import FakeOpenAI, Say
+from tests.support.bot_at_url import echo_bot_at_url, model_bot_at_url, served_on_thread
 from tests.support.cli import harness as _harness
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -41,3 +44,47 @@ def test_replay_at_a_url_plays_the_number_the_bot_is_configured_with(
     assert served.bot.posts >= 1, out
     assert "text 'echo: Hi! Do you have a table on Friday at 8pm?'" in out, out
     assert all(code == 200 for code, _ in served.bot.send_results), served.bot.send_results
+
+
+def test_a_run_at_a_url_sends_the_agents_model_calls_to_the_provider_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = tmp_path / "hello.yaml"
+    scenario.write_text(
+        "steps:\n  - say: hello\n  - expect: {reply_contains: from the staging model}\n",
+        encoding="utf-8",
+    )
+    provider = FakeOpenAI([Say("Hello from the staging model")])
+    with served_on_thread(provider.app) as upstream, model_bot_at_url() as (webhook, graph_port):
+        code = _harness(
+            "run", str(scenario), "--target-url", webhook, "--graph-port", str(graph_port),
+            *FAST, "--openai-upstream", f"{upstream}/v1",
+        )  # fmt: skip
+    assert code == EXIT_OK, capsys.readouterr().out
+    [(body, _headers)] = provider.requests
+    assert body["messages"] == [{"role": "user", "content": "hello"}]
+
+
+def test_a_live_replay_at_a_url_sends_unrecorded_model_calls_to_the_provider_named(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    provider = FakeOpenAI([Say("Hello from the staging model")])
+    with served_on_thread(provider.app) as upstream, model_bot_at_url() as (webhook, graph_port):
+        _harness(
+            "replay", str(FIXTURE), "--target-url", webhook, "--graph-port", str(graph_port),
+            *FAST, "--policy", "live", "--openai-upstream", f"{upstream}/v1",
+        )  # fmt: skip
+    out = capsys.readouterr().out
+    assert len(provider.requests) == 1, out
+    assert "text 'Hello from the staging model'" in out, out
+
+
+@pytest.mark.parametrize("option", ["--anthropic-upstream", "--openai-upstream"])
+def test_an_upstream_without_target_url_is_a_usage_error(
+    option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = _harness("replay", str(FIXTURE), option, "http://127.0.0.1:9/v1")
+    assert code == EXIT_USAGE
+    assert capsys.readouterr().err.strip() == (
+        f"error: {option} needs --target-url (an agent in process calls its model itself)"
+    )
