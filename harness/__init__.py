@@ -202,6 +202,7 @@ _OWNERS: dict[str, str] = {
     "MessageRef": "harness.references",
     "ModelCount": "harness.providers",
     "NON_MESSAGE_SEND_TYPES": "harness.trace",
+    "NO_FACTORY_TARGET": "harness.project",
     "NO_TARGET": "harness.project",
     "NamedSpec": "harness.suites.invariants",
     "OBSERVABLE_KINDS": "harness.trace",
