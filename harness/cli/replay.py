@@ -1,6 +1,7 @@
 """``harness replay``: replay one recorded conversation with its timing, offline, and compare it.
 
-Exit codes: 0 the replay matched, 1 an invariant failed, 2 bad input (or,
+Exit codes: 0 the replay matched, 1 an invariant failed, 2 bad input (an
+agent at ``--target-url`` that fails the verification handshake among it; or,
 with ``--judge-gate``, no verdict recorded), 3 the replay diverged (the
 explanation names the turn and what changed), 4 the judge scored the
 conversation below the gate's threshold.

@@ -88,3 +88,20 @@ def test_an_upstream_without_target_url_is_a_usage_error(
     assert capsys.readouterr().err.strip() == (
         f"error: {option} needs --target-url (an agent in process calls its model itself)"
     )
+
+
+def test_a_replay_whose_agent_fails_the_handshake_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with echo_bot_at_url(verify_token="the-bots-own-token") as served:
+        code = _harness(
+            "replay", str(FIXTURE), "--target-url", served.webhook,
+            "--graph-port", str(served.graph_port), *FAST,
+        )  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == EXIT_USAGE, captured.out
+    assert "changed" not in captured.out
+    [line] = [line for line in (captured.out + captured.err).splitlines() if line.strip()]
+    assert line.startswith(
+        f"error: webhook {served.webhook} failed the verification handshake: it answered 403"
+    ), line
