@@ -24,13 +24,25 @@ from typing import Any, Final
 
 from harness.exceptions import ConfigError
 
-__all__ = ["NO_TARGET", "PROJECT_FILE", "ProjectSettings", "find_project", "resolve_target"]
+__all__ = [
+    "NO_FACTORY_TARGET",
+    "NO_TARGET",
+    "PROJECT_FILE",
+    "ProjectSettings",
+    "find_project",
+    "resolve_target",
+]
 
 #: The file a project's settings live in.
 PROJECT_FILE: Final = "pyproject.toml"
 #: What a command says when nothing names the agent under test.
 NO_TARGET: Final = (
     "no agent to test: give --target package.module:factory (or --target-url URL), "
+    'or set target = "package.module:factory" under [tool.harness] in pyproject.toml'
+)
+#: What a command that runs the agent in-process only says when nothing names it.
+NO_FACTORY_TARGET: Final = (
+    "no agent to test: give --target package.module:factory, "
     'or set target = "package.module:factory" under [tool.harness] in pyproject.toml'
 )
 _KEYS: Final = ("target", "target-url", "paths", "channel", "concurrency")
@@ -130,16 +142,21 @@ def find_project(start: Path | None = None) -> ProjectSettings:
 
 
 def resolve_target(
-    target: str | None, target_url: str | None, project: ProjectSettings
+    target: str | None,
+    target_url: str | None,
+    project: ProjectSettings,
+    *,
+    urls: bool = True,
 ) -> tuple[str | None, str | None, str]:
     """The target and target URL to run, and where they came from; flags win over the project.
 
     There is no default: with neither a flag nor a project setting, the
     command stops with :data:`NO_TARGET` rather than test an agent the user
-    did not name.
+    did not name (:data:`NO_FACTORY_TARGET` for a command that has no
+    ``--target-url``: ``urls`` False).
     """
     if target or target_url:
         return target, target_url, "--target" if target else "--target-url"
     if project.target or project.target_url:
         return project.target, project.target_url, str(project.file)
-    raise ConfigError(NO_TARGET)
+    raise ConfigError(NO_TARGET if urls else NO_FACTORY_TARGET)

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from harness.endpoints.upstreams import ANTHROPIC_UPSTREAM, OPENAI_UPSTREAM
 from harness.exceptions import ConfigError
+from harness.options import upstream_options
 
 if TYPE_CHECKING:
     from harness.recording import Recording
@@ -31,18 +31,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 def model_endpoint_options(command: F) -> F:
     """``--anthropic-upstream``, ``--openai-upstream`` and ``--side-effect-tool``."""
     options = [
-        click.option(
-            "--anthropic-upstream",
-            default=ANTHROPIC_UPSTREAM,
-            show_default=True,
-            help="Where /v1/messages calls go on to when recorded or passed through.",
-        ),
-        click.option(
-            "--openai-upstream",
-            default=OPENAI_UPSTREAM,
-            show_default=True,
-            help="Where /v1/chat/completions calls go on to (with its /v1, as OPENAI_BASE_URL).",
-        ),
+        upstream_options(),
         click.option(
             "--side-effect-tool",
             "side_effect_tools",

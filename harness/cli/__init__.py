@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from harness.cli.main import main
 from harness.cli.project import (
+    NO_FACTORY_TARGET,
     NO_TARGET,
     PROJECT_FILE,
     ProjectSettings,
@@ -14,4 +15,12 @@ from harness.cli.project import (
     resolve_target,
 )
 
-__all__ = ["NO_TARGET", "PROJECT_FILE", "ProjectSettings", "find_project", "main", "resolve_target"]
+__all__ = [
+    "NO_FACTORY_TARGET",
+    "NO_TARGET",
+    "PROJECT_FILE",
+    "ProjectSettings",
+    "find_project",
+    "main",
+    "resolve_target",
+]

@@ -12,7 +12,13 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["number_options", "templates_option", "url_target_options"]
+__all__ = [
+    "number_options",
+    "number_settings",
+    "templates_option",
+    "url_target_options",
+    "waba_option",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -82,3 +88,18 @@ def number_options(command: F) -> F:
     for option in reversed(options):
         command = option(command)
     return command
+
+
+def waba_option(command: F) -> F:
+    """Add ``--waba-id``: the WhatsApp Business Account's id."""
+    option = click.option("--waba-id", default=None, help="The WhatsApp Business Account id.")
+    return option(command)
+
+
+def number_settings(**given: object) -> dict[str, object]:
+    """The channel options of the business number's options given (those not None).
+
+    Called with the parameters of :func:`number_options` (and ``waba_id``),
+    by name: ``number_settings(app_secret=app_secret, ...)``.
+    """
+    return {key: value for key, value in given.items() if value is not None}

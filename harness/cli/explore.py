@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from harness.cli._shared_options import number_options, url_target_options
+from harness.cli._shared_options import number_options, number_settings, url_target_options
 from harness.cli.project import find_project, resolve_target
 from harness.exceptions import ConfigError
 from harness.options import parse_settings, positive_seconds
@@ -206,17 +206,13 @@ def explore_command(
     project = find_project()
     loaded = load_scenario(scenario)
     target, target_url, _source = resolve_target(target, target_url, project)
-    channel_options: dict[str, object] = {
-        key: value
-        for key, value in (
-            ("app_secret", app_secret),
-            ("verify_token", verify_token),
-            ("access_token", access_token),
-            ("phone_number_id", phone_number_id),
-            ("templates", templates),
-        )
-        if value is not None
-    }
+    channel_options = number_settings(
+        app_secret=app_secret,
+        verify_token=verify_token,
+        access_token=access_token,
+        phone_number_id=phone_number_id,
+        templates=templates,
+    )
     if target_url is not None:
         channel_options["graph_url"] = f"http://{graph_host}:{graph_port}"
         channel_options["serve_graph"] = True

@@ -123,7 +123,7 @@ def record_command(
     if live and key:
         settings = {"HARNESS_LLM": "anthropic", "ANTHROPIC_API_KEY": key, **settings}
     project = find_project()
-    target, _, _ = resolve_target(target, None, project)
+    target, _, _ = resolve_target(target, None, project, urls=False)
     if target is None:
         raise ConfigError(
             f"harness record runs the agent in-process, but {project.file} names a target-url: "

@@ -1,6 +1,7 @@
 """``harness replay``: replay one recorded conversation with its timing, offline, and compare it.
 
-Exit codes: 0 the replay matched, 1 an invariant failed, 2 bad input (or,
+Exit codes: 0 the replay matched, 1 an invariant failed, 2 bad input (an
+agent at ``--target-url`` that fails the verification handshake among it; or,
 with ``--judge-gate``, no verdict recorded), 3 the replay diverged (the
 explanation names the turn and what changed), 4 the judge scored the
 conversation below the gate's threshold.
@@ -13,10 +14,15 @@ from typing import TYPE_CHECKING
 
 import click
 
-from harness.cli._shared_options import templates_option, url_target_options
+from harness.cli._shared_options import (
+    number_options,
+    number_settings,
+    url_target_options,
+    waba_option,
+)
 from harness.cli.judging import judge_exit, judge_options
 from harness.exceptions import ConfigError
-from harness.options import parse_settings, positive_seconds
+from harness.options import parse_settings, positive_seconds, upstream_options, upstream_settings
 from harness.prompts import parse_prompt_overrides
 
 if TYPE_CHECKING:
@@ -55,6 +61,7 @@ __all__ = ["replay_command"]
     help="Replay against an agent at this webhook URL (a staging deployment).",
 )
 @url_target_options
+@upstream_options("With --target-url and --policy live: ")
 @click.option(
     "--redis",
     "redis_url",
@@ -74,7 +81,8 @@ __all__ = ["replay_command"]
     default=None,
     help="Write report.json, junit.xml and report.html here, as harness run does.",
 )
-@templates_option
+@number_options
+@waba_option
 @judge_options
 @click.pass_context
 def replay_command(
@@ -90,10 +98,17 @@ def replay_command(
     graph_port: int,
     expect_timeout: str,
     quiet_window: str,
+    anthropic_upstream: str,
+    openai_upstream: str,
     redis_url: str | None,
     fixture_id: str | None,
     report_dir: Path | None,
+    app_secret: str | None,
+    verify_token: str | None,
+    access_token: str | None,
+    phone_number_id: str | None,
     templates: str | None,
+    waba_id: str | None,
     judge: bool,
     judge_gate: float | None,
 ) -> None:
@@ -128,11 +143,18 @@ def replay_command(
         asyncio.run(_publish(loaded, redis_url, fixture_id or path.name))
         click.echo(f"published the recording to {redis_url} as {fixture_id or path.name!r}")
     target, target_url = fixture_agent(path, loaded.meta, target, target_url)
-    channel_options: dict[str, object] = {}
+    channel_options = number_settings(
+        app_secret=app_secret,
+        verify_token=verify_token,
+        access_token=access_token,
+        phone_number_id=phone_number_id,
+        templates=templates,
+        waba_id=waba_id,
+    )
+    channel_options.update(upstream_settings(ctx, target_url, anthropic_upstream, openai_upstream))
     if target_url is not None:
-        channel_options = {"graph_url": f"http://{graph_host}:{graph_port}", "serve_graph": True}
-    if templates is not None:
-        channel_options["templates"] = templates
+        channel_options["graph_url"] = f"http://{graph_host}:{graph_port}"
+        channel_options["serve_graph"] = True
     runner = Runner(
         RunOptions(
             target=None if target_url else target,
@@ -143,7 +165,7 @@ def replay_command(
             channel_options=channel_options,
         )
     )
-    runner.check([])  # the channel's options (--templates), before anything is replayed
+    runner.check([])  # the channel's options (--templates...), before anything is replayed
     results = replay_all(
         [path],
         runner,

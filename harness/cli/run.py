@@ -15,10 +15,15 @@ from typing import TYPE_CHECKING
 
 import click
 
-from harness.cli._shared_options import number_options, url_target_options
+from harness.cli._shared_options import (
+    number_options,
+    number_settings,
+    url_target_options,
+    waba_option,
+)
 from harness.cli.project import find_project, resolve_target
 from harness.exceptions import ConfigError, StoreError
-from harness.options import parse_settings, positive_seconds
+from harness.options import parse_settings, positive_seconds, upstream_options, upstream_settings
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -147,6 +152,7 @@ def write_reports(run: RunResult, directory: Path) -> list[Path]:
     help="A setting for the agent under test (repeatable), e.g. BOOKING_REGRESSIONS=no_dedupe.",
 )
 @url_target_options
+@upstream_options("With --target-url: ")
 @click.option(
     "--graph-advertise",
     default=None,
@@ -193,7 +199,7 @@ def write_reports(run: RunResult, directory: Path) -> list[Path]:
     "(needs ANTHROPIC_API_KEY); a score too close to call is INCONCLUSIVE.",
 )
 @number_options
-@click.option("--waba-id", default=None, help="The WhatsApp Business Account id.")
+@waba_option
 @click.pass_context
 def run_command(
     ctx: click.Context,
@@ -220,6 +226,8 @@ def run_command(
     graph_advertise: str | None,
     expect_timeout: str,
     quiet_window: str,
+    anthropic_upstream: str,
+    openai_upstream: str,
     real_work_limit: str,
     keep_numbers: bool,
     repeat: int,
@@ -270,18 +278,14 @@ def run_command(
         raise ConfigError("--judge needs ANTHROPIC_API_KEY in the environment")
     target, target_url, source = resolve_target(target, target_url, project)
     channel = channel or project.channel or "whatsapp"
-    channel_options: dict[str, object] = {
-        key: value
-        for key, value in (
-            ("app_secret", app_secret),
-            ("verify_token", verify_token),
-            ("access_token", access_token),
-            ("phone_number_id", phone_number_id),
-            ("templates", templates),
-            ("waba_id", waba_id),
-        )
-        if value is not None
-    }
+    channel_options = number_settings(
+        app_secret=app_secret,
+        verify_token=verify_token,
+        access_token=access_token,
+        phone_number_id=phone_number_id,
+        templates=templates,
+        waba_id=waba_id,
+    )
     if graph_advertise is not None and not graph_advertise.startswith(("http://", "https://")):
         raise ConfigError(f"--graph-advertise {graph_advertise!r}: expected an http:// URL")
     if graph_advertise is not None and (target_url is None or redis_url is None):
@@ -293,6 +297,7 @@ def run_command(
         raise ConfigError("--keep-numbers needs --target-url (in process, numbers are as written)")
     if keep_numbers and broker_url is not None:
         raise ConfigError("--keep-numbers runs the scenarios one at a time: not with --distributed")
+    channel_options.update(upstream_settings(ctx, target_url, anthropic_upstream, openai_upstream))
     if target_url is not None:
         channel_options["graph_url"] = f"http://{graph_host}:{graph_port}"
         channel_options["serve_graph"] = True

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from harness.cli.project import NO_TARGET, find_project
+from harness.cli.project import NO_FACTORY_TARGET, find_project
 from harness.exceptions import ConfigError
 from harness.options import parse_settings
 
@@ -92,7 +92,7 @@ def ui_command(
     paths = fixture_dirs(tuple(fixtures) or project.paths or (Path("scenarios"),))
     target = target or project.target or _recorded_target(paths)
     if target is None:
-        raise ConfigError(NO_TARGET)
+        raise ConfigError(NO_FACTORY_TARGET)
 
     import socket
 

@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from harness.agent_contract import loop_errors
 from harness.channel import ChannelSession, ChannelSetup, RecordedCall, UserSpec
-from harness.exceptions import ConfigError, Divergence, HarnessError
+from harness.exceptions import ConfigError, Divergence, HandshakeError, HarnessError
 from harness.failures import collecting_failures, failure_line
 from harness.fixture import CALL_LATENCY_ATTRIBUTE, Fixture
 from harness.inflight import running_on
@@ -390,7 +390,9 @@ async def replay_fixture(
     """Replay one fixture through the runner's channel and agent, and compare.
 
     A fixture a simulated user took part in is replayed by playing its scenario
-    again (see :mod:`harness.replay.simulated`).
+    again (see :mod:`harness.replay.simulated`). An agent at a URL that fails
+    the verification handshake raises :class:`HandshakeError`: it was not
+    reached as configured, so nothing of the replay can be judged.
     """
     from harness.replay import simulated  # it builds on this module
 
@@ -488,6 +490,8 @@ async def replay_fixture(
                 if not isinstance(e, Divergence)  # reported as the replay's divergence
             )
     except HarnessError as exc:
+        if isinstance(exc, HandshakeError) and runner.options.target_url:
+            raise  # the agent at the URL was not reached as configured: nothing to judge
         error = str(exc)
     except Exception as exc:  # the agent crashed: a result, not a crash of ours
         error = f"{type(exc).__name__}: {exc}"

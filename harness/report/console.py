@@ -119,7 +119,9 @@ def _webhook_note(result: ScenarioResult) -> str | None:
     """How many webhook POSTs the agent did not answer with a 200, and what came instead.
 
     ``webhook: 3 of 4 POSTs were not answered 200 (500 ×3): Meta delivers them
-    again``, or None when every POST was answered 200 (or none was made).
+    again``, or None when every POST was answered 200 (or none was made). A 403
+    among them adds its likeliest cause: the agent checks the signature with
+    another app secret than the harness signs with.
     """
     if result.conversation is None:
         return None
@@ -132,9 +134,15 @@ def _webhook_note(result: ScenarioResult) -> str | None:
     if not failed:
         return None
     answers = ", ".join(f"{answer} ×{count}" for answer, count in failed.most_common())
+    hint = (
+        "; 403: the harness signs each POST with the app secret it was given (--app-secret), "
+        "and the agent may check X-Hub-Signature-256 with another"
+        if "403" in failed
+        else ""
+    )
     return (
         f"webhook: {failed.total()} of {len(attempts)} POSTs were not answered 200 "
-        f"({answers}): Meta delivers them again"
+        f"({answers}): Meta delivers them again{hint}"
     )
 
 

@@ -67,6 +67,10 @@ def load_target(path: str, *, search: Sequence[str | Path] = ()) -> AgentFactory
     except ImportError as exc:
         hint = _shadowed(module_name)
         raise ConfigError(f"--target {path!r}: can't import {module_name}: {exc}{hint}") from None
+    except Exception as exc:  # the module's own code failed (a setting it reads is missing, say)
+        raise ConfigError(
+            f"--target {path!r}: importing {module_name} raised {type(exc).__name__}: {exc}"
+        ) from None
     try:
         factory = getattr(module, attribute)
     except AttributeError:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli.main import EXIT_OK, EXIT_USAGE
-from harness.cli.project import NO_TARGET, ProjectSettings, find_project
+from harness.cli.project import NO_FACTORY_TARGET, ProjectSettings, find_project
 from harness.exceptions import ConfigError
 from tests.support.cli import harness as _harness
 
@@ -183,7 +183,9 @@ def test_record_takes_its_target_from_the_project_and_never_a_default(
     capsys.readouterr()
     (project / "pyproject.toml").write_text('[tool.harness]\npaths = ["suite"]\n', "utf-8")
     assert _harness("record", "greets.yaml", "--out", str(tmp_path / "again")) == EXIT_USAGE
-    assert capsys.readouterr().err == f"error: {NO_TARGET}\n"
+    # harness record runs the agent in-process: the line names no option it lacks.
+    assert capsys.readouterr().err == f"error: {NO_FACTORY_TARGET}\n"
+    assert "--target-url" not in NO_FACTORY_TARGET
     assert not (tmp_path / "again").exists()
     _write(project, '[tool.harness]\ntarget-url = "http://127.0.0.1:9/webhook"\n')
     assert _harness("record", "greets.yaml", "--out", str(tmp_path / "again")) == EXIT_USAGE

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.main import EXIT_DIVERGED, EXIT_OK
+from harness.cli.main import EXIT_DIVERGED, EXIT_OK, EXIT_USAGE
 from harness.report import load_json
 from tests.support.cli import harness as _harness
 
@@ -147,6 +147,34 @@ def test_replay_refuses_a_missing_templates_file_and_a_bad_gate_before_replaying
     out = capsys.readouterr()
     assert "--judge-gate" in out.err
     assert "SAME" not in out.out  # refused before anything was replayed
+
+
+@pytest.mark.parametrize("command", ["regress", "run"])
+def test_a_target_whose_import_raises_is_one_line_naming_it_and_exit_2(
+    command: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A bot that reads a setting at import time, run where it is not set.
+    (tmp_path / "needs_a_token_bot.py").write_text(
+        'import os\nTOKEN = os.environ["NEEDS_A_TOKEN_BOT_TOKEN"]\n\ndef app(env):\n    ...\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "hi.yaml").write_text("steps:\n  - say: hi\n", encoding="utf-8")
+    monkeypatch.delenv("NEEDS_A_TOKEN_BOT_TOKEN", raising=False)
+    monkeypatch.chdir(tmp_path)
+    target = "needs_a_token_bot:app"
+    if command == "regress":
+        code = _harness("regress", str(FIXTURES / HAPPY), "--candidate", f"target={target}")
+    else:
+        code = _harness("run", "hi.yaml", "--target", target)
+    assert code == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err == (
+        f"error: --target {target!r}: importing needs_a_token_bot raised "
+        "KeyError: 'NEEDS_A_TOKEN_BOT_TOKEN'\n"
+    )
 
 
 @pytest.mark.parametrize("command", ["replay", "regress"])

@@ -226,6 +226,27 @@ def test_a_failure_says_how_many_webhook_posts_the_agent_did_not_answer_200() ->
     assert "webhook:" not in out.getvalue()
 
 
+def test_webhook_posts_answered_403_are_put_down_to_the_app_secret_in_the_same_line() -> None:
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    attempts = [
+        DeliveryAttempt(at=at, delivery="d1", attempt=n, status_code=403) for n in (1, 2, 3)
+    ]
+    failed = ScenarioResult(
+        name="refused",
+        status="failed",
+        violations=(Violation(rule="expect", message="no reply contains 'Which day'"),),
+        conversation=Conversation.from_events(attempts),
+    )
+    console, out = _plain()
+    print_summary(RunResult(scenarios=(failed,)), console=console)
+    [line] = [line for line in out.getvalue().splitlines() if "webhook:" in line]
+    assert line == (
+        "  ! webhook: 3 of 3 POSTs were not answered 200 (403 ×3): Meta delivers them again; "
+        "403: the harness signs each POST with the app secret it was given (--app-secret), "
+        "and the agent may check X-Hub-Signature-256 with another"
+    )
+
+
 def test_a_revised_result_is_printed_again_and_counted_once() -> None:
     console, out = _plain()
     passed = ScenarioResult(name="late one", status="passed")

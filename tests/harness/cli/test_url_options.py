@@ -1,0 +1,107 @@
+"""The options of ``harness run`` and ``harness replay`` for a bot of one's own at a URL.
+
+A bot configured with its own number checks the handshake's verify token,
+every webhook's signature with its own app secret, sends with its own access
+token and answers only its own phone number id: it echoes the user's words
+only when the harness plays that number. A bot whose SDK is aimed at the
+harness has its model calls sent on to the provider the run names.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.cli.main import EXIT_OK, EXIT_USAGE
+from tests.bots.fake_openai import FakeOpenAI, Say
+from tests.support.bot_at_url import echo_bot_at_url, model_bot_at_url, served_on_thread
+from tests.support.cli import harness as _harness
+
+ROOT = Path(__file__).resolve().parents[3]
+FIXTURE = ROOT / "scenarios" / "booking" / "fixtures" / "happy_confirm_button"
+NUMBER = {
+    "app_secret": "the-bots-own-secret",
+    "verify_token": "the-bots-own-token",
+    "access_token": "the-bots-own-access-token",
+    "phone_number_id": "123456789012345",
+}
+FAST = ("--quiet", "0.5s", "--expect-timeout", "2s")
+
+pytestmark = pytest.mark.network
+
+
+def test_replay_at_a_url_plays_the_number_the_bot_is_configured_with(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    given = [arg for key, value in NUMBER.items() for arg in (f"--{key.replace('_', '-')}", value)]
+    with echo_bot_at_url(**NUMBER) as served:
+        _harness(
+            "replay", str(FIXTURE), "--target-url", served.webhook,
+            "--graph-port", str(served.graph_port), *FAST, *given, "--waba-id", "555",
+        )  # fmt: skip
+    out = capsys.readouterr().out
+    assert served.bot.posts >= 1, out
+    assert "text 'echo: Hi! Do you have a table on Friday at 8pm?'" in out, out
+    assert all(code == 200 for code, _ in served.bot.send_results), served.bot.send_results
+
+
+def test_a_run_at_a_url_sends_the_agents_model_calls_to_the_provider_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = tmp_path / "hello.yaml"
+    scenario.write_text(
+        "steps:\n  - say: hello\n  - expect: {reply_contains: from the staging model}\n",
+        encoding="utf-8",
+    )
+    provider = FakeOpenAI([Say("Hello from the staging model")])
+    with served_on_thread(provider.app) as upstream, model_bot_at_url() as (webhook, graph_port):
+        code = _harness(
+            "run", str(scenario), "--target-url", webhook, "--graph-port", str(graph_port),
+            *FAST, "--openai-upstream", f"{upstream}/v1",
+        )  # fmt: skip
+    assert code == EXIT_OK, capsys.readouterr().out
+    [(body, _headers)] = provider.requests
+    assert body["messages"] == [{"role": "user", "content": "hello"}]
+
+
+def test_a_live_replay_at_a_url_sends_unrecorded_model_calls_to_the_provider_named(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    provider = FakeOpenAI([Say("Hello from the staging model")])
+    with served_on_thread(provider.app) as upstream, model_bot_at_url() as (webhook, graph_port):
+        _harness(
+            "replay", str(FIXTURE), "--target-url", webhook, "--graph-port", str(graph_port),
+            *FAST, "--policy", "live", "--openai-upstream", f"{upstream}/v1",
+        )  # fmt: skip
+    out = capsys.readouterr().out
+    assert len(provider.requests) == 1, out
+    assert "text 'Hello from the staging model'" in out, out
+
+
+@pytest.mark.parametrize("option", ["--anthropic-upstream", "--openai-upstream"])
+def test_an_upstream_without_target_url_is_a_usage_error(
+    option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = _harness("replay", str(FIXTURE), option, "http://127.0.0.1:9/v1")
+    assert code == EXIT_USAGE
+    assert capsys.readouterr().err.strip() == (
+        f"error: {option} needs --target-url (an agent in process calls its model itself)"
+    )
+
+
+def test_a_replay_whose_agent_fails_the_handshake_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with echo_bot_at_url(verify_token="the-bots-own-token") as served:
+        code = _harness(
+            "replay", str(FIXTURE), "--target-url", served.webhook,
+            "--graph-port", str(served.graph_port), *FAST,
+        )  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == EXIT_USAGE, captured.out
+    assert "changed" not in captured.out
+    [line] = [line for line in (captured.out + captured.err).splitlines() if line.strip()]
+    assert line.startswith(
+        f"error: webhook {served.webhook} failed the verification handshake: it answered 403"
+    ), line
