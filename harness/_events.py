@@ -249,7 +249,10 @@ class LLMExchange(_Event):
     ``model`` is the model the agent asked for; ``provider`` is who answered
     (:mod:`harness.providers`: ``anthropic``, ``offline-stand-in`` ...; None
     when nobody recorded it), and ``source`` whether it answered then
-    (``live``) or its recorded answer was replayed (``recorded``).
+    (``live``) or its recorded answer was replayed (``recorded``). ``error``
+    says why a call the harness's model endpoint was to pass on got no
+    answer (the provider could not be reached, or refused it); None for a
+    call that was answered.
     """
 
     kind: Literal["llm"] = "llm"
@@ -260,6 +263,7 @@ class LLMExchange(_Event):
     output_tokens: int = 0
     source: Source = "live"
     provider: str | None = None
+    error: str | None = None
 
 
 class ToolCall(_Event):

@@ -103,9 +103,11 @@ class ModelCount:
 def model_counts(exchanges: Iterable[LLMExchange]) -> list[ModelCount]:
     """The model calls of a run counted by who answered, for which model, live or replayed.
 
+    A call that got no answer (its ``error`` says why) is not counted.
+
     Most common first.
     """
-    counts = Counter((e.provider, e.model, e.source) for e in exchanges)
+    counts = Counter((e.provider, e.model, e.source) for e in exchanges if e.error is None)
     return [
         ModelCount(provider, model, source, calls)
         for (provider, model, source), calls in counts.most_common()

@@ -32,6 +32,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Final
 
 import httpx
@@ -39,7 +40,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from harness.canonical import canonical_key
+from harness.acting import _ACTING
+from harness.canonical import canonical_bytes, canonical_key
 from harness.endpoints.anthropic_wire import (
     anthropic_error,
     anthropic_events,
@@ -61,6 +63,7 @@ from harness.llm_recorder import VOLATILE_PARAMS, RecordingLLMClient
 from harness.providers import ANTHROPIC, OPENAI
 from harness.recording import Recording
 from harness.tape import Sink
+from harness.trace import LLMExchange
 
 __all__ = [
     "ANTHROPIC_PATH",
@@ -294,15 +297,36 @@ class ModelEndpoint:
                 headers={"x-should-retry": "false"},
             )
         except _UpstreamAnswer as exc:
+            upstream = self._upstreams[dialect.name]
+            self._unanswered(sink, body, dialect, f"{exc.status} from {upstream}")
             return Response(exc.content, status_code=exc.status, headers=exc.headers)
         except (httpx.HTTPError, ValueError) as exc:
             upstream = self._upstreams[dialect.name]
             message = f"the harness could not get an answer from {upstream}: {exc}"
+            self._unanswered(sink, body, dialect, f"502: {message}")
             return JSONResponse(dialect.error(502, message), status_code=502)
         self._answered += 1
         if body.get("stream"):
             return StreamingResponse(dialect.stream(response, body), media_type="text/event-stream")
         return JSONResponse(dialect.render(response))
+
+    def _unanswered(
+        self, sink: Sink | None, body: Mapping[str, Any], dialect: _Dialect, why: str
+    ) -> None:
+        """Put a call the provider did not answer in the trace, saying why (the run reports it)."""
+        if sink is None:
+            return
+        at = self._clock.now() if self._clock is not None else datetime.now(UTC)
+        sink(
+            LLMExchange(
+                at=at,
+                user=_ACTING.get(),
+                key="unanswered:" + hashlib.sha256(canonical_bytes(body)).hexdigest(),
+                model=str(body.get("model") or ""),
+                provider=self._provider(dialect),
+                error=why,
+            )
+        )
 
     def _provider(self, dialect: _Dialect) -> str | None:
         """Who answers what the endpoint forwards: the API's provider, None for another upstream."""

@@ -146,6 +146,22 @@ def _webhook_note(result: ScenarioResult) -> str | None:
     )
 
 
+def _model_note(result: ScenarioResult) -> str | None:
+    """How many of the agent's model calls through the harness got no answer, and why.
+
+    ``model: 3 of 3 calls got no answer (502: the harness could not get an
+    answer from https://api.openai.com/v1: ... ×3)``; None when all were answered.
+    """
+    if result.conversation is None:
+        return None
+    calls = result.conversation.llm_exchanges()
+    failed = Counter(e.error for e in calls if e.error is not None)
+    if not failed:
+        return None
+    why = ", ".join(f"{error} ×{count}" for error, count in failed.most_common())
+    return f"model: {failed.total()} of {len(calls)} calls got no answer ({why})"
+
+
 def _strays_note(result: ScenarioResult) -> str:
     """``; the agent sent to 15550009999, none of its users``, or nothing."""
     numbers = ", ".join(dict.fromkeys(stray.to for stray in result.stray_sends))
@@ -371,8 +387,9 @@ def _details(scenario: ScenarioResult, console: Console) -> None:
         line = Text("  ! agent: ", style="magenta")
         line.append(failure)
         console.print(line, soft_wrap=True)
-    if (unanswered := _webhook_note(scenario)) is not None:
-        console.print(Text(f"  ! {unanswered}", style="magenta"), soft_wrap=True)
+    for note in (_webhook_note(scenario), _model_note(scenario)):
+        if note is not None:
+            console.print(Text(f"  ! {note}", style="magenta"), soft_wrap=True)
     for stray in scenario.stray_sends:
         line = Text("  ! stray send: ", style="yellow")
         line.append(stray.headline())

@@ -65,6 +65,29 @@ def test_a_run_at_a_url_sends_the_agents_model_calls_to_the_provider_named(
     assert body["messages"] == [{"role": "user", "content": "hello"}]
 
 
+def test_model_calls_the_provider_never_answered_are_a_line_of_the_failed_scenario(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = tmp_path / "hello.yaml"
+    scenario.write_text(
+        "steps:\n  - say: hello\n  - expect: {reply_contains: from the staging model}\n",
+        encoding="utf-8",
+    )
+    with model_bot_at_url() as (webhook, graph_port):
+        code = _harness(
+            "run", str(scenario), "--target-url", webhook, "--graph-port", str(graph_port),
+            *FAST, "--openai-upstream", "http://127.0.0.1:9/v1",  # nothing there
+        )  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 1, out
+    [line] = [line for line in out.splitlines() if "! model:" in line]
+    assert line.startswith(
+        "  ! model: 1 of 1 calls got no answer (502: the harness could not get an answer from "
+        "http://127.0.0.1:9/v1: "
+    ), out
+    assert "model calls" not in out  # the summary counts no call that was never answered
+
+
 def test_a_live_replay_at_a_url_sends_unrecorded_model_calls_to_the_provider_named(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
