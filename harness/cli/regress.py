@@ -13,8 +13,14 @@ from typing import TYPE_CHECKING
 
 import click
 
+from harness.cli._shared_options import (
+    number_options,
+    number_settings,
+    url_target_options,
+    waba_option,
+)
 from harness.cli.judging import judge_exit, judge_options
-from harness.options import parse_settings
+from harness.options import parse_settings, positive_seconds, upstream_options, upstream_settings
 from harness.prompts import parse_prompt_overrides
 
 if TYPE_CHECKING:
@@ -44,6 +50,15 @@ __all__ = ["regress_command"]
     default=None,
     help="Write report.json, junit.xml and report.html here, as harness run does (for CI).",
 )
+@click.option(
+    "--target-url",
+    default=None,
+    help="Replay every fixture against the agent at this webhook URL (a staging deployment).",
+)
+@url_target_options
+@upstream_options("With --target-url and --policy live: ")
+@number_options
+@waba_option
 @judge_options
 @click.pass_context
 def regress_command(
@@ -52,6 +67,19 @@ def regress_command(
     candidate: tuple[str, ...],
     policy: Policy,
     report_dir: Path | None,
+    target_url: str | None,
+    graph_host: str,
+    graph_port: int,
+    expect_timeout: str,
+    quiet_window: str,
+    anthropic_upstream: str,
+    openai_upstream: str,
+    app_secret: str | None,
+    verify_token: str | None,
+    access_token: str | None,
+    phone_number_id: str | None,
+    templates: str | None,
+    waba_id: str | None,
     judge: bool,
     judge_gate: float | None,
 ) -> None:
@@ -87,25 +115,45 @@ def regress_command(
             target = spec.removeprefix("target=")
         else:
             settings.append(spec)
+    if target and target_url:
+        raise ConfigError("give --candidate target= or --target-url, not both")
     paths = fixture_dirs(fixtures)
-    # Each fixture's agent: target=, else the one it was recorded with, else the project's.
-    agents: dict[Path, str] = {}
-    for path in paths:
-        chosen, url = fixture_agent(path, load_fixture_meta(path), target, None)
-        if chosen is None:
-            raise ConfigError(
-                f"{path}: the fixture's agent is at a URL ({url}); replay it with "
-                "harness replay --target-url"
-            )
-        agents[path] = chosen
+    # Each fixture's agent: target= or --target-url, else the one it was recorded with, else
+    # the project's.
+    agents = {
+        path: fixture_agent(path, load_fixture_meta(path), target, target_url) for path in paths
+    }
     agent_settings = parse_settings(tuple(settings), "--candidate")
-    runners: dict[str | None, Runner] = {}
+    channel_options = number_settings(
+        app_secret=app_secret,
+        verify_token=verify_token,
+        access_token=access_token,
+        phone_number_id=phone_number_id,
+        templates=templates,
+        waba_id=waba_id,
+    )
+    upstreams = upstream_settings(ctx, target_url, anthropic_upstream, openai_upstream)
+    at_url = {
+        **upstreams,
+        "graph_url": f"http://{graph_host}:{graph_port}",
+        "serve_graph": True,
+    }
+    runners: dict[tuple[str | None, str | None], Runner] = {}
 
     def runner_for(fixture: Fixture) -> Runner:
-        chosen = agents[Path(fixture.path)]
-        if chosen not in runners:
-            runners[chosen] = Runner(RunOptions(target=chosen, agent_settings=agent_settings))
-        return runners[chosen]
+        chosen, url = agents[Path(fixture.path)]
+        if (chosen, url) not in runners:
+            runners[chosen, url] = Runner(
+                RunOptions(
+                    target=None if url else chosen,
+                    target_url=url,
+                    expect_timeout=positive_seconds(expect_timeout, "--expect-timeout"),
+                    quiet=positive_seconds(quiet_window, "--quiet"),
+                    agent_settings=agent_settings,
+                    channel_options={**channel_options, **(at_url if url else {})},
+                )
+            )
+        return runners[chosen, url]
 
     started_at = datetime.now(UTC)
     started = time.perf_counter()

@@ -9,6 +9,7 @@ harness has its model calls sent on to the provider the run names.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,38 @@ def test_replay_at_a_url_plays_the_number_the_bot_is_configured_with(
     assert served.bot.posts >= 1, out
     assert "text 'echo: Hi! Do you have a table on Friday at 8pm?'" in out, out
     assert all(code == 200 for code, _ in served.bot.send_results), served.bot.send_results
+
+
+def test_regress_replays_every_fixture_against_the_bot_at_the_url(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "fixtures"
+    for name in ("happy_confirm_button", "redelivered_confirm_books_once"):
+        shutil.copytree(FIXTURE.parent / name, folder / name)
+    given = [arg for key, value in NUMBER.items() for arg in (f"--{key.replace('_', '-')}", value)]
+    with echo_bot_at_url(**NUMBER) as served:
+        code = _harness(
+            "regress", str(folder), "--target-url", served.webhook,
+            "--graph-port", str(served.graph_port), *FAST, *given,
+        )  # fmt: skip
+    out = capsys.readouterr().out
+    # The echo bot is not the agent these were recorded with: both replays reach it, and
+    # stop where it sends no buttons for the recorded tap.
+    assert code == 1, out
+    assert served.bot.posts >= 2, out
+    assert "text 'echo: Hi! Do you have a table on Friday at 8pm?'" in out, out
+    assert "2 fixtures: 0 same, 2 not" in out, out
+
+
+def test_regress_takes_one_agent_not_two(capsys: pytest.CaptureFixture[str]) -> None:
+    code = _harness(
+        "regress", str(FIXTURE), "--target-url", "http://127.0.0.1:9/webhook",
+        "--candidate", "target=agents.booking:agent_factory",
+    )  # fmt: skip
+    assert code == EXIT_USAGE
+    assert capsys.readouterr().err.strip() == (
+        "error: give --candidate target= or --target-url, not both"
+    )
 
 
 def test_a_run_at_a_url_sends_the_agents_model_calls_to_the_provider_named(
