@@ -483,7 +483,12 @@ def _validate_lines(path: Path, lines: Iterable[JsonlLine], adapter: TypeAdapter
     return out
 
 
-def _load_meta(root: Path) -> FixtureMeta:
+def load_fixture_meta(path: Path | str) -> FixtureMeta:
+    """Read only a fixture's ``meta.json`` (errors as :func:`load_fixture` gives them)."""
+    root = Path(path)
+    if not root.is_dir():
+        what = "is not a directory" if root.exists() else "not found"
+        raise FixtureNotFound(f"fixture directory {what}: {root}", path=root)
     path = root / META_FILE
     if not path.is_file():
         raise FixtureNotFound(f"{path}: not found (is {root} a fixture?)", path=path)
@@ -507,15 +512,6 @@ def _load_meta(root: Path) -> FixtureMeta:
         return FixtureMeta.model_validate(data)
     except ValidationError as exc:
         raise FixtureFormatError(f"{path}: invalid meta: {_describe(exc)}", path=path) from None
-
-
-def load_fixture_meta(path: Path | str) -> FixtureMeta:
-    """Read only a fixture's ``meta.json`` (errors as :func:`load_fixture` gives them)."""
-    root = Path(path)
-    if not root.is_dir():
-        what = "is not a directory" if root.exists() else "not found"
-        raise FixtureNotFound(f"fixture directory {what}: {root}", path=root)
-    return _load_meta(root)
 
 
 def load_fixture(path: Path | str) -> Fixture:

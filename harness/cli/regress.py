@@ -20,7 +20,7 @@ from harness.cli._shared_options import (
     waba_option,
 )
 from harness.cli.judging import judge_exit, judge_options
-from harness.options import parse_settings, positive_seconds, upstream_options, upstream_settings
+from harness.options import parse_settings, positive_seconds, upstream_options
 from harness.prompts import parse_prompt_overrides
 
 if TYPE_CHECKING:
@@ -97,6 +97,7 @@ def regress_command(
         print_models,
         print_result,
         replay_all,
+        url_channel_options,
     )
     from harness.cli.run import write_reports
     from harness.exceptions import ConfigError
@@ -132,12 +133,14 @@ def regress_command(
         templates=templates,
         waba_id=waba_id,
     )
-    upstreams = upstream_settings(ctx, target_url, anthropic_upstream, openai_upstream)
-    at_url = {
-        **upstreams,
-        "graph_url": f"http://{graph_host}:{graph_port}",
-        "serve_graph": True,
-    }
+    url_channel_options(  # refuses an upstream given without --target-url, before any replay
+        ctx,
+        target_url,
+        graph_host=graph_host,
+        graph_port=graph_port,
+        anthropic_upstream=anthropic_upstream,
+        openai_upstream=openai_upstream,
+    )
     runners: dict[tuple[str | None, str | None], Runner] = {}
 
     def runner_for(fixture: Fixture) -> Runner:
@@ -150,7 +153,17 @@ def regress_command(
                     expect_timeout=positive_seconds(expect_timeout, "--expect-timeout"),
                     quiet=positive_seconds(quiet_window, "--quiet"),
                     agent_settings=agent_settings,
-                    channel_options={**channel_options, **(at_url if url else {})},
+                    channel_options={
+                        **channel_options,
+                        **url_channel_options(
+                            ctx,
+                            url,
+                            graph_host=graph_host,
+                            graph_port=graph_port,
+                            anthropic_upstream=anthropic_upstream,
+                            openai_upstream=openai_upstream,
+                        ),
+                    },
                 )
             )
         return runners[chosen, url]

@@ -22,7 +22,7 @@ from harness.cli._shared_options import (
 )
 from harness.cli.judging import judge_exit, judge_options
 from harness.exceptions import ConfigError
-from harness.options import parse_settings, positive_seconds, upstream_options, upstream_settings
+from harness.options import parse_settings, positive_seconds, upstream_options
 from harness.prompts import parse_prompt_overrides
 
 if TYPE_CHECKING:
@@ -123,6 +123,7 @@ def replay_command(
         print_models,
         print_result,
         replay_all,
+        url_channel_options,
     )
     from harness.cli.run import write_reports
     from harness.fixture import load_fixture
@@ -151,10 +152,16 @@ def replay_command(
         templates=templates,
         waba_id=waba_id,
     )
-    channel_options.update(upstream_settings(ctx, target_url, anthropic_upstream, openai_upstream))
-    if target_url is not None:
-        channel_options["graph_url"] = f"http://{graph_host}:{graph_port}"
-        channel_options["serve_graph"] = True
+    channel_options.update(
+        url_channel_options(
+            ctx,
+            target_url,
+            graph_host=graph_host,
+            graph_port=graph_port,
+            anthropic_upstream=anthropic_upstream,
+            openai_upstream=openai_upstream,
+        )
+    )
     runner = Runner(
         RunOptions(
             target=None if target_url else target,

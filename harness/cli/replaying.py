@@ -12,10 +12,12 @@ import asyncio
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import click
 from rich.console import Console
 
 from harness.exceptions import ConfigError
 from harness.fixture import META_FILE, Fixture, load_fixture
+from harness.options import upstream_settings
 from harness.replay.outcome import replay_scenario_result
 from harness.replay.playback import Policy, ReplayResult, replay_fixture, settings_differences
 from harness.report import causes, run_models
@@ -30,6 +32,7 @@ __all__ = [
     "print_result",
     "recorded_target",
     "replay_all",
+    "url_channel_options",
 ]
 
 #: The exit code of each replay status.
@@ -130,6 +133,25 @@ def fixture_agent(
         f"{path}: the fixture names no agent (harness proxy names one only when given "
         "--target): give --target-url URL for an agent at a URL, or --target pkg.mod:factory"
     )
+
+
+def url_channel_options(
+    ctx: click.Context,
+    target_url: str | None,
+    *,
+    graph_host: str,
+    graph_port: int,
+    anthropic_upstream: str,
+    openai_upstream: str,
+) -> dict[str, object]:
+    """The channel options of a replay against an agent at ``target_url`` (none without one).
+
+    The fake Graph API it serves, and the model upstreams (given without a URL: one line).
+    """
+    options = upstream_settings(ctx, target_url, anthropic_upstream, openai_upstream)
+    if target_url is not None:
+        options.update(graph_url=f"http://{graph_host}:{graph_port}", serve_graph=True)
+    return options
 
 
 def replay_all(
