@@ -186,8 +186,8 @@ class DirectChannel:
         """The channel's virtual time."""
         return self.clock.now()
 
-    def conversation(self) -> Conversation:
-        """The trace so far."""
+    def conversation(self, *, finished: bool = False) -> Conversation:
+        """The trace so far (in-process: everything arrives as it happens, ``finished`` or not)."""
         participants = tuple(
             Participant(id=u.key, name=u.name, wa_id=u.wa_id, user_id=u.bsuid)
             for u in self.setup.users

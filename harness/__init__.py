@@ -463,6 +463,7 @@ _OWNERS: dict[str, str] = {
     "Endpoints": "harness.endpoints",
     "ModelEndpoint": "harness.endpoints",
     "OTLPReceiver": "harness.endpoints",
+    "Placer": "harness.endpoints",
     "Seat": "harness.endpoints",
     "Seating": "harness.endpoints",
     "Stamp": "harness.endpoints",

@@ -256,8 +256,14 @@ class ChannelSession(Protocol):
         """The conversation's current (virtual) time."""
         ...
 
-    def conversation(self) -> Conversation:
-        """The trace so far."""
+    def conversation(self, *, finished: bool = False) -> Conversation:
+        """The trace so far, in the order things reached the harness.
+
+        ``finished`` asks for the record of the whole conversation, once played:
+        a channel that learns of the agent's work late (spans exported after the
+        reply) puts it back where it happened. While a scenario plays, the
+        order of arrival is kept, since readers count events from a point.
+        """
         ...
 
     async def close(self) -> None:

@@ -146,6 +146,7 @@ class WhatsAppChannel:
                     sink=self.sim.record,
                     events=self.sim.events,
                     blocklist=self.sim.blocklist,
+                    placed=remote.reported,
                 )
                 router = self._router
                 self.sim.on_inbound = lambda wamid: router.message_sent(remote.scope, wamid)
@@ -157,6 +158,7 @@ class WhatsAppChannel:
                     self.sim.record,
                     clock=Stamp(self.clock),
                     trace=self.sim.events,
+                    placed=remote.reported,
                     **self._upstreams,
                 )
                 app = self._endpoints.around(remote.graph_app())
@@ -322,8 +324,12 @@ class WhatsAppChannel:
         """The simulator's virtual time."""
         return self.sim.clock.now()
 
-    def conversation(self) -> Conversation:
-        """The trace so far, saying which of the agent's own calls could be seen."""
+    def conversation(self, *, finished: bool = False) -> Conversation:
+        """The trace so far, saying which of the agent's own calls could be seen.
+
+        ``finished``: an agent at a URL may have reported calls late (spans
+        batched past its reply); they are put back where their work happened.
+        """
         if self._remote is not None:
             reported = self._remote.observed
             observed: tuple[str, ...] | None = reported
@@ -335,7 +341,19 @@ class WhatsAppChannel:
                 observed = tuple(sorted({*reported, *seen}))
         else:
             observed = None if self._observed is None else tuple(sorted(self._observed))
-        return self.sim.conversation(channel=self.name, observed=observed)
+        conversation = self.sim.conversation(channel=self.name, observed=observed)
+        if finished and self._remote is not None:
+            events = self._remote.in_order_of_work(conversation.events)
+            if events is not conversation.events:
+                conversation = Conversation.from_events(
+                    events,
+                    id=conversation.id,
+                    scenario=conversation.scenario,
+                    channel=conversation.channel,
+                    participants=conversation.participants,
+                    observed=conversation.observed,
+                )
+        return conversation
 
     async def close(self) -> None:
         """Stop the in-process agent's own work, then close the connections."""

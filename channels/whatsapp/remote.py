@@ -15,6 +15,12 @@ typing indicator up (the agent shows one while it composes: it is taken down
 by its next message, or after Meta's 25 s), and nothing from the agent (a
 send, a reported call, an answered webhook) for a whole window of real time.
 Statuses Meta sends the agent don't count: the agent's reaction to one would.
+
+The trace keeps the order things reach the harness, which is what a scenario
+reads while it plays. A span, though, can reach it late (an exporter that
+batches, or flushes after the reply): the session notes the real instant each
+event arrived, and each reported event's start, so the finished conversation
+puts a late span back where its work happened (:meth:`RemoteSession.in_order_of_work`).
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
@@ -89,6 +95,11 @@ class RemoteSession:
         self._closing = False
         self._reports_seen = 0
         self._reading = asyncio.Lock()
+        #: For each event of the trace, in order: when it reached the harness (wall
+        #: seconds), or for an event the agent reported, when its work began.
+        self._arrivals: list[float] = []
+        self._latest = 0.0
+        self._started: float | None = None
 
     @property
     def observed(self) -> tuple[str, ...]:
@@ -97,9 +108,50 @@ class RemoteSession:
 
     def saw(self, event: Event) -> None:
         """Note an event of the trace: it may be the agent at work, and it may end a wait."""
+        now = time.time()
+        if self._started is not None:
+            self._arrivals.append(min(self._started, now))
+        else:
+            # The harness's own events keep their order, whatever the wall clock does.
+            self._latest = max(self._latest, now)
+            self._arrivals.append(self._latest)
         if _is_activity(event):
             self._last_activity = asyncio.get_running_loop().time()
         self._changed.set()
+
+    def reported(self, event: Event, started: float) -> None:
+        """Record an event the agent reported (a span), whose work began at ``started``.
+
+        ``started`` is wall-clock seconds since the epoch, by the agent's clock:
+        the agent and the harness are taken to share the time of day.
+        """
+        self._started = started
+        try:
+            self.sim.record(event)
+        finally:
+            self._started = None
+
+    def in_order_of_work(self, events: Sequence[Event]) -> Sequence[Event]:
+        """``events`` (the trace) with each reported event moved back to where its work began.
+
+        A span that reached the harness after events that came later than its
+        start (the reply it led to, the user's next message) goes before them,
+        and takes the time of the event it now follows. Nothing else changes
+        order, and nothing moves later than where it arrived. ``events`` itself when nothing moves.
+        """
+        if len(self._arrivals) != len(events):  # a trace this session did not see grow
+            return events
+        order = sorted(range(len(events)), key=self._arrivals.__getitem__)
+        if order == list(range(len(events))):
+            return events
+        placed: list[Event] = []
+        for index in order:
+            event = events[index]
+            if index > len(placed):  # moved back: it happened after the event it now follows
+                after = placed[-1].at if placed else min(event.at, events[order[1]].at)
+                event = event.model_copy(update={"at": after})
+            placed.append(event)
+        return tuple(placed)
 
     async def start(self) -> None:
         """Connect to the agent, start the clock following real time, and listen for reports."""

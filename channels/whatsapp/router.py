@@ -67,6 +67,7 @@ from harness.endpoints import (
     OTLP_TRACES_PATH,
     ModelEndpoint,
     OTLPReceiver,
+    Placer,
     Seat,
     on_clock,
     request_key,
@@ -94,7 +95,8 @@ class Owner:
     """A scenario the router serves: its Graph API app, and what it has ended with.
 
     ``recording`` is what its model calls record into or replay from,
-    ``sink`` where its agent's reported calls go, ``events`` its trace so far.
+    ``sink`` where its agent's reported calls go (``placed``, when given,
+    takes them with the instant their work began), ``events`` its trace so far.
     """
 
     namespace: str
@@ -106,6 +108,7 @@ class Owner:
     sink: Sink | None = None
     events: Sequence[Event] = ()
     blocklist: Blocklist | None = None
+    placed: Placer | None = None
 
 
 class _RunBlocklists(Blocklist):
@@ -240,10 +243,12 @@ class GraphRouter:
         sink: Sink | None = None,
         events: Sequence[Event] = (),
         blocklist: Blocklist | None = None,
+        placed: Placer | None = None,
     ) -> Owner:
         """Route sends to ``users`` (wa_ids and BSUIDs) to ``app``, a scenario's Graph API.
 
-        Model calls and spans of the scenario go to ``recording`` and ``sink``;
+        Model calls and spans of the scenario go to ``recording`` and ``sink``
+        (spans to ``placed``, if given, with the instant each one started);
         ``events`` is its trace as it grows (to tell its model calls apart);
         ``blocklist`` is the users it blocked, for the run's ``GET block_users``.
         """
@@ -255,6 +260,7 @@ class GraphRouter:
             sink=sink,
             events=events,
             blocklist=blocklist,
+            placed=placed,
         )
         self._owners[namespace] = owner
         for user in users:
@@ -349,10 +355,14 @@ class GraphRouter:
             owner = running[0]
         if owner is None or not owner.active or owner.sink is None:
             return None
-        sink, clock, trace = owner.sink, owner.clock, owner.events
+        sink, clock, trace, placed = owner.sink, owner.clock, owner.events, owner.placed
 
         def put(event: Event) -> None:
-            sink(on_clock(event, clock, trace[-1].at if trace else None))
+            moved = on_clock(event, clock, trace[-1].at if trace else None)
+            if placed is not None:
+                placed(moved, event.at.timestamp())
+            else:
+                sink(moved)
 
         return put
 

@@ -39,6 +39,7 @@ _OWNERS: dict[str, str] = {
     "OPENAI_UPSTREAM": "harness.endpoints.upstreams",
     "OTLPReceiver": "harness.endpoints.otlp",
     "OTLP_TRACES_PATH": "harness.endpoints.otlp",
+    "Placer": "harness.endpoints.otlp",
     "Seat": "harness.endpoints.model",
     "Seating": "harness.endpoints.model",
     "Stamp": "harness.endpoints.mount",

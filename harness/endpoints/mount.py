@@ -19,7 +19,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from harness.endpoints.model import ModelEndpoint
-from harness.endpoints.otlp import OTLPReceiver
+from harness.endpoints.otlp import OTLPReceiver, Placer
 from harness.endpoints.upstreams import ANTHROPIC_UPSTREAM, OPENAI_UPSTREAM
 from harness.recording import Recording
 from harness.tape import Sink
@@ -80,6 +80,7 @@ class Endpoints:
         model_events: bool = True,
         pin_credentials: bool = False,
         trace: Sequence[Event] = (),
+        placed: Placer | None = None,
     ) -> Endpoints:
         """Both, writing their events to ``sink``.
 
@@ -88,7 +89,7 @@ class Endpoints:
         ``model_events`` the endpoint writes no event of its own (for a
         recording whose ``on_llm_record`` writes each exchange's event already).
         ``pin_credentials`` goes to the :class:`ModelEndpoint`; ``clock`` and
-        ``trace`` (what ``sink`` holds so far) to the :class:`OTLPReceiver`.
+        ``trace`` (what ``sink`` holds so far) and ``placed`` to the :class:`OTLPReceiver`.
         """
         model = ModelEndpoint(
             recording,
@@ -105,6 +106,7 @@ class Endpoints:
             skip_model_spans=model.answered,
             clock=cast("_Now | None", clock),
             trace=trace,
+            placed=placed,
         )
         return cls(model, otlp)
 

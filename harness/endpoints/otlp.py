@@ -49,7 +49,14 @@ from starlette.routing import BaseRoute, Route
 from harness.tape import Sink
 from harness.trace import Event, LLMExchange, ToolCall
 
-__all__ = ["MODEL_OPERATIONS", "OTLP_TRACES_PATH", "OTLPReceiver", "on_clock", "span_events"]
+__all__ = [
+    "MODEL_OPERATIONS",
+    "OTLP_TRACES_PATH",
+    "OTLPReceiver",
+    "Placer",
+    "on_clock",
+    "span_events",
+]
 
 #: Where OTLP/HTTP exporters post traces.
 OTLP_TRACES_PATH: Final = "/v1/traces"
@@ -57,6 +64,11 @@ OTLP_TRACES_PATH: Final = "/v1/traces"
 MODEL_OPERATIONS: Final = frozenset({"chat", "text_completion", "generate_content"})
 _PROTOBUF: Final = "application/x-protobuf"
 _SIDE_EFFECT: Final = "harness.tool.side_effect"
+
+#: Where a trace takes an event an agent reported, with the wall-clock instant
+#: (seconds since the epoch) its work began: a span exported late (batched, or
+#: flushed after the reply) can then be put back where its work happened.
+Placer = Callable[[Event, float], None]
 
 
 class _BadExport(ValueError):
@@ -212,7 +224,8 @@ class OTLPReceiver:
     ``skip_model_spans`` says when to leave model spans out (when the agent's
     calls already come through the model endpoint, they would count twice).
     ``clock`` is the trace's clock, when it is not the wall's, and ``trace``
-    the trace so far (:func:`on_clock`).
+    the trace so far (:func:`on_clock`). With ``placed``, each event goes there
+    with the instant its span started, instead of to ``sink``.
     """
 
     def __init__(
@@ -224,6 +237,7 @@ class OTLPReceiver:
         skip_model_spans: Callable[[], bool] | None = None,
         clock: _Now | None = None,
         trace: Sequence[Event] = (),
+        placed: Placer | None = None,
     ) -> None:
         self._route: Callable[[Mapping[str, Any]], Sink | None]
         if routed:
@@ -235,6 +249,7 @@ class OTLPReceiver:
         self._skip_model_spans = skip_model_spans or (lambda: False)
         self._clock = clock
         self._trace = trace
+        self._placed = placed
         #: How many spans became events, and how many were dropped as belonging to no one.
         self.accepted = 0
         self.dropped = 0
@@ -279,8 +294,12 @@ class OTLPReceiver:
                         self.dropped += bool(events)
                         continue
                     for event in events:
+                        started = event.at.timestamp()
                         if self._clock is not None:
                             last = self._trace[-1].at if self._trace else None
                             event = on_clock(event, self._clock, last)
-                        sink(event)
+                        if self._placed is not None:
+                            self._placed(event, started)
+                        else:
+                            sink(event)
                     self.accepted += 1

@@ -209,7 +209,7 @@ class Chat:
         """The conversation so far: every event, grouped into turns."""
         if self._served.done():
             assert self._session is not None  # the conversation ran
-            return self._session.conversation()
+            return self._session.conversation(finished=True)
 
         async def read() -> Conversation:
             return self.session.conversation()

@@ -479,10 +479,10 @@ async def replay_fixture(
                         await _play(
                             session, actions, times, fixture, end, ids, numbers, quiet=quiet
                         )
-                        conversation = session.conversation()
+                        conversation = session.conversation(finished=True)
                     finally:
                         if conversation is None:
-                            conversation = session.conversation()
+                            conversation = session.conversation(finished=True)
                         await session.close()
             agent_errors.extend(
                 failure_line(e, "background task")

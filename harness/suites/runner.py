@@ -477,7 +477,7 @@ class Runner:
                         line=step.line,
                     )
                 )
-            conversation = session.conversation()
+            conversation = session.conversation(finished=True)
             for check in checks:
                 progress.violations.extend(check.run(conversation))
         except HarnessError as exc:
@@ -486,7 +486,7 @@ class Runner:
             error = explain_agent_error(exc)
         finally:
             if conversation is None:
-                conversation = session.conversation()
+                conversation = session.conversation(finished=True)
             try:
                 if before_close is not None:
                     await before_close(session)

@@ -44,7 +44,7 @@ class World:
         agent: BookingAgent = self.app.state.agent
         return agent
 
-    def conversation(self) -> Conversation:
+    def conversation(self, *, finished: bool = False) -> Conversation:
         return self.sim.conversation()
 
     def bookings(self) -> list[Any]:

@@ -182,7 +182,7 @@ class Log:
             )
         )
 
-    def conversation(self) -> Conversation:
+    def conversation(self, *, finished: bool = False) -> Conversation:
         return Conversation.from_events(self.events, participants=(ANA, BEN))
 
 

@@ -178,7 +178,7 @@ class FakeSession:
     def now(self) -> datetime:
         return self.clock.now()
 
-    def conversation(self) -> Conversation:
+    def conversation(self, *, finished: bool = False) -> Conversation:
         return Conversation.from_events(self.events, channel=self.name)
 
     async def close(self) -> None:
