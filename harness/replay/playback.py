@@ -495,15 +495,16 @@ async def replay_fixture(
         error = str(exc)
     except Exception as exc:  # the agent crashed: a result, not a crash of ours
         error = f"{type(exc).__name__}: {exc}"
+    back = {new: old for old, new in numbers.items()}
     if conversation is not None and numbers:  # compared and reported as recorded
-        conversation = with_numbers(conversation, {new: old for old, new in numbers.items()})
+        conversation = with_numbers(conversation, back)
     live = scenario is None  # a chat recorded live (through the proxy), not a scenario
     violations: list[Violation] = []
     if conversation is not None:
         for check in checks:
             violations.extend(check.run(conversation))
     divergences = tuple(
-        _with_turn(str(d), at, conversation)
+        _with_turn(_numbered(str(d), back), at, conversation)
         for d, at in zip(recording.divergences, recording.divergence_times, strict=True)
     )
     changes: tuple[str, ...] = ()
@@ -544,15 +545,23 @@ async def replay_fixture(
         divergences=divergences,
         changes=changes,
         violations=tuple(violations),
-        error=error,
+        error=None if error is None else _numbered(error, back),
         unused=len(recording.unused()),
         duration_s=round(time.perf_counter() - started, 4),
         conversation=conversation,
-        agent_errors=tuple(agent_errors),
+        agent_errors=tuple(_numbered(line, back) for line in agent_errors),
         tool_notes=tuple(
-            _with_turn(line, at, conversation) for at, line in recording.set_aside_notes()
+            _with_turn(_numbered(line, back), at, conversation)
+            for at, line in recording.set_aside_notes()
         ),
     )
+
+
+def _numbered(text: str, numbers: Mapping[str, str]) -> str:
+    """``text`` with the users' replay numbers written as the recorded ones (``numbers``)."""
+    for new, old in numbers.items():
+        text = text.replace(new, old)
+    return text
 
 
 def _with_turn(text: str, at: datetime, conversation: Conversation | None) -> str:

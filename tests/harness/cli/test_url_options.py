@@ -45,6 +45,9 @@ def test_replay_at_a_url_plays_the_number_the_bot_is_configured_with(
     assert served.bot.posts >= 1, out
     assert "text 'echo: Hi! Do you have a table on Friday at 8pm?'" in out, out
     assert all(code == 200 for code, _ in served.bot.send_results), served.bot.send_results
+    # The echo bot sends no buttons for the recorded tap: the line names the recorded user,
+    # not the number the replay played them by.
+    assert "error: the agent sent user 5511987654321 no buttons" in out, out
 
 
 def test_regress_replays_every_fixture_against_the_bot_at_the_url(
