@@ -60,6 +60,8 @@ __all__ = ["RemoteSession"]
 # How long an agent that says when it works must also stay silent to count as quiet
 # (its background work starts a moment after the webhook is answered).
 _SETTLED: Final = 0.3
+# A span is waited for this many times the longest any span has taken to come.
+_LAG_MARGIN: Final = 1.25
 # How long closing waits for the session's own tasks to end once cancelled.
 _CLOSE_WAIT: Final = 2.0
 # How often virtual time catches up with real time, and reports are read.
@@ -100,6 +102,9 @@ class RemoteSession:
         self._arrivals: list[float] = []
         self._latest = 0.0
         self._started: float | None = None
+        #: The longest a span has taken to come once its work was done (an exporter
+        #: that batches holds it back for seconds).
+        self._span_lag = 0.0
 
     @property
     def observed(self) -> tuple[str, ...]:
@@ -119,12 +124,14 @@ class RemoteSession:
             self._last_activity = asyncio.get_running_loop().time()
         self._changed.set()
 
-    def reported(self, event: Event, started: float) -> None:
-        """Record an event the agent reported (a span), whose work began at ``started``.
+    def reported(self, event: Event, started: float, ended: float) -> None:
+        """Record an event the agent reported (a span) that ran from ``started`` to ``ended``.
 
-        ``started`` is wall-clock seconds since the epoch, by the agent's clock:
-        the agent and the harness are taken to share the time of day.
+        Both are wall-clock seconds since the epoch, by the agent's clock: the
+        agent and the harness are taken to share the time of day. How long
+        after its end a span came is learnt: :meth:`quiet` waits that long.
         """
+        self._span_lag = max(self._span_lag, time.time() - ended)
         self._started = started
         try:
             self.sim.record(event)
@@ -227,6 +234,9 @@ class RemoteSession:
 
         An agent that says when it is working is quiet once it has no work under
         way and has been silent for a moment: its word replaces the long window.
+        An agent whose spans have come late (an exporter that batches them) is
+        quiet once silent for as long as they took, so that its last spans are
+        in (at most ``within``).
         """
         loop = asyncio.get_running_loop()
         end = loop.time() + max(within, window)
@@ -234,7 +244,10 @@ class RemoteSession:
         tells = self.store is not None and self.announcement is not None and self.announcement.work
         if tells:
             window = min(window, _SETTLED)
+        given = window
         while True:
+            if self._span_lag > given:  # learnt, maybe while waiting: spans come this late
+                window = min(self._span_lag * _LAG_MARGIN + _TICK, max(within, given))
             now = loop.time()
             busy = deliverer is not None and (deliverer.pending_messages or deliverer.in_flight)
             busy = busy or self.sim.activity.typing_until() > time.monotonic()

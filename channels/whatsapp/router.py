@@ -96,7 +96,7 @@ class Owner:
 
     ``recording`` is what its model calls record into or replay from,
     ``sink`` where its agent's reported calls go (``placed``, when given,
-    takes them with the instant their work began), ``events`` its trace so far.
+    takes them with the instants their spans started and ended), ``events`` its trace so far.
     """
 
     namespace: str
@@ -248,7 +248,7 @@ class GraphRouter:
         """Route sends to ``users`` (wa_ids and BSUIDs) to ``app``, a scenario's Graph API.
 
         Model calls and spans of the scenario go to ``recording`` and ``sink``
-        (spans to ``placed``, if given, with the instant each one started);
+        (spans to ``placed``, if given, with the instants each started and ended);
         ``events`` is its trace as it grows (to tell its model calls apart);
         ``blocklist`` is the users it blocked, for the run's ``GET block_users``.
         """
@@ -343,7 +343,7 @@ class GraphRouter:
             return self._nobody, None
         return owner.recording, owner.sink
 
-    def _span_sink(self, attributes: Mapping[str, Any]) -> Sink | None:
+    def _span_sink(self, attributes: Mapping[str, Any]) -> Placer | None:
         """Where a span's events go: its scenario's trace (None: no scenario takes it)."""
         self.observed.update(("llm", "tool"))  # an instrumented agent reports both
         running = [o for o in self._owners.values() if o.active]
@@ -357,10 +357,10 @@ class GraphRouter:
             return None
         sink, clock, trace, placed = owner.sink, owner.clock, owner.events, owner.placed
 
-        def put(event: Event) -> None:
+        def put(event: Event, started: float, ended: float) -> None:
             moved = on_clock(event, clock, trace[-1].at if trace else None)
             if placed is not None:
-                placed(moved, event.at.timestamp())
+                placed(moved, started, ended)
             else:
                 sink(moved)
 

@@ -65,10 +65,11 @@ MODEL_OPERATIONS: Final = frozenset({"chat", "text_completion", "generate_conten
 _PROTOBUF: Final = "application/x-protobuf"
 _SIDE_EFFECT: Final = "harness.tool.side_effect"
 
-#: Where a trace takes an event an agent reported, with the wall-clock instant
-#: (seconds since the epoch) its work began: a span exported late (batched, or
-#: flushed after the reply) can then be put back where its work happened.
-Placer = Callable[[Event, float], None]
+#: Where a trace takes an event an agent reported, with the wall-clock instants
+#: (seconds since the epoch) its span started and ended: a span exported late
+#: (batched, or flushed after the reply) can then be put back where its work
+#: happened, and how late spans come can be learnt.
+Placer = Callable[[Event, float, float], None]
 
 
 class _BadExport(ValueError):
@@ -220,17 +221,18 @@ class OTLPReceiver:
     """``POST /v1/traces`` as a Starlette route, handing each GenAI span's events to a sink.
 
     ``sink`` takes every event, or is a function from a span's attributes to
-    the sink of the conversation it belongs to (None: the span is dropped).
+    the :data:`Placer` of the conversation it belongs to (None: the span is
+    dropped), which puts the event on its trace's clock itself.
     ``skip_model_spans`` says when to leave model spans out (when the agent's
     calls already come through the model endpoint, they would count twice).
     ``clock`` is the trace's clock, when it is not the wall's, and ``trace``
     the trace so far (:func:`on_clock`). With ``placed``, each event goes there
-    with the instant its span started, instead of to ``sink``.
+    with the instants its span started and ended, instead of to ``sink``.
     """
 
     def __init__(
         self,
-        sink: Sink | Callable[[Mapping[str, Any]], Sink | None],
+        sink: Sink | Callable[[Mapping[str, Any]], Placer | None],
         *,
         routed: bool = False,
         side_effects: Collection[str] = (),
@@ -239,20 +241,35 @@ class OTLPReceiver:
         trace: Sequence[Event] = (),
         placed: Placer | None = None,
     ) -> None:
-        self._route: Callable[[Mapping[str, Any]], Sink | None]
+        self._route: Callable[[Mapping[str, Any]], Placer | None]
         if routed:
             self._route = sink  # type: ignore[assignment]  # routed says sink is the router
         else:
-            fixed: Sink = sink  # type: ignore[assignment]  # not routed: a plain sink
-            self._route = lambda _attributes: fixed
+            fixed: Placer = placed or self._sinking(sink)  # type: ignore[arg-type]  # not routed
+            self._route = lambda _attributes: self._clocked(fixed)
         self._side_effects = frozenset(side_effects)
         self._skip_model_spans = skip_model_spans or (lambda: False)
         self._clock = clock
         self._trace = trace
-        self._placed = placed
         #: How many spans became events, and how many were dropped as belonging to no one.
         self.accepted = 0
         self.dropped = 0
+
+    @staticmethod
+    def _sinking(sink: Sink) -> Placer:
+        return lambda event, _started, _ended: sink(event)
+
+    def _clocked(self, placer: Placer) -> Placer:
+        """``placer`` taking each event moved onto the trace's clock, if it has one."""
+        clock, trace = self._clock, self._trace
+        if clock is None:
+            return placer
+
+        def moved(event: Event, started: float, ended: float) -> None:
+            last = trace[-1].at if trace else None
+            placer(on_clock(event, clock, last), started, ended)
+
+        return moved
 
     def routes(self) -> list[BaseRoute]:
         """``POST /v1/traces``, for a server to mount."""
@@ -293,13 +310,8 @@ class OTLPReceiver:
                     if sink is None:
                         self.dropped += bool(events)
                         continue
+                    started = (span.start_time_unix_nano or span.end_time_unix_nano) / 1e9
+                    ended = (span.end_time_unix_nano or span.start_time_unix_nano) / 1e9
                     for event in events:
-                        started = event.at.timestamp()
-                        if self._clock is not None:
-                            last = self._trace[-1].at if self._trace else None
-                            event = on_clock(event, self._clock, last)
-                        if self._placed is not None:
-                            self._placed(event, started)
-                        else:
-                            sink(event)
+                        sink(event, started, ended)
                     self.accepted += 1

@@ -1,10 +1,13 @@
 """Spans that reach the harness after the reply: judged where their work happened.
 
 The bot (:mod:`tests.bots.late_spans`) books a table the user never agreed
-to, and its span of the booking is exported a turn late, after the user's
-"yes" to something else. In the order things reached the harness the
+to, and its span of the booking comes late. Exported a turn late, after the
+user's "yes" to something else: in the order things reached the harness the
 booking follows that "yes", and ``action_only_after_confirmation`` would
 pass; put where the work happened, it precedes it, and the rule catches it.
+Exported on a timer, in the scenario's last turn: the scenario would end
+before it came; the harness has learnt from the first turn's span how late
+spans come, and waits for it.
 """
 
 from __future__ import annotations
@@ -27,6 +30,20 @@ from tests.bots.loopback import free_port, serve_in_process
 
 pytestmark = pytest.mark.network
 
+LAST_TURN = """
+name: a table booked in the last turn
+users:
+  - {name: Ana, wa_id: "5511987654321"}
+steps:
+  - say: A table for 2 at 7, please
+  - expect: {reply_contains: Shall I}
+  - say: Is there a garden?
+  - expect: {reply_contains: Great}
+  - say: Make it 8
+  - expect: {reply_contains: Booked}
+invariants:
+  - action_only_after_confirmation: {tool: book_table}
+"""
 SCENARIO = """
 name: a table booked before the yes
 users:
@@ -44,7 +61,7 @@ invariants:
 
 
 @asynccontextmanager
-async def late_bot() -> AsyncIterator[tuple[str, str]]:
+async def late_bot(delay: float | None = None) -> AsyncIterator[tuple[str, str]]:
     """The bot on loopback; yields its webhook URL and where the run's Graph API is to listen."""
     defaults = SimulatorConfig()
     graph = f"http://127.0.0.1:{free_port()}"
@@ -56,7 +73,7 @@ async def late_bot() -> AsyncIterator[tuple[str, str]]:
         "WHATSAPP_VERIFY_TOKEN": defaults.verify_token,
         "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{graph}/v1/traces",
     }
-    async with serve_in_process(create_app(settings)) as url:
+    async with serve_in_process(create_app(settings, delay=delay)) as url:
         yield f"{url}/webhook", graph
 
 
@@ -87,6 +104,7 @@ def _judged_where_the_work_happened(result: ScenarioResult) -> None:
     assert result.conversation is not None
     assert _shape(result.conversation.events) == [
         "user: A table for 2 at 7, please",
+        "tool: check_tables",
         f"agent: {ANSWERS[0]}",
         "user: Make it 8",
         "tool: book_table",
@@ -100,7 +118,11 @@ def _judged_where_the_work_happened(result: ScenarioResult) -> None:
     assert violation.turn == 1  # the second turn, where the booking was made
     ats = [e.at for e in result.conversation.events]
     assert ats == sorted(ats)
-    [turn] = [t for t in result.conversation.turns if any(a.kind == "tool" for a in t.actions)]
+    [turn] = [
+        t
+        for t in result.conversation.turns
+        if any(isinstance(a, ToolCall) and a.name == "book_table" for a in t.actions)
+    ]
     assert [m.text for m in turn.inbound] == ["Make it 8"]
 
 
@@ -120,6 +142,24 @@ async def test_the_same_in_a_run_of_several_scenarios_sharing_one_graph_api() ->
     assert len(run.scenarios) == 2
     for result in run.scenarios:
         _judged_where_the_work_happened(result)
+
+
+async def test_a_scenario_ends_once_the_spans_of_its_last_turn_are_in() -> None:
+    async with late_bot(delay=0.8) as (url, graph):
+        result = await Runner(_options(url, graph)).run_scenario(parse_scenario(LAST_TURN))
+    assert result.error is None
+    assert result.conversation is not None
+    assert _shape(result.conversation.events) == [
+        "user: A table for 2 at 7, please",
+        "tool: check_tables",
+        f"agent: {ANSWERS[0]}",
+        "user: Is there a garden?",
+        f"agent: {ANSWERS[2]}",
+        "user: Make it 8",
+        "tool: book_table",
+        f"agent: {ANSWERS[1]}",
+    ]
+    assert [v.rule for v in result.violations] == ["action_only_after_confirmation"]
 
 
 class _Sim:
@@ -149,9 +189,11 @@ async def test_only_reported_events_move_and_never_later_than_they_arrived() -> 
     await asyncio.sleep(0.01)
     sim.record(second)
     early = ToolCall(at=start + timedelta(seconds=9), user="1", name="early")
-    session.reported(early, before_second)  # its work began before "second" arrived
+    session.reported(early, before_second, before_second)  # its work began before "second" arrived
     late = ToolCall(at=start + timedelta(seconds=9), user="1", name="ahead")
-    session.reported(late, datetime.now(UTC).timestamp() + 60)  # a clock ahead: stays where it is
+    session.reported(
+        late, datetime.now(UTC).timestamp() + 60, datetime.now(UTC).timestamp() + 60
+    )  # a clock ahead: stays where it is
     ordered = session.in_order_of_work(sim.events)
     assert [getattr(e, "text", None) or getattr(e, "name", None) for e in ordered] == [
         "first",
