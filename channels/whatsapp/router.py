@@ -29,6 +29,7 @@ how the scenario is found).
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ from channels.whatsapp.account import business_account
 from channels.whatsapp.attribution import latest_quoted, request_text
 from channels.whatsapp.blocking import Blocklist
 from channels.whatsapp.config import SimulatorConfig
+from channels.whatsapp.delivery import handshake
 from channels.whatsapp.errors import InvalidParameter, ParameterInvalid
 from channels.whatsapp.forwarding import (
     Forwarder,
@@ -57,6 +59,7 @@ from channels.whatsapp.media import MediaStore
 from channels.whatsapp.server import BackgroundServer
 from channels.whatsapp.strays import StraySends, is_message_send
 from channels.whatsapp.templates import TemplateRegistry, template_objects
+from channels.whatsapp.url_target import UrlTarget
 from channels.whatsapp.validation import ValidatedSend, normalize_wa_id
 from harness.clock import Clock, SystemClock
 from harness.endpoints import (
@@ -493,22 +496,29 @@ async def shared_graph(
     """The WhatsApp channel's run context: one Graph API router for a run against a URL.
 
     Nothing is shared for an in-process agent, or when the run does not serve
-    the fake Graph API itself (``serve_graph``).
+    the fake Graph API itself (``serve_graph``). An agent at a URL that nothing
+    answers at, or that fails the verification handshake, stops the run before
+    its first scenario (:class:`~harness.exceptions.ConfigError`,
+    :class:`~harness.exceptions.HandshakeError`): none of them could reach it.
     """
-    if target_url is not None:
-        await reach_target_url(target_url)  # an agent not there stops the run at once
     settings = dict(options)
     graph_url = settings.pop("graph_url", None)
     serve = bool(settings.pop("serve_graph", False))
     upstreams = {name: settings.pop(name) for name in UPSTREAM_OPTIONS if name in settings}
     advertised = settings.pop("graph_advertise", None)
     routes_url = settings.pop("graph_routes", None)
-    if target_url is None or not serve or not graph_url:
+    if target_url is None:
         yield None
         return
+    await reach_target_url(target_url)  # an agent not there stops the run at once
     if settings.get("templates") is not None:  # a file's path, or Meta's objects
         settings["templates"] = template_objects(settings["templates"])
-    config = SimulatorConfig(**settings).model_copy(update={"public_url": advertised or graph_url})
+    config = SimulatorConfig(**settings)
+    await _verify(target_url, config)
+    if not serve or not graph_url:
+        yield None
+        return
+    config = config.model_copy(update={"public_url": advertised or graph_url})
     url = httpx.URL(graph_url)
     store = open_store(routes_url) if routes_url else None
     routes = RouteBook(store, advertised) if store is not None else None
@@ -524,6 +534,21 @@ async def shared_graph(
     finally:
         if store is not None:
             await store.close()
+
+
+async def _verify(target_url: str, config: SimulatorConfig) -> None:
+    """Meta's verification handshake with the agent at ``target_url``, as each scenario does it.
+
+    Once before the run: an agent that fails it would fail every scenario the
+    same way, so it is one error naming the URL instead.
+    """
+    if not config.handshake:
+        return
+    target = UrlTarget(target_url)
+    try:
+        await handshake(target, config.verify_token, random.Random())
+    finally:
+        await target.aclose()
 
 
 def _latest_spoken(owners: Sequence[Owner]) -> Owner:

@@ -105,6 +105,7 @@ def regress_command(
     from harness.replay.outcome import replay_run
     from harness.report import make_console
     from harness.suites.runner import Runner, RunOptions
+    from harness.suites.target import load_target
 
     settings: list[str] = []
     prompts: list[str] = []
@@ -118,6 +119,10 @@ def regress_command(
             settings.append(spec)
     if target and target_url:
         raise ConfigError("give --candidate target= or --target-url, not both")
+    # Loaded here, so that an error names the option given, before anything is replayed.
+    candidate_factory = (
+        load_target(target, given_as=f"--candidate {'target=' + target!r}") if target else None
+    )
     paths = fixture_dirs(fixtures)
     # Each fixture's agent: target= or --target-url, else the one it was recorded with, else
     # the project's.
@@ -164,7 +169,9 @@ def regress_command(
                             openai_upstream=openai_upstream,
                         ),
                     },
-                )
+                ),
+                # target= names every fixture's agent: the one loaded above.
+                factory=candidate_factory if chosen == target and url is None else None,
             )
         return runners[chosen, url]
 

@@ -242,7 +242,9 @@ def run_command(
 ) -> None:
     """Run scenario suites (default: scenarios/) against an agent; exit 1 if any fails.
 
-    Exit 2 when the store failed under the run: its verdicts would not be the agent's.
+    Exit 2 when the store failed under the run: its verdicts would not be the agent's;
+    and, before any scenario, for an agent at --target-url that nothing answers at or
+    that fails the verification handshake.
     An INCONCLUSIVE scenario (the judge could not call it) fails nothing.
 
     Defaults for the target, the paths, the channel and the concurrency come

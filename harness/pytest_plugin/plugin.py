@@ -97,36 +97,44 @@ def _absolute(path: str) -> str:
     return str(Path(path).absolute()) if path.strip() else path
 
 
-def _check_templates(config: pytest.Config) -> None:
-    """Stop the run with one line if the templates file given is missing or wrong."""
-    if not (config.getoption("harness_templates") or config.getini("harness_templates")):
+#: The settings of what the plugin tests, as options (``--harness-target``) and in the ini;
+#: scenario folders too, since the scenarios found there are played with the others.
+_SETTINGS: Final = (
+    "harness_scenarios",
+    "harness_target",
+    "harness_target_url",
+    "harness_channel",
+    "harness_record_mode",
+    "harness_graph_port",
+    "harness_templates",
+)
+
+
+def _check_settings(config: pytest.Config) -> None:
+    """Stop the run with one line naming the setting, if the settings given are wrong.
+
+    Two settings that both name the agent, a record mode or port that is no
+    such thing, a templates file that is missing or wrong: said once, before
+    any test runs, rather than as an error under every test that uses the
+    plugin. A session given none of the settings reads nothing.
+    """
+    if not any(config.getoption(name) or config.getini(name) for name in _SETTINGS):
         return
     from harness.exceptions import HarnessError
     from harness.pytest_plugin.settings import check_channel_options, read_settings
 
     try:
-        check_channel_options(read_settings(config))
+        settings = read_settings(config)
+        if settings.templates is not None:
+            check_channel_options(settings)
     except HarnessError as exc:
         raise pytest.UsageError(str(exc)) from None
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the marker; add the scenario folders to what is collected."""
+    """Register the marker, check the settings given, add the scenario folders to collect."""
     config.addinivalue_line("markers", _MARKER)
-    for mode, where in (
-        (config.getoption("harness_record_mode"), "--harness-record-mode"),
-        (config.getini("harness_record_mode"), "harness_record_mode in the pytest ini"),
-    ):
-        if isinstance(mode, str) and mode.strip():
-            from harness.exceptions import ConfigError
-            from harness.pytest_plugin.modes import RecordingMode
-
-            try:
-                RecordingMode.parse(mode, where=where)
-            except ConfigError as exc:
-                raise pytest.UsageError(str(exc)) from None
-            break
-    _check_templates(config)
+    _check_settings(config)
     invoked = config.invocation_params.dir
     from_options = [invoked / p for p in config.getoption("harness_scenarios") or []]
     from_ini = [Path(p) for p in config.getini("harness_scenarios") or []]
@@ -163,14 +171,20 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
 @pytest.fixture(scope="session")
 def harness_settings(pytestconfig: pytest.Config) -> PluginSettings:
-    """The agent under test, its channel and the record mode, as configured."""
+    """The agent under test, its channel and the record mode, as configured.
+
+    Settings given to pytest were checked when it started (``_check_settings``);
+    a wrong ``[tool.harness]``, read only now, is one line under each test
+    that uses it, never a traceback.
+    """
     from harness.exceptions import HarnessError
     from harness.pytest_plugin.settings import read_settings
 
     try:
         return read_settings(pytestconfig)
     except HarnessError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        problem = str(exc)
+    pytest.fail(problem, pytrace=False)  # outside the except: no "during handling" chain
 
 
 @pytest.fixture

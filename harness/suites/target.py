@@ -52,31 +52,37 @@ def _shadowed(module_name: str) -> str:
     return f" ({top} is the installed package at {Path(origin).parent}: rename yours)"
 
 
-def load_target(path: str, *, search: Sequence[str | Path] = ()) -> AgentFactory:
+def load_target(
+    path: str, *, search: Sequence[str | Path] = (), given_as: str | None = None
+) -> AgentFactory:
     """Import an agent factory named ``package.module:attribute``.
 
     The current directory and the folders in ``search`` are importable too.
+    Errors start with ``given_as``, how the user named the target (default
+    ``--target 'path'``; ``--candidate 'target=path'`` for ``harness regress``),
+    so that they name the option the user actually gave.
     """
+    named = given_as or f"--target {path!r}"
     module_name, sep, attribute = path.partition(":")
     if not sep or not module_name or not attribute:
-        raise ConfigError(f"--target {path!r}: expected package.module:attribute")
+        raise ConfigError(f"{named}: expected package.module:attribute")
     importable(search)
     importlib.invalidate_caches()  # a module written a moment ago is found too
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         hint = _shadowed(module_name)
-        raise ConfigError(f"--target {path!r}: can't import {module_name}: {exc}{hint}") from None
+        raise ConfigError(f"{named}: can't import {module_name}: {exc}{hint}") from None
     except Exception as exc:  # the module's own code failed (a setting it reads is missing, say)
         raise ConfigError(
-            f"--target {path!r}: importing {module_name} raised {type(exc).__name__}: {exc}"
+            f"{named}: importing {module_name} raised {type(exc).__name__}: {exc}"
         ) from None
     try:
         factory = getattr(module, attribute)
     except AttributeError:
-        raise ConfigError(f"--target {path!r}: {module_name} has no {attribute!r}") from None
+        raise ConfigError(f"{named}: {module_name} has no {attribute!r}") from None
     if not callable(factory):
-        raise ConfigError(f"--target {path!r}: {attribute} is not callable")
+        raise ConfigError(f"{named}: {attribute} is not callable")
     return factory  # type: ignore[no-any-return]  # checked callable above
 
 

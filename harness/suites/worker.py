@@ -222,7 +222,11 @@ async def _play_here(job: ScenarioJob, me: str, host: _GraphHost, attempt: int) 
     except HarnessError as exc:
         return _unplayable(job, me, exc)
     namespace = f"{job.key}:{attempt}"
-    async with host.serving(options) as (runner, shared):
+    async with contextlib.AsyncExitStack() as stack:
+        try:
+            runner, shared = await stack.enter_async_context(host.serving(options))
+        except HarnessError as exc:  # the agent at the URL can't be reached as configured
+            return _unplayable(job, me, exc)
         store = open_store(options.store_url)
         try:
             return await runner.run_scenario(

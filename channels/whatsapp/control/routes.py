@@ -24,7 +24,7 @@ any language (or curl) can play the users and read what the agent did:
   ``?user=`` if given, and with ``?wait=S`` wait up to S seconds for
   something new instead of answering with nothing. The conversation is
   everyone's, or with ``?user=`` (a wa_id or BSUID the server knows) that
-  user's alone; it takes no other parameter;
+  user's alone. A read takes no parameter its OpenAPI operation does not list;
 - ``GET /_harness/export``: everything kept, as JSON lines; ``POST
   /_harness/clear``: drop it (before given indices, so an export then a
   clear loses nothing).
@@ -132,10 +132,11 @@ _Item = TypeVar("_Item")
 _Where = TypeVar("_Where")
 # The longest a read may wait for something new (?wait=).
 _LONGEST_WAIT = 60.0
-# The query parameters a conversation read takes, as the document describes them.
-_CONVERSATION_QUERY: tuple[str, ...] = tuple(
-    p["name"] for p in CONTROL_OPENAPI_PATHS["/_harness/conversation"]["get"]["parameters"]
-)
+# The query parameters each read takes, as the document describes them.
+_QUERY: dict[str, tuple[str, ...]] = {
+    path: tuple(p["name"] for p in CONTROL_OPENAPI_PATHS[path]["get"]["parameters"])
+    for path in ("/_harness/outbox", "/_harness/events", "/_harness/conversation")
+}
 # Longer values are cut short in error messages.
 _SHOWN = 40
 
@@ -241,22 +242,30 @@ def _reading(request: Request, sim: WhatsAppSimulator) -> tuple[int, float, set[
     return start, wait, {i for i in (user.wa_id, user.user_id) if i is not None}
 
 
+def _takes_only(request: Request, path: str) -> None:
+    """Refuse a query parameter the read at ``path`` does not take, naming it and those it takes.
+
+    A misspelt ``?sinse=`` would otherwise read everything, as if none were given.
+    """
+    takes = _QUERY[path]
+    for name in request.query_params:
+        if name not in takes:
+            close = difflib.get_close_matches(name, takes, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            listed = ", ".join(repr(n) for n in takes)
+            raise ConfigError(
+                f"query parameter {_shown(name)} is not one {path} takes{hint}; it takes {listed}"
+            )
+
+
 async def _conversation_reading(request: Request, sim: WhatsAppSimulator) -> set[str] | None:
     """The ids of the user whose conversation is asked for (everyone's: ``None``).
 
     The user is given as every reader takes it, a wa_id or a BSUID; one the
     server does not know, or a parameter the read does not take, is refused.
     """
+    _takes_only(request, "/_harness/conversation")
     params = request.query_params
-    for name in params:
-        if name not in _CONVERSATION_QUERY:
-            close = difflib.get_close_matches(name, _CONVERSATION_QUERY, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            takes = ", ".join(repr(n) for n in _CONVERSATION_QUERY)
-            raise ConfigError(
-                f"query parameter {_shown(name)} is not one /_harness/conversation takes{hint};"
-                f" it takes {takes}"
-            )
     given = params.getlist("user")
     if not given:
         return None
@@ -289,9 +298,13 @@ async def _waiting(
 
 
 async def _shared_reading(
-    request: Request, sim: WhatsAppSimulator
+    request: Request, sim: WhatsAppSimulator, path: str
 ) -> tuple[int, float, set[str] | None]:
-    """:func:`_reading`, knowing first the user another process may have registered."""
+    """:func:`_reading` of the read at ``path``, refusing a parameter it does not take.
+
+    The user another process may have registered is known first.
+    """
+    _takes_only(request, path)
     key = request.query_params.get("user")
     if sim.shared is not None and key:
         await sim.shared.fetch_user(key)
@@ -426,7 +439,7 @@ def control_routes(sim: WhatsAppSimulator, *, token: str | None = None) -> list[
         return _answer(Now(now=sim.clock.now().isoformat()))
 
     async def outbox(request: Request) -> Response:
-        since, wait, keys = await _shared_reading(request, sim)
+        since, wait, keys = await _shared_reading(request, sim, "/_harness/outbox")
         if sim.shared is not None:
             sends, shared = await shared_read(
                 sim, sim.shared, "outbox", since, wait, lambda w: sends_of(w, keys)
@@ -450,7 +463,7 @@ def control_routes(sim: WhatsAppSimulator, *, token: str | None = None) -> list[
         return _answer(answer)
 
     async def events(request: Request) -> Response:
-        since, wait, keys = await _shared_reading(request, sim)
+        since, wait, keys = await _shared_reading(request, sim, "/_harness/events")
         window: Window[Event] | LogWindow
         if sim.shared is not None:
             found, window = await shared_read(

@@ -149,9 +149,16 @@ def test_replay_refuses_a_missing_templates_file_and_a_bad_gate_before_replaying
     assert "SAME" not in out.out  # refused before anything was replayed
 
 
-@pytest.mark.parametrize("command", ["regress", "run"])
-def test_a_target_whose_import_raises_is_one_line_naming_it_and_exit_2(
+@pytest.mark.parametrize(
+    ("command", "given"),
+    [
+        ("regress", "--candidate 'target=needs_a_token_bot:app'"),
+        ("run", "--target 'needs_a_token_bot:app'"),
+    ],
+)
+def test_a_target_whose_import_raises_is_one_line_naming_the_option_given_and_exit_2(
     command: str,
+    given: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -172,8 +179,7 @@ def test_a_target_whose_import_raises_is_one_line_naming_it_and_exit_2(
     assert code == EXIT_USAGE
     err = capsys.readouterr().err
     assert err == (
-        f"error: --target {target!r}: importing needs_a_token_bot raised "
-        "KeyError: 'NEEDS_A_TOKEN_BOT_TOKEN'\n"
+        f"error: {given}: importing needs_a_token_bot raised KeyError: 'NEEDS_A_TOKEN_BOT_TOKEN'\n"
     )
 
 

@@ -164,3 +164,23 @@ def test_a_replay_whose_agent_fails_the_handshake_is_one_line_and_exit_2(
     assert line.startswith(
         f"error: webhook {served.webhook} failed the verification handshake: it answered 403"
     ), line
+
+
+def test_a_run_whose_agent_fails_the_handshake_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.yaml").write_text("steps:\n  - say: hi\n", encoding="utf-8")
+    with echo_bot_at_url(verify_token="the-bots-own-token") as served:
+        code = _harness(
+            "run", str(tmp_path), "--target-url", served.webhook,
+            "--graph-port", str(served.graph_port), *FAST,
+        )  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == EXIT_USAGE, captured.out
+    assert served.bot.posts == 0, captured.out  # no scenario was played
+    assert "ERROR" not in captured.out
+    [line] = [line for line in captured.err.splitlines() if line.strip()]
+    assert line.startswith(
+        f"error: webhook {served.webhook} failed the verification handshake: it answered 403"
+    ), line

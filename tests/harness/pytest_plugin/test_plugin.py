@@ -96,3 +96,70 @@ def test_scenarios_and_tests_spread_over_xdist_workers(pytester: pytest.Pytester
     ]
     replayed = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", timeout=120)
     replayed.assert_outcomes(passed=6)
+
+
+TWO_CHATS = """
+async def test_one(wa):
+    await wa.say("user", "hi")
+
+
+async def test_two(wa):
+    await wa.say("user", "hi")
+"""
+
+
+@pytest.mark.parametrize(
+    ("ini", "options", "error"),
+    [
+        (
+            {"harness_target": TARGET, "harness_target_url": "http://127.0.0.1:9/webhook"},
+            (),
+            "harness_target in the pytest ini and harness_target_url in the pytest ini both "
+            "name the agent: keep one",
+        ),
+        (
+            {"harness_target": TARGET},
+            ("--harness-target-url", "http://127.0.0.1:9/webhook"),
+            "harness_target in the pytest ini and --harness-target-url both name the agent: "
+            "keep one",
+        ),
+        (
+            {"harness_target": TARGET},
+            ("--harness-graph-port", "eighty"),
+            "harness_graph_port 'eighty': expected a port number",
+        ),
+    ],
+    ids=["both-in-the-ini", "ini-and-option", "bad-port"],
+)
+def test_wrong_settings_stop_pytest_at_start_up_with_one_line_naming_them(
+    ini: dict[str, str], options: tuple[str, ...], error: str, pytester: pytest.Pytester
+) -> None:
+    write_ini(pytester, **ini)
+    pytester.makepyfile(test_chat=TWO_CHATS)
+    result = pytester.runpytest("-p", "no:cacheprovider", *options)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert [line for line in result.stderr.lines if line.strip()] == [f"ERROR: {error}"]
+    assert "Traceback" not in result.stdout.str()
+    assert "test_one" not in result.stdout.str()  # no test ran
+
+
+def test_a_wrong_tool_harness_is_one_line_under_each_test_that_uses_it(
+    pytester: pytest.Pytester,
+) -> None:
+    # Read only when a test uses the plugin: a session that does not pays nothing for it.
+    pytester.makefile(
+        ".toml",
+        pyproject=f'[tool.harness]\ntarget = "{TARGET}"\ntarget-url = "http://127.0.0.1:9/webhook"\n',
+    )
+    write_ini(pytester)
+    pytester.makepyfile(test_chat=TWO_CHATS)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(errors=2)
+    line = "*/pyproject.toml: [[]tool.harness[]] sets target and target-url: keep one"
+    result.stdout.fnmatch_lines(
+        ["*ERROR at setup of test_one*", line, "*ERROR at setup of test_two*", line]
+    )
+    out = result.stdout.str()
+    assert "Traceback" not in out
+    assert "During handling" not in out
+    assert "raise " not in out  # no source lines of the plugin's

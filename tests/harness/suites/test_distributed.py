@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,7 @@ from harness.suites.runner import Runner, RunOptions
 from harness.suites.scenario import load_scenarios
 from harness.suites.worker import run_worker
 from tests.bots.loopback import free_port
+from tests.support.bot_at_url import echo_bot_at_url
 from tests.support.redis_server import RedisServer
 
 SUITE = Path(__file__).resolve().parents[3] / "scenarios" / "booking"
@@ -523,3 +525,33 @@ async def test_a_run_that_no_worker_serves_says_so_once(redis_server: RedisServe
     finally:
         await cancel_until_done(run, again_after=_CLEAN_UP)
     assert said == [10.0]
+
+
+@pytest.mark.network
+def test_an_agent_at_a_url_that_fails_the_handshake_is_an_error_of_each_scenario_not_a_crash(
+    redis_server: RedisServer,
+) -> None:
+    scenarios = load_scenarios([SUITE / "cancel_booking.yaml", SUITE / "happy_confirm_button.yaml"])
+    said: list[str] = []
+
+    async def distributed(url: str) -> RunResult:
+        worker = asyncio.create_task(run_worker(redis_server.url, heartbeat=2, say=said.append))
+        try:
+            runner = Runner(RunOptions(target_url=url, store_url=redis_server.url))
+            return await asyncio.wait_for(run_distributed(runner, scenarios, redis_server.url), 60)
+        finally:
+            await cancel_until_done(worker, again_after=_CLEAN_UP)
+
+    # The bot answers on a loop of its own, as a bot in another process would.
+    with echo_bot_at_url(verify_token="the-bots-own-token") as served:
+        run = asyncio.run(distributed(served.webhook))
+    assert [r.status for r in run.scenarios] == ["error", "error"]
+    for result in run.scenarios:
+        # The worker's result, not a crash of the worker's job (tried again, to no avail).
+        assert re.fullmatch(
+            rf"worker \S+ could not run it: webhook {re.escape(served.webhook)} failed the "
+            r"verification handshake: it answered 403 .*",
+            result.error or "",
+        ), result.error
+    assert sum(line.startswith("started ") for line in said) == 2, said
+    assert served.bot.posts == 0

@@ -146,6 +146,31 @@ async def test_a_since_that_is_not_ascii_digits_answers_400(
     assert await refused(answer, 400) == "query parameter 'since' must be a non-negative integer"
 
 
+@pytest.mark.parametrize("path", ["/_harness/outbox", "/_harness/events"])
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        (
+            {"sinse": "3"},
+            "query parameter 'sinse' is not one {path} takes (did you mean 'since'?);"
+            " it takes 'since', 'wait', 'user'",
+        ),
+        (
+            {"since": "0", "limit": "10"},
+            "query parameter 'limit' is not one {path} takes; it takes 'since', 'wait', 'user'",
+        ),
+    ],
+    ids=["misspelt", "unknown"],
+)
+async def test_a_parameter_the_outbox_or_the_event_log_does_not_take_answers_400_naming_it(
+    client: httpx.AsyncClient, path: str, params: dict[str, str], message: str
+) -> None:
+    await client.post("/_harness/inbound", json={"user": WA_ID, "text": "hi"})
+    answer = await client.get(path, params=params)
+    assert await refused(answer, 400) == message.format(path=path)
+    assert (await client.get(path, params={"since": "0", "wait": "0", "user": WA_ID})).is_success
+
+
 @pytest.mark.parametrize("duration", ["9999999d", "999999999d"])
 async def test_a_jump_past_any_date_answers_400_and_the_clock_stays(
     client: httpx.AsyncClient, duration: str
