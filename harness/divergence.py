@@ -32,6 +32,7 @@ Parts: TypeAlias = dict[Hashable, int]
 
 _NAMED_PARTS = frozenset({"model", "messages", "max_tokens", "system", "tools"})
 _PREVIEW = 48
+_SYSTEM_ROLES = frozenset({"system", "developer"})
 _MAX_LISTED = 4
 
 
@@ -122,15 +123,31 @@ def _tool_names(tools: Any) -> dict[str, str]:
     return named
 
 
+def _system_and_messages(body: Mapping[str, Any]) -> tuple[Any, list[Any], int]:
+    """A request's system prompt, its other messages, and how many messages the prompt took.
+
+    Anthropic's request has the prompt beside the messages; OpenAI's Chat
+    Completions request has it as the first message (role ``system`` or
+    ``developer``).
+    """
+    messages = list(body.get("messages") or [])
+    system = body.get("system")
+    first = messages[0] if messages else None
+    if system is None and isinstance(first, Mapping) and first.get("role") in _SYSTEM_ROLES:
+        return first.get("content"), messages[1:], 1
+    return system, messages, 0
+
+
 def llm_differences(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
     """What separates ``now`` from ``recorded``, most telling first, in plain words."""
     out: list[str] = []
     if recorded.get("model") != now.get("model"):
         out.append(f"model: {recorded.get('model')} -> {now.get('model')}")
-    if canonical_json(recorded.get("system")) != canonical_json(now.get("system")):
+    old_system, old_messages, _ = _system_and_messages(recorded)
+    new_system, new_messages, shift = _system_and_messages(now)
+    if canonical_json(old_system) != canonical_json(new_system):
         out.append(
-            "system prompt differs "
-            + _pair(_text_of(recorded.get("system") or ""), _text_of(now.get("system") or ""))
+            "system prompt differs " + _pair(_text_of(old_system or ""), _text_of(new_system or ""))
         )
     old_tools, new_tools = _tool_names(recorded.get("tools")), _tool_names(now.get("tools"))
     if old_tools != new_tools:
@@ -147,11 +164,9 @@ def llm_differences(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> list
             if names
         ]
         out.append(f"tools differ ({'; '.join(changes) or 'order'})")
-    old_messages = list(recorded.get("messages") or [])
-    new_messages = list(now.get("messages") or [])
     if len(old_messages) != len(new_messages):
         out.append(f"messages: {len(new_messages)} now, {len(old_messages)} recorded")
-    for i, (old, new) in enumerate(zip(old_messages, new_messages, strict=False)):
+    for i, (old, new) in enumerate(zip(old_messages, new_messages, strict=False), start=shift):
         if canonical_json(old) != canonical_json(new):
             old_text, new_text = message_text(old), message_text(new)
             if old_text == new_text:

@@ -11,6 +11,7 @@ import pytest
 
 from harness.canonical import canonical_json, canonical_key
 from harness.clock import VirtualClock
+from harness.divergence import llm_differences
 from harness.exceptions import ConfigError, Divergence
 from harness.inflight import running_on
 from harness.llm import LLMResponse, SystemPrompt, TextBlock, ToolUseBlock, Usage
@@ -390,6 +391,26 @@ async def test_divergence_names_the_system_prompt() -> None:
     assert difference.startswith("system prompt differs (recorded: '")
     assert "Roma" in difference
     assert "Milano" in difference
+
+
+def test_an_openai_request_s_system_message_is_its_system_prompt() -> None:
+    def chat_request(system: str, *said: str) -> dict[str, Any]:
+        messages = [{"role": "system", "content": system}]
+        messages += [{"role": "user", "content": text} for text in said]
+        return {"model": "gpt-4o-mini", "messages": messages}
+
+    recorded = chat_request("You book tables in Roma.", "hi", "a table for 4?")
+    assert llm_differences(
+        recorded, chat_request("You book tables in Milano.", "hi", "a table for 4?")
+    ) == ["system prompt differs (recorded: '…k tables in Roma.'; now: '…k tables in Milano.')"]
+    # Messages keep the index they have in the request.
+    assert llm_differences(recorded, chat_request("You book tables in Roma.", "hi", "for 5?")) == [
+        "messages[2] differs (recorded: 'user: a table for 4?'; now: 'user: for 5?')"
+    ]
+    developer = {**recorded, "messages": [{**recorded["messages"][0], "role": "developer"}]}
+    assert llm_differences(
+        developer, {**developer, "messages": [{"role": "developer", "content": "x"}]}
+    )[0].startswith("system prompt differs")
 
 
 async def test_divergence_names_added_and_removed_tools() -> None:

@@ -99,13 +99,15 @@ def _shape(events: tuple[Event, ...]) -> list[str]:
     return shown
 
 
+#: The first turn, as it happened: the bot looked at the tables, then proposed.
+FIRST_TURN = ["user: A table for 2 at 7, please", "tool: check_tables", f"agent: {ANSWERS[0]}"]
+
+
 def _judged_where_the_work_happened(result: ScenarioResult) -> None:
     assert result.error is None
     assert result.conversation is not None
     assert _shape(result.conversation.events) == [
-        "user: A table for 2 at 7, please",
-        "tool: check_tables",
-        f"agent: {ANSWERS[0]}",
+        *FIRST_TURN,
         "user: Make it 8",
         "tool: book_table",
         f"agent: {ANSWERS[1]}",
@@ -150,9 +152,7 @@ async def test_a_scenario_ends_once_the_spans_of_its_last_turn_are_in() -> None:
     assert result.error is None
     assert result.conversation is not None
     assert _shape(result.conversation.events) == [
-        "user: A table for 2 at 7, please",
-        "tool: check_tables",
-        f"agent: {ANSWERS[0]}",
+        *FIRST_TURN,
         "user: Is there a garden?",
         f"agent: {ANSWERS[2]}",
         "user: Make it 8",
