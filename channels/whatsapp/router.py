@@ -514,8 +514,8 @@ async def shared_graph(
     if settings.get("templates") is not None:  # a file's path, or Meta's objects
         settings["templates"] = template_objects(settings["templates"])
     config = SimulatorConfig(**settings)
-    await _verify(target_url, config)
     if not serve or not graph_url:
+        await _verify(target_url, config)
         yield None
         return
     config = config.model_copy(update={"public_url": advertised or graph_url})
@@ -526,8 +526,9 @@ async def shared_graph(
         config, url.host, url.port or 80, **upstreams, routes=routes, target_url=target_url
     )
     try:
-        await router.start()
+        await router.start()  # a port that is taken is said first: it needs no waiting
         try:
+            await _verify(target_url, config)
             yield router
         finally:
             await router.stop()
