@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli.main import EXIT_OK, EXIT_USAGE
-from tests.bots.fake_openai import FakeOpenAI, Say
+from tests.bots.fake_openai import Call, FakeOpenAI, Say
 from tests.support.bot_at_url import echo_bot_at_url, model_bot_at_url, served_on_thread
 from tests.support.cli import harness as _harness
 
@@ -184,3 +184,32 @@ def test_a_run_whose_agent_fails_the_handshake_is_one_line_and_exit_2(
     assert line.startswith(
         f"error: webhook {served.webhook} failed the verification handshake: it answered 403"
     ), line
+
+
+@pytest.mark.parametrize(
+    ("answer", "verdict"),
+    [
+        # Its model asked for no tool: the agent called none, and a check about tools holds.
+        (Say("Hello!"), "PASS"),
+        # Its model asked for one that no span reported: whether it ran can't be told.
+        (Call("place_order", {"item": "widget"}), "can't be checked"),
+    ],
+)
+def test_a_check_about_tools_holds_for_an_agent_whose_model_asked_for_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], answer: Say | Call, verdict: str
+) -> None:
+    scenario = tmp_path / "hello.yaml"
+    scenario.write_text(
+        "steps:\n  - say: hello\ninvariants:\n  - no_repeated_side_effects\n",
+        encoding="utf-8",
+    )
+    provider = FakeOpenAI([answer])
+    with served_on_thread(provider.app) as upstream, model_bot_at_url() as (webhook, graph_port):
+        code = _harness(
+            "run", str(scenario), "--target-url", webhook, "--graph-port", str(graph_port),
+            *FAST, "--openai-upstream", f"{upstream}/v1",
+        )  # fmt: skip
+    out = capsys.readouterr().out
+    assert len(provider.requests) == 1, out
+    assert verdict in out, out
+    assert code == (EXIT_OK if verdict == "PASS" else 1), out
