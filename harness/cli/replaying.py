@@ -72,7 +72,8 @@ def print_result(result: ReplayResult, console: Console) -> None:
     for line in result.changes[:12]:
         console.print(f"  changed {line}", markup=False, highlight=False, soft_wrap=True)
     if len(result.changes) > 12:
-        console.print(f"  ... and {len(result.changes) - 12} more changes", markup=False)
+        more = len(result.changes) - 12
+        console.print(f"  ... and {more} more change{'' if more == 1 else 's'}", markup=False)
 
     def line_of(text: str) -> None:
         console.print(text, markup=False, highlight=False, soft_wrap=True)

@@ -26,7 +26,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -503,7 +504,7 @@ async def replay_fixture(
     if conversation is not None:
         for check in checks:
             violations.extend(check.run(conversation))
-    divergences = tuple(
+    divergences = _once_each(
         _with_turn(_numbered(str(d), back), at, conversation)
         for d, at in zip(recording.divergences, recording.divergence_times, strict=True)
     )
@@ -555,6 +556,16 @@ async def replay_fixture(
             for at, line in recording.set_aside_notes()
         ),
     )
+
+
+def _once_each(lines: Iterable[str]) -> tuple[str, ...]:
+    """``lines`` in order, each once, with how often it came when more than once.
+
+    An agent that asks again what the recording does not hold (its SDK retries)
+    diverges the same way each time: one line says so.
+    """
+    counts = Counter(lines)
+    return tuple(line if n == 1 else f"{line} ({n} times)" for line, n in counts.items())
 
 
 def _numbered(text: str, numbers: Mapping[str, str]) -> str:

@@ -309,7 +309,8 @@ def check_expectation(
                 )
             )
     if expect.replies is not None and len(replies) != expect.replies:
-        problems.append((f"expected {expect.replies} replies, got {len(replies)}", at(*tried)))
+        noun = "reply" if expect.replies == 1 else "replies"
+        problems.append((f"expected {expect.replies} {noun}, got {len(replies)}", at(*tried)))
     last = replies[-1] if replies else None
     if expect.template is not None:
         if last is None:

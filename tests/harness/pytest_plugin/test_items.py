@@ -173,7 +173,7 @@ def test_a_scenario_whose_replay_diverged_says_so_first_and_counts_no_violations
             "failed: the replay diverged, then 1 violation",
             "",
             diverged.format("answered"),
-            "✗ expect at turn 1 (line 4): expected 1 replies, got 0",
+            "✗ expect at turn 1 (line 4): expected 1 reply, got 0",
             "scenario 'a question' (scenarios/ask.yaml)",
             "failed: the replay diverged",
             "",

@@ -260,7 +260,7 @@ def test_only_what_happened_since_the_last_user_step_counts() -> None:
     ]
     events = [*earlier, *PROPOSAL]
     step = _step("{reply_contains: saturday, tool_called: book_appointment, replies: 1}")
-    assert _problems(step, events, since=0) == ["expected 1 replies, got 2"]
+    assert _problems(step, events, since=0) == ["expected 1 reply, got 2"]
     assert _problems(step, events, since=len(earlier)) == [
         "no reply contains 'saturday'",
         "book_appointment was not called (calls: search_slots)",
