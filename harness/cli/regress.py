@@ -95,7 +95,7 @@ def regress_command(
         fixture_agent,
         fixture_dirs,
         print_models,
-        print_result,
+        print_worth_a_look,
         replay_all,
         url_channel_options,
     )
@@ -182,9 +182,7 @@ def regress_command(
     )
     elapsed = time.perf_counter() - started
     console = make_console()
-    for result in results:
-        if result.status != "same":
-            print_result(result, console)
+    print_worth_a_look(results, console)
     table = Table("fixture", "status", "changes", "violations", title=None)
     for result in results:
         table.add_row(

@@ -30,6 +30,7 @@ __all__ = [
     "fixture_dirs",
     "print_models",
     "print_result",
+    "print_worth_a_look",
     "recorded_target",
     "replay_all",
     "url_channel_options",
@@ -95,6 +96,18 @@ def print_result(result: ReplayResult, console: Console) -> None:
         line_of(f"  note: {line}")
     if result.unused:
         console.print(f"  {result.unused} recorded answers were never asked for", markup=False)
+
+
+def print_worth_a_look(results: Sequence[ReplayResult], console: Console) -> None:
+    """:func:`print_result` of each replay that is not the same, or whose tools answered otherwise.
+
+    ``harness regress`` lists every fixture in its table; the lines above it
+    are for what needs a look: a change, and a SAME replay whose real tools
+    gave other answers than the recording's (its notes).
+    """
+    for result in results:
+        if result.status != "same" or result.tool_notes:
+            print_result(result, console)
 
 
 def print_models(results: Sequence[ReplayResult], console: Console) -> None:
