@@ -265,6 +265,8 @@ _OWNERS: dict[str, str] = {
     "SET_ASIDE": "harness.tool_results",
     "ToolResult": "harness.tool_results",
     "set_aside": "harness.tool_results",
+    "AnsweredCall": "harness.tool_results",
+    "answered_calls": "harness.tool_results",
     "Skew": "harness.skew",
     "Skip": "harness.results",
     "SpanKind": "harness.fixture",

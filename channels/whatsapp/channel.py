@@ -159,6 +159,7 @@ class WhatsAppChannel:
                     clock=Stamp(self.clock),
                     trace=self.sim.events,
                     placed=remote.reported,
+                    derive_tools=True,
                     **self._upstreams,
                 )
                 app = self._endpoints.around(remote.graph_app())
@@ -336,8 +337,8 @@ class WhatsAppChannel:
             seen = self._router.observed if self._router is not None else set()
             if self._endpoints is not None:
                 seen = self._endpoints.observed()
-            if "tool" not in seen and _asked_for_no_tool(self.sim.events):
-                seen = {*seen, "tool"}  # its model asked for no tool: it called none
+            if "tool" not in seen and _model_answered(self.sim.events):
+                seen = {*seen, "tool"}  # its tool results reach its model through the harness
             if not seen <= set(reported):
                 # The agent's SDK or its spans reached the model endpoint or the OTLP receiver.
                 observed = tuple(sorted({*reported, *seen}))
@@ -374,25 +375,17 @@ class WhatsAppChannel:
 
 
 _REMOTE_SKEW = "clock_skew: an agent at a URL keeps its own clock; skew it there"
-#: The stop reasons of a model's answer that asks the agent to run tools (Anthropic, OpenAI).
-_TOOL_STOPS = frozenset({"tool_use", "tool_calls"})
 
 
-def _asked_for_no_tool(events: Sequence[Event]) -> bool:
-    """True when the agent's model answered calls through the harness and never asked for a tool.
+def _model_answered(events: Sequence[Event]) -> bool:
+    """True when the agent's model answered calls through the harness in this trace.
 
-    An agent whose model calls come through the harness's model endpoint is
-    seen asking for tools, if not running them: when its model asked for
-    none, the agent called none (the usual agent runs tools only when its
-    model asks), and a check about tools can say so.
+    Such an agent is seen running tools: each result it gives back to its
+    model is a tool call in the trace (the model endpoint's ``derive_tools``).
+    A conversation where it gave back none called none, as far as its model
+    knows, and a check about tools can say so.
     """
-    answered = False
-    for event in events:
-        if isinstance(event, LLMExchange) and event.error is None:
-            if event.stop_reason in _TOOL_STOPS:
-                return False
-            answered = True
-    return answered
+    return any(isinstance(e, LLMExchange) and e.error is None for e in events)
 
 
 def _fault_spec(faults: object) -> Any:

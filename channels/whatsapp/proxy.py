@@ -346,6 +346,8 @@ def create_proxy_app(
         http=model_client,
         model_events=False,  # add_llm writes each exchange's event with its record
         pin_credentials=True,  # Meta's callback URL is public: only the agent's calls count
+        derive_tools=True,  # the tool results the agent gives back to its model
+        tool_sink=recorder.add_seen_tool,
     )
 
     async def collect() -> None:

@@ -150,6 +150,9 @@ class ProxyRecorder:
         self._reported: dict[str, str] = {}
         #: Every event recorded, in the order it was written (real values, not pseudonyms).
         self.events: list[Event] = []
+        #: The tool calls the model endpoint saw the agent make (by identity): left out of the
+        #: conversation when the agent reports its tool calls itself (the same calls).
+        self._seen_by_model: set[int] = set()
         self.participants: dict[str, Participant] = {}
         self._ids = itertools.count(1)
         self._bodies: dict[str, _Seen] = {}
@@ -505,6 +508,11 @@ class ProxyRecorder:
         """Add one of the agent's calls it reported as an OpenTelemetry span: its event."""
         self._record(event)
 
+    def add_seen_tool(self, event: Event) -> None:
+        """Add a tool call the agent's request to its model showed it made: its event."""
+        self._seen_by_model.add(id(event))
+        self._record(event)
+
     def add_tool(self, record: ToolRecord) -> None:
         """Add one of the agent's tool calls: ``tools.jsonl`` and its event."""
         data = record.model_dump(mode="json")
@@ -526,8 +534,15 @@ class ProxyRecorder:
     # -- the end --------------------------------------------------------------------------
 
     def conversation(self) -> Conversation:
-        """The conversation so far, events in time order (real values, not pseudonyms)."""
-        events = sorted(self.events, key=lambda e: e.at)
+        """The conversation so far, events in time order (real values, not pseudonyms).
+
+        When the agent reports its tool calls itself, the ones its model
+        requests showed are the same calls: left out.
+        """
+        seen = self._seen_by_model
+        reports = any(isinstance(e, ToolCall) and id(e) not in seen for e in self.events)
+        kept = [e for e in self.events if not (reports and id(e) in seen)]
+        events = sorted(kept, key=lambda e: e.at)
         return Conversation.from_events(
             events,
             id=self.settings.name,

@@ -53,6 +53,7 @@ from harness.trace import (
     Event,
     InboundMessage,
     OutboundSend,
+    ToolCall,
 )
 
 __all__ = ["RemoteSession"]
@@ -105,6 +106,11 @@ class RemoteSession:
         #: The longest a span has taken to come once its work was done (an exporter
         #: that batches holds it back for seconds).
         self._span_lag = 0.0
+        #: Where in the trace are tool calls the model endpoint saw the agent make, and
+        #: whether the agent reports its tool calls itself (spans, or through the store).
+        self._seen_by_model: set[int] = set()
+        self._reports_tools = False
+        self._draining = False
 
     @property
     def observed(self) -> tuple[str, ...]:
@@ -114,6 +120,11 @@ class RemoteSession:
     def saw(self, event: Event) -> None:
         """Note an event of the trace: it may be the agent at work, and it may end a wait."""
         now = time.time()
+        if isinstance(event, ToolCall):
+            if self._started is not None or self._draining:
+                self._reports_tools = True
+            else:
+                self._seen_by_model.add(len(self._arrivals))
         if self._started is not None:
             self._arrivals.append(min(self._started, now))
         else:
@@ -139,22 +150,28 @@ class RemoteSession:
             self._started = None
 
     def in_order_of_work(self, events: Sequence[Event]) -> Sequence[Event]:
-        """``events`` (the trace) with each reported event moved back to where its work began.
+        """``events`` (the trace) as a record of the agent's work, once played.
 
-        A span that reached the harness after events that came later than its
-        start (the reply it led to, the user's next message) goes before them,
-        and takes the time of the event it now follows. Nothing else changes
-        order, and nothing moves later than where it arrived. ``events`` itself when nothing moves.
+        Each reported event is moved back to where its work began: a span that
+        reached the harness after events that came later than its start (the
+        reply it led to, the user's next message) goes before them, and takes
+        the time of the event it now follows. Nothing else changes order, and
+        nothing moves later than where it arrived. And when the agent reports
+        its tool calls itself, the ones the model endpoint saw it make are left
+        out (they are the same calls). ``events`` itself when nothing changes.
         """
         if len(self._arrivals) != len(events):  # a trace this session did not see grow
             return events
         order = sorted(range(len(events)), key=self._arrivals.__getitem__)
-        if order == list(range(len(events))):
+        dropped = self._seen_by_model if self._reports_tools else set()
+        if not dropped and order == list(range(len(events))):
             return events
         placed: list[Event] = []
-        for index in order:
+        for position, index in enumerate(order):
+            if index in dropped:
+                continue
             event = events[index]
-            if index > len(placed):  # moved back: it happened after the event it now follows
+            if index > position:  # moved back: it happened after the event it now follows
                 after = placed[-1].at if placed else min(event.at, events[order[1]].at)
                 event = event.model_copy(update={"at": after})
             placed.append(event)
@@ -289,7 +306,11 @@ class RemoteSession:
         async with self._reading:
             for event in await read_events(self.store, self.scope, self._reports_seen):
                 self._reports_seen += 1
-                self.sim.record(event.model_copy(update={"at": self.clock.now()}))
+                self._draining = True
+                try:
+                    self.sim.record(event.model_copy(update={"at": self.clock.now()}))
+                finally:
+                    self._draining = False
 
     def graph_app(self) -> ASGIApp:
         """The simulator's Graph API, reading the agent's reports before each send.

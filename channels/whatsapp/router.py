@@ -178,8 +178,12 @@ class GraphRouter:
         self.observed: set[str] = set()
         # A call no running scenario can take is answered as a replay miss, never live.
         self._nobody = Recording(mode=RecordMode.REPLAY)
+        # An agent's tool results, carried back to its model, say which tools it ran.
         self.model = ModelEndpoint(
-            self._seat, anthropic_upstream=anthropic_upstream, openai_upstream=openai_upstream
+            self._seat,
+            anthropic_upstream=anthropic_upstream,
+            openai_upstream=openai_upstream,
+            derive_tools=True,
         )
         # Model spans of an agent whose calls come through the endpoint would count twice.
         self.otlp = OTLPReceiver(self._span_sink, routed=True, skip_model_spans=self.model.answered)

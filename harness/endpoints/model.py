@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -63,7 +63,8 @@ from harness.llm_recorder import VOLATILE_PARAMS, RecordingLLMClient
 from harness.providers import ANTHROPIC, OPENAI
 from harness.recording import Recording
 from harness.tape import Sink
-from harness.trace import LLMExchange
+from harness.tool_results import answered_calls
+from harness.trace import LLMExchange, ToolCall
 
 __all__ = [
     "ANTHROPIC_PATH",
@@ -185,6 +186,11 @@ class _NoInner:
         raise LLMError("the model endpoint answers through its recorder's exchange()")
 
 
+def _failure(result: Any) -> str:
+    """What a failed tool said, as one text."""
+    return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+
+
 class ModelEndpoint:
     """The two model APIs as Starlette routes, recording into or replaying from a recording.
 
@@ -200,7 +206,12 @@ class ModelEndpoint:
     recording proxy), the first API key the provider accepts is the only one
     forwarded afterwards, per API: a stranger with a key of their own can
     neither use the server as a relay nor add calls to the recording. Only a
-    digest of the key is kept, in memory.
+    digest of the key is kept, in memory. With ``derive_tools``, each tool
+    result a request carries back to the model for the first time is a
+    :class:`~harness.trace.ToolCall` in the sink (the agent ran that tool;
+    :func:`~harness.tool_results.answered_calls`), side-effecting when its
+    name is in ``side_effects``; it goes to ``tool_sink`` when given, else to
+    the request's sink.
     """
 
     def __init__(
@@ -214,6 +225,9 @@ class ModelEndpoint:
         http: httpx.AsyncClient | None = None,
         timeout: float = 600.0,
         pin_credentials: bool = False,
+        derive_tools: bool = False,
+        side_effects: Collection[str] = (),
+        tool_sink: Sink | None = None,
     ) -> None:
         if isinstance(seat, Recording):
             fixed: Seat = (seat, sink)
@@ -231,6 +245,10 @@ class ModelEndpoint:
         self._answered = 0
         self._pin = pin_credentials
         self._pinned: dict[str, str] = {}  # API -> sha256 of the accepted key
+        self._derive_tools = derive_tools
+        self._tool_sink = tool_sink
+        self._side_effects = frozenset(side_effects)
+        self._tool_ids: dict[int, set[str]] = {}  # per recording: the tool calls already seen
 
     def answered(self) -> bool:
         """Whether the endpoint has answered any call yet (an agent is using it)."""
@@ -273,6 +291,9 @@ class ModelEndpoint:
             return JSONResponse(dialect.error(400, problem), status_code=400)
         assert isinstance(body, dict)  # dialect.check refuses anything else
         recording, sink = self._seat(body, request.headers)
+        tools = self._tool_sink or sink
+        if self._derive_tools and tools is not None:
+            self._ran_tools(body, self._tool_ids.setdefault(id(recording), set()), tools)
         client = self._client(recording, sink)
         keyed = {k: v for k, v in body.items() if k not in client.volatile and k not in _UNKEYED}
         headers = {k: v for k, v in request.headers.items() if k.lower() in _FORWARDED}
@@ -309,6 +330,25 @@ class ModelEndpoint:
         if body.get("stream"):
             return StreamingResponse(dialect.stream(response, body), media_type="text/event-stream")
         return JSONResponse(dialect.render(response))
+
+    def _ran_tools(self, body: Mapping[str, Any], seen: set[str], sink: Sink) -> None:
+        """The tool calls whose results ``body`` carries back for the first time, into ``sink``."""
+        at = self._clock.now() if self._clock is not None else datetime.now(UTC)
+        for call in answered_calls(body):
+            if call.id in seen:
+                continue
+            seen.add(call.id)
+            sink(
+                ToolCall(
+                    at=at,
+                    user=_ACTING.get(),
+                    name=call.name,
+                    args=call.args,
+                    result=call.result,
+                    error=_failure(call.result) if call.failed else None,
+                    side_effect=call.name in self._side_effects,
+                )
+            )
 
     def _unanswered(
         self, sink: Sink | None, body: Mapping[str, Any], dialect: _Dialect, why: str

@@ -81,6 +81,8 @@ class Endpoints:
         pin_credentials: bool = False,
         trace: Sequence[Event] = (),
         placed: Placer | None = None,
+        derive_tools: bool = False,
+        tool_sink: Sink | None = None,
     ) -> Endpoints:
         """Both, writing their events to ``sink``.
 
@@ -88,7 +90,8 @@ class Endpoints:
         agent's calls come through it, and would count twice). Without
         ``model_events`` the endpoint writes no event of its own (for a
         recording whose ``on_llm_record`` writes each exchange's event already).
-        ``pin_credentials`` goes to the :class:`ModelEndpoint`; ``clock`` and
+        ``pin_credentials`` and ``derive_tools`` (with ``side_effects`` and
+        ``tool_sink``) go to the :class:`ModelEndpoint`; ``clock`` and
         ``trace`` (what ``sink`` holds so far) and ``placed`` to the :class:`OTLPReceiver`.
         """
         model = ModelEndpoint(
@@ -99,6 +102,9 @@ class Endpoints:
             openai_upstream=openai_upstream,
             http=http,
             pin_credentials=pin_credentials,
+            derive_tools=derive_tools,
+            side_effects=side_effects,
+            tool_sink=tool_sink,
         )
         otlp = OTLPReceiver(
             sink,

@@ -251,24 +251,15 @@ def unobserved(
 ) -> Violation:
     """The violation of a check about the agent's ``kind`` calls on a trace without them."""
     what = _WHAT.get(kind, f"{kind} calls")
-    if kind == "tool":
-        # A model endpoint sees which tools the model asked for, not that the agent ran them.
-        how = (
-            "or have it export its tool calls as OpenTelemetry GenAI spans (execute_tool) "
-            "to the harness's server (OTEL_EXPORTER_OTLP_ENDPOINT)"
-        )
-    else:
-        how = (
-            "or point its SDK (ANTHROPIC_BASE_URL, OPENAI_BASE_URL) or its OpenTelemetry "
-            "exporter (OTEL_EXPORTER_OTLP_ENDPOINT) at the harness's server"
-        )
     return Violation(
         kind=kind_of,  # type: ignore[arg-type]  # one of the two violation kinds
         rule=rule,
         message=(
             f"can't be checked: this run observed none of the agent's {what}. Build the "
             f"agent's recorders with harness.recording.wrap / wrap_tools, start an agent "
-            f"at a URL with HARNESS_STORE_URL so it reports them, {how}"
+            f"at a URL with HARNESS_STORE_URL so it reports them, or point its SDK "
+            f"(ANTHROPIC_BASE_URL, OPENAI_BASE_URL) or its OpenTelemetry exporter "
+            f"(OTEL_EXPORTER_OTLP_ENDPOINT) at the harness's server"
         ),
         line=line,
     )

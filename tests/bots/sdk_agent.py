@@ -50,8 +50,8 @@ TOOLS: list[Any] = [
 ]
 
 
-def create_app(settings: Mapping[str, str]) -> Starlette:
-    """The bot's app, serving ``/webhook`` and ``/bookings``."""
+def create_app(settings: Mapping[str, str], *, spans: bool = True) -> Starlette:
+    """The bot's app, serving ``/webhook`` and ``/bookings``; ``spans`` False exports none."""
     secret = settings["WHATSAPP_APP_SECRET"].encode()
     verify_token = settings["WHATSAPP_VERIFY_TOKEN"]
     phone_id = settings["WHATSAPP_PHONE_NUMBER_ID"]
@@ -61,7 +61,8 @@ def create_app(settings: Mapping[str, str]) -> Starlette:
     http = httpx.AsyncClient(timeout=10)
     llm = anthropic.AsyncAnthropic()  # ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY
     provider = TracerProvider(resource=Resource.create({"service.name": "sdk-agent"}))
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))  # OTEL_* settings
+    if spans:
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))  # OTEL_* settings
     tracer = provider.get_tracer("sdk-agent")
     history: dict[str, list[Any]] = {}
     bookings: list[dict[str, Any]] = []

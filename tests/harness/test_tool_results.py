@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.tool_results import SET_ASIDE, ToolResult, set_aside
+from harness.tool_results import SET_ASIDE, AnsweredCall, ToolResult, answered_calls, set_aside
 
 
 def anthropic(result: Any, *, is_error: bool = False) -> dict[str, Any]:
@@ -88,3 +88,37 @@ def test_an_openai_tool_message_is_blanked() -> None:
     answer = {"role": "tool", "tool_call_id": "call_1", "content": SET_ASIDE}
     assert blanked["messages"][2] == answer
     assert set_aside(openai("B-4"), answered=frozenset({"book"})) is None
+
+
+# -- the calls a request shows the agent made --------------------------------------------------
+
+
+def test_an_anthropic_result_is_a_call_with_the_arguments_the_model_asked_for() -> None:
+    body = anthropic([{"type": "text", "text": '{"booking": "B-4"}'}])
+    body["messages"][1]["content"][1]["input"] = {"day": "friday", "time": "10:00"}
+    assert answered_calls(body) == [
+        AnsweredCall(
+            "toolu_1", "book_appointment", {"day": "friday", "time": "10:00"}, {"booking": "B-4"}
+        )
+    ]
+    [failed] = answered_calls(anthropic("the calendar is down", is_error=True))
+    assert (failed.result, failed.failed) == ("the calendar is down", True)
+
+
+def test_an_openai_result_is_a_call_with_its_json_arguments_read() -> None:
+    body = openai('{"booking": "B-1"}')
+    body["messages"][1]["tool_calls"][0]["function"]["arguments"] = '{"day": "friday"}'
+    assert answered_calls(body) == [
+        AnsweredCall("call_1", "book", {"day": "friday"}, {"booking": "B-1"})
+    ]
+    body["messages"][1]["tool_calls"][0]["function"]["arguments"] = "friday"  # not an object
+    [call] = answered_calls(body)
+    assert call.args == {"arguments": "friday"}
+
+
+def test_a_result_whose_call_is_not_in_the_request_is_no_call() -> None:
+    body = openai("ok")
+    del body["messages"][1]  # the history was cut: nothing says which tool answered
+    assert answered_calls(body) == []
+    assert answered_calls({"model": "m"}) == []
+    assert answered_calls(anthropic("ok") | {"messages": anthropic("ok")["messages"][:2]}) == []

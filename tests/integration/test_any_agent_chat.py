@@ -41,11 +41,12 @@ CONFIG = SimulatorConfig()
 
 @asynccontextmanager
 async def sdk_agent(
-    monkeypatch: pytest.MonkeyPatch, harness_url: str, *, booked: int = 0
+    monkeypatch: pytest.MonkeyPatch, harness_url: str, *, booked: int = 0, spans: bool = True
 ) -> AsyncIterator[str]:
     """The bot, its model, Graph API and spans all aimed at ``harness_url``; yields its URL.
 
-    Its booking service already holds ``booked`` bookings (so it hands out later ids).
+    Its booking service already holds ``booked`` bookings (so it hands out later ids);
+    with ``spans`` False it exports no spans (its tool calls are seen in its model calls).
     """
     monkeypatch.setenv("ANTHROPIC_BASE_URL", harness_url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-live-key")
@@ -58,7 +59,7 @@ async def sdk_agent(
         "WHATSAPP_APP_SECRET": CONFIG.app_secret,
         "WHATSAPP_VERIFY_TOKEN": CONFIG.verify_token,
     }
-    app = create_app(settings)
+    app = create_app(settings, spans=spans)
     app.state.bookings.extend({"user": "0", "day": "monday", "time": "9:00"} for _ in range(booked))
     async with serve_in_process(app) as url:
         yield url
@@ -72,10 +73,8 @@ async def until(condition: object, what: str, within: float = 5.0) -> None:
         await asyncio.sleep(0.02)
 
 
-async def test_a_live_chat_with_an_sdk_agent_replays_offline(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    out = tmp_path / "chat"
+async def record_chat(out: Path, monkeypatch: pytest.MonkeyPatch, *, spans: bool = True) -> None:
+    """Ana books through the proxy, with Meta played by a simulator; the chat lands in ``out``."""
     graph_port, proxy_port = free_port(), free_port()
     config = CONFIG.model_copy(update={"public_url": f"http://127.0.0.1:{graph_port}"})
     sim = WhatsAppSimulator(config, clock=VirtualClock(datetime.now(UTC).replace(microsecond=0)))
@@ -87,7 +86,7 @@ async def test_a_live_chat_with_an_sdk_agent_replays_offline(
     async with (
         serve_fake_anthropic(script, delay=0) as (provider, _fake),
         BackgroundServer(sim.graph_app, port=graph_port) as graph,
-        sdk_agent(monkeypatch, proxy_url) as agent,
+        sdk_agent(monkeypatch, proxy_url, spans=spans) as agent,
     ):
         settings = ProxySettings(
             agent_url=f"{agent}/webhook",
@@ -106,11 +105,20 @@ async def test_a_live_chat_with_an_sdk_agent_replays_offline(
                 await sim.say(ANA, "Book me in on Friday at 10")
                 await sim.settle()
                 await until(
-                    lambda: any(isinstance(e, ToolCall) for e in recorder.events), "the tool span"
+                    lambda: any(isinstance(e, ToolCall) for e in recorder.events), "the tool call"
                 )
+                if spans:  # the span comes too, and the model's view of the call is left out
+                    await until(lambda: len(recorder.conversation().tool_calls()) == 1, "a span")
         finally:
             await sim.aclose()
             recorder.close()
+
+
+async def test_a_live_chat_with_an_sdk_agent_replays_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "chat"
+    await record_chat(out, monkeypatch)
 
     fixture = load_fixture(out)
     recorded = fixture.conversation
@@ -159,3 +167,34 @@ async def test_a_live_chat_with_an_sdk_agent_replays_offline(
     [asked] = result.conversation.inbound()
     [answered] = [e for e in result.conversation.events if isinstance(e, OutboundSend)]
     assert asked.at <= call.at <= answered.at
+
+
+async def test_a_chat_with_an_agent_that_exports_no_spans_keeps_its_tool_calls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No spans, no recorders: the booking is seen in the result the bot gave back to its model.
+    out = tmp_path / "chat"
+    await record_chat(out, monkeypatch, spans=False)
+    fixture = load_fixture(out)
+    assert fixture.conversation is not None
+    [recorded] = fixture.conversation.tool_calls("book_appointment")
+    assert recorded.args == {"day": "friday", "time": "10:00"}
+    assert recorded.result == {"booking": "B-1"}
+    assert recorded.side_effect  # named by --side-effect-tool
+
+    replay_graph = f"http://127.0.0.1:{free_port()}"
+    async with sdk_agent(monkeypatch, replay_graph, booked=3, spans=False) as agent:
+        options = RunOptions(
+            target_url=f"{agent}/webhook",
+            quiet=0.5,
+            channel_options={
+                "graph_url": replay_graph,
+                "serve_graph": True,
+                "anthropic_upstream": "http://127.0.0.1:9",  # nothing there: offline
+            },
+        )
+        result = await replay_fixture(Runner(options), fixture)
+    assert result.status == "same", (result.divergences, result.error, result.changes)
+    assert result.conversation is not None
+    [call] = result.conversation.tool_calls()
+    assert (call.name, call.result) == ("book_appointment", {"booking": "B-4"})

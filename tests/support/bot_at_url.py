@@ -13,6 +13,7 @@ answer.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -109,6 +110,9 @@ async def _client() -> httpx.AsyncClient:
 def model_bot_at_url() -> Iterator[tuple[str, int]]:
     """Serve a bot that answers each text with its model's answer; yields its webhook, Graph port.
 
+    The tools its model calls run (each answers an order id), and their
+    results go back to the model, until it answers in text.
+
     Its model is the OpenAI SDK's ``OPENAI_BASE_URL`` aimed at the harness
     (its fake Graph API, at ``/v1``), and its Graph API the harness's fake one,
     on the port yielded; its number is the simulator's own.
@@ -119,16 +123,31 @@ def model_bot_at_url() -> Iterator[tuple[str, int]]:
     tasks: set[asyncio.Task[None]] = set()
 
     async def answer(user: str, text: str) -> None:
+        messages: list[dict[str, Any]] = [{"role": "user", "content": text}]
         async with httpx.AsyncClient(timeout=10) as client:
-            asked = await client.post(
-                f"{graph}/v1/chat/completions",
-                json={"model": "gpt-test", "messages": [{"role": "user", "content": text}]},
-                headers={"Authorization": "Bearer sk-test"},
-            )
-            said = asked.json()["choices"][0]["message"]["content"]
+            while True:  # the model's tool calls run, and their results go back to it
+                asked = await client.post(
+                    f"{graph}/v1/chat/completions",
+                    json={"model": "gpt-test", "messages": messages},
+                    headers={"Authorization": "Bearer sk-test"},
+                )
+                message = asked.json()["choices"][0]["message"]
+                calls = message.get("tool_calls") or []
+                if not calls:
+                    break
+                messages.append({"role": "assistant", "content": None, "tool_calls": calls})
+                for call in calls:
+                    result = {"order": f"ORD-{len(messages)}"}
+                    messages.append(
+                        {"role": "tool", "tool_call_id": call["id"], "content": json.dumps(result)}
+                    )
             await client.post(
                 f"{graph}/v25.0/{defaults.phone_number_id}/messages",
-                json={"messaging_product": "whatsapp", "to": user, "text": {"body": said}},
+                json={
+                    "messaging_product": "whatsapp",
+                    "to": user,
+                    "text": {"body": message["content"]},
+                },
                 headers={"Authorization": f"Bearer {defaults.access_token}"},
             )
 

@@ -9,6 +9,7 @@ harness has its model calls sent on to the provider the run names.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -186,30 +187,53 @@ def test_a_run_whose_agent_fails_the_handshake_is_one_line_and_exit_2(
     ), line
 
 
-@pytest.mark.parametrize(
-    ("answer", "verdict"),
-    [
-        # Its model asked for no tool: the agent called none, and a check about tools holds.
-        (Say("Hello!"), "PASS"),
-        # Its model asked for one that no span reported: whether it ran can't be told.
-        (Call("place_order", {"item": "widget"}), "can't be checked"),
-    ],
-)
-def test_a_check_about_tools_holds_for_an_agent_whose_model_asked_for_none(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], answer: Say | Call, verdict: str
-) -> None:
-    scenario = tmp_path / "hello.yaml"
+def _run_at_the_model_bot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], script: list[Say | Call], invariant: str
+) -> tuple[int, str, FakeOpenAI]:
+    scenario = tmp_path / "order.yaml"
     scenario.write_text(
-        "steps:\n  - say: hello\ninvariants:\n  - no_repeated_side_effects\n",
+        f"steps:\n  - say: one widget please\ninvariants:\n  - {invariant}\n",
         encoding="utf-8",
     )
-    provider = FakeOpenAI([answer])
+    provider = FakeOpenAI(script)
     with served_on_thread(provider.app) as upstream, model_bot_at_url() as (webhook, graph_port):
         code = _harness(
             "run", str(scenario), "--target-url", webhook, "--graph-port", str(graph_port),
-            *FAST, "--openai-upstream", f"{upstream}/v1",
+            *FAST, "--openai-upstream", f"{upstream}/v1", "--report-dir", str(tmp_path / "r"),
         )  # fmt: skip
-    out = capsys.readouterr().out
+    return code, capsys.readouterr().out, provider
+
+
+def test_a_check_about_tools_holds_for_an_agent_whose_model_asked_for_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The bot has no tool spans; its model calls come through the harness, and asked for no
+    # tool: it called none, and a check about tools holds.
+    code, out, provider = _run_at_the_model_bot(
+        tmp_path, capsys, [Say("Hello!")], "no_repeated_side_effects"
+    )
     assert len(provider.requests) == 1, out
-    assert verdict in out, out
-    assert code == (EXIT_OK if verdict == "PASS" else 1), out
+    assert "PASS" in out, out
+    assert code == EXIT_OK, out
+
+
+def test_the_tools_an_agent_ran_are_seen_in_what_it_tells_its_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # No spans, no recorders: the result of place_order the bot gave back to its model says it
+    # ran the tool, with the arguments the model asked for, before anyone confirmed anything.
+    script: list[Say | Call] = [Call("place_order", {"item": "widget", "qty": 1}), Say("Ordered!")]
+    code, out, provider = _run_at_the_model_bot(
+        tmp_path, capsys, script, "action_only_after_confirmation: {tool: place_order}"
+    )
+    assert len(provider.requests) == 2, out
+    assert code == 1, out
+    assert "place_order was called before the agent proposed anything to confirm" in out, out
+    report = json.loads((tmp_path / "r" / "report.json").read_text(encoding="utf-8"))
+    [scenario] = report["scenarios"]
+    [call] = [e for e in scenario["conversation"]["events"] if e["kind"] == "tool"]
+    assert (call["name"], call["args"], call["result"]) == (
+        "place_order",
+        {"item": "widget", "qty": 1},
+        {"order": "ORD-2"},
+    )
