@@ -508,6 +508,11 @@ class ProxyRecorder:
         """Add one of the agent's calls it reported as an OpenTelemetry span: its event."""
         self._record(event)
 
+    def _reports_tools(self) -> bool:
+        """Whether the agent reported any tool call itself (a span, a tool record)."""
+        seen = self._seen_by_model
+        return any(isinstance(e, ToolCall) and id(e) not in seen for e in self.events)
+
     def add_seen_tool(self, event: Event) -> None:
         """Add a tool call the agent's request to its model showed it made: its event."""
         self._seen_by_model.add(id(event))
@@ -539,9 +544,8 @@ class ProxyRecorder:
         When the agent reports its tool calls itself, the ones its model
         requests showed are the same calls: left out.
         """
-        seen = self._seen_by_model
-        reports = any(isinstance(e, ToolCall) and id(e) not in seen for e in self.events)
-        kept = [e for e in self.events if not (reports and id(e) in seen)]
+        reports = self._reports_tools()
+        kept = [e for e in self.events if not (reports and id(e) in self._seen_by_model)]
         events = sorted(kept, key=lambda e: e.at)
         return Conversation.from_events(
             events,
@@ -561,6 +565,12 @@ class ProxyRecorder:
             # any shape: nothing to learn from it as a whole.
             conversation = self.conversation().model_dump(mode="json")
             self.writer.write_conversation(self._scrub(conversation, learn=False))
+            if self._reports_tools():  # the model's view of its calls is in the log twice
+                kept = [e for e in self.events if id(e) not in self._seen_by_model]
+                self.writer.replace_log(
+                    "events",
+                    [self._scrub(to_jsonable_python(e, by_alias=True), learn=False) for e in kept],
+                )
             self._write_meta()
         finally:
             self.writer.close()

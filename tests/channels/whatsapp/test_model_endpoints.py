@@ -34,7 +34,7 @@ from harness.clock import VirtualClock
 from harness.endpoints import Endpoints, Stamp
 from harness.fixture import load_fixture
 from harness.records import LLMRecord
-from harness.trace import LLMExchange, ToolCall
+from harness.trace import LLMExchange
 from tests.bots.fake_anthropic import Step, Text, ToolUse, serve_fake_anthropic
 from tests.bots.loopback import serve_in_process
 
@@ -135,9 +135,12 @@ async def test_a_chat_recorded_through_the_proxy_replays_offline_through_serve(
 
     fixture = load_fixture(tmp_path / "fixture")
     assert len(fixture.records("llm", LLMRecord)) == 2
-    kinds = [event.kind for event in recorder.events]
-    assert kinds == ["llm", "tool", "llm"]
-    [booking] = [event for event in recorder.events if isinstance(event, ToolCall)]
+    # The booking, seen in the result the agent gave back to its model and reported by its
+    # span: the span's is kept, once, in the conversation and in the event log.
+    conversation = recorder.conversation()
+    assert [event.kind for event in conversation.events] == ["llm", "tool", "llm"]
+    assert [e.kind for e in fixture.events or ()] == ["llm", "tool", "llm"]
+    [booking] = conversation.tool_calls()
     assert booking.args == {"day": "friday", "time": "10:00"}
     assert booking.side_effect
     for written in (tmp_path / "fixture").iterdir():
