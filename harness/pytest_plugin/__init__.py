@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         plan_for,
         scenario_recording,
     )
+    from harness.pytest_plugin.namespaces import url_namespace
     from harness.pytest_plugin.render import render_result, render_violations
     from harness.pytest_plugin.settings import (
         NO_AGENT,
@@ -70,6 +71,7 @@ _OWNERS: dict[str, str] = {
     "render_result": "harness.pytest_plugin.render",
     "render_violations": "harness.pytest_plugin.render",
     "scenario_recording": "harness.pytest_plugin.modes",
+    "url_namespace": "harness.pytest_plugin.namespaces",
 }
 
 __all__ = [
@@ -95,6 +97,7 @@ __all__ = [
     "render_result",
     "render_violations",
     "scenario_recording",
+    "url_namespace",
 ]
 
 

@@ -20,7 +20,6 @@ used or a scenario file is collected.
 from __future__ import annotations
 
 import difflib
-import hashlib
 import inspect
 from collections.abc import Iterator
 from pathlib import Path
@@ -312,6 +311,7 @@ def whatsapp(
     from harness.pytest_plugin.cassette import Cassette, missing_recording
     from harness.pytest_plugin.chat import Chat
     from harness.pytest_plugin.modes import function_recording, plan_for
+    from harness.pytest_plugin.namespaces import url_namespace
     from harness.suites.realtime import distinct_user
 
     settings = harness_settings
@@ -324,6 +324,7 @@ def whatsapp(
         pytest.fail(f"harness channel {settings.channel!r} is not installed", pytrace=False)
     cassette = None
     channel_options: dict[str, Any] = {}
+    namespace = ""
     if whatsapp_app is not None:
         _check_factory(whatsapp_app)
         where = function_recording(request.path, request.node.name)
@@ -335,8 +336,9 @@ def whatsapp(
             where, plan, name=request.node.nodeid, channel=settings.channel, agent=agent
         )
     else:
-        salt = hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:12]
-        users = [distinct_user(u, salt) for u in users]
+        # Numbers and message ids of the test's own: the agent at the URL remembers both.
+        namespace = url_namespace(request.config, request.node.nodeid)
+        users = [distinct_user(u, namespace) for u in users]
         url = f"http://127.0.0.1:{settings.graph_port}"
         channel_options = {"graph_url": url, "serve_graph": True}
     seed = int(options.get("seed", 0) or 0)
@@ -347,6 +349,7 @@ def whatsapp(
         agent_factory=whatsapp_app,
         target_url=None if whatsapp_app is not None else settings.target_url,
         agent_settings={str(k): str(v) for k, v in (options.get("settings") or {}).items()},
+        namespace=namespace,
         options={**settings.channel_options, **channel_options},
         recording=cassette.recording if cassette is not None else None,
     )
