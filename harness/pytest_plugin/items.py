@@ -31,6 +31,7 @@ from harness.pytest_plugin.cassette import missing_recording
 from harness.pytest_plugin.loop import LoopThread
 from harness.pytest_plugin.modes import plan_for, scenario_recording
 from harness.pytest_plugin.namespaces import url_namespace
+from harness.pytest_plugin.reach import target_problem
 from harness.pytest_plugin.render import render_result
 from harness.pytest_plugin.settings import PluginSettings
 from harness.recording import Recording
@@ -106,6 +107,9 @@ def play_scenario(
         url = f"http://127.0.0.1:{settings.graph_port}"
         channel_options.update(graph_url=url, serve_graph=True)
         namespace = url_namespace(request.config, node.nodeid)
+        problem = target_problem(request.config, settings)
+        if problem is not None:
+            pytest.fail(problem, pytrace=False)
     runner = Runner(
         RunOptions(
             channel=settings.channel,
