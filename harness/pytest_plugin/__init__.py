@@ -38,9 +38,13 @@ if TYPE_CHECKING:
         plan_for,
         scenario_recording,
     )
+    from harness.pytest_plugin.namespaces import url_namespace
+    from harness.pytest_plugin.reach import target_problem
     from harness.pytest_plugin.render import render_result, render_violations
     from harness.pytest_plugin.settings import (
         NO_AGENT,
+        NUMBER_SETTINGS,
+        UPSTREAM_SETTINGS,
         PluginSettings,
         PytestConfig,
         check_channel_options,
@@ -53,6 +57,8 @@ _OWNERS: dict[str, str] = {
     "InvariantsFailed": "harness.pytest_plugin.chat",
     "LoopThread": "harness.pytest_plugin.loop",
     "NO_AGENT": "harness.pytest_plugin.settings",
+    "NUMBER_SETTINGS": "harness.pytest_plugin.settings",
+    "UPSTREAM_SETTINGS": "harness.pytest_plugin.settings",
     "Plan": "harness.pytest_plugin.modes",
     "PluginSettings": "harness.pytest_plugin.settings",
     "PytestConfig": "harness.pytest_plugin.settings",
@@ -70,10 +76,14 @@ _OWNERS: dict[str, str] = {
     "render_result": "harness.pytest_plugin.render",
     "render_violations": "harness.pytest_plugin.render",
     "scenario_recording": "harness.pytest_plugin.modes",
+    "target_problem": "harness.pytest_plugin.reach",
+    "url_namespace": "harness.pytest_plugin.namespaces",
 }
 
 __all__ = [
     "NO_AGENT",
+    "NUMBER_SETTINGS",
+    "UPSTREAM_SETTINGS",
     "Cassette",
     "Chat",
     "InvariantsFailed",
@@ -95,6 +105,8 @@ __all__ = [
     "render_result",
     "render_violations",
     "scenario_recording",
+    "target_problem",
+    "url_namespace",
 ]
 
 

@@ -30,6 +30,8 @@ from harness.fixture import LOG_FILES, META_FILE, load_fixture
 from harness.pytest_plugin.cassette import missing_recording
 from harness.pytest_plugin.loop import LoopThread
 from harness.pytest_plugin.modes import plan_for, scenario_recording
+from harness.pytest_plugin.namespaces import url_namespace
+from harness.pytest_plugin.reach import target_problem
 from harness.pytest_plugin.render import render_result
 from harness.pytest_plugin.settings import PluginSettings
 from harness.recording import Recording
@@ -99,9 +101,15 @@ def play_scenario(
     if whatsapp_app is None and not settings.target_url:
         pytest.fail("whatsapp_app returned None and no target URL is set", pytrace=False)
     channel_options: dict[str, object] = dict(settings.channel_options)
+    # At a URL the scenario plays numbers and message ids of its own, as in harness run.
+    namespace = ""
     if whatsapp_app is None:
         url = f"http://127.0.0.1:{settings.graph_port}"
         channel_options.update(graph_url=url, serve_graph=True)
+        namespace = url_namespace(request.config, node.nodeid)
+        problem = target_problem(request.config, settings)
+        if problem is not None:
+            pytest.fail(problem, pytrace=False)
     runner = Runner(
         RunOptions(
             channel=settings.channel,
@@ -118,9 +126,7 @@ def play_scenario(
         bind_invariants(scenario)
         runner.check([scenario])
         with LoopThread("harness-scenario") as loop:
-            result, divergences = loop.run(
-                _play(runner, scenario, settings, in_process=bool(whatsapp_app))
-            )
+            result, divergences = loop.run(_play(runner, scenario, settings, namespace=namespace))
     except (ScenarioError, ConfigError) as exc:
         pytest.fail(str(exc), pytrace=False)
     if result.status in ("passed", "skipped") and not divergences:
@@ -136,15 +142,19 @@ def play_scenario(
 
 
 async def _play(
-    runner: Runner, scenario: Scenario, settings: PluginSettings, *, in_process: bool
+    runner: Runner, scenario: Scenario, settings: PluginSettings, *, namespace: str
 ) -> tuple[ScenarioResult, list[str]]:
     """Run the scenario with its recording as the mode says; the result, and how it diverged.
 
-    Each divergence is a line naming the recording and the request that left
-    it (one the result's error already tells is not repeated).
+    ``namespace`` is the scenario's own against an agent at a URL, which
+    answers live; in process it is empty. Each divergence is a line naming
+    the recording and the request that left it (one the result's error
+    already tells is not repeated).
     """
-    if not in_process or scenario.path is None:
-        return await runner.run_scenario(scenario), []  # an agent at a URL answers live
+    if runner.options.target_url is not None:
+        return await runner.run_scenario(scenario, namespace=namespace), []
+    if scenario.path is None:
+        return await runner.run_scenario(scenario), []
     where = scenario_recording(scenario.path)
     plan = plan_for(settings.record_mode, (where / META_FILE).is_file())
     if plan == "missing":

@@ -15,12 +15,17 @@ used or a scenario file is collected.
 - ``--harness-templates FILE`` (or ``harness_templates`` in the ini) gives the
   business's message templates, as ``harness run --templates`` does; a bad
   file stops the run with one line naming it.
+- ``--harness-app-secret``, ``--harness-verify-token``, ``--harness-access-token``,
+  ``--harness-phone-number-id`` and ``--harness-waba-id`` (``harness_app_secret``
+  ... in the ini) give the number a bot is configured with, and
+  ``--harness-anthropic-upstream`` / ``--harness-openai-upstream`` where a bot
+  at a URL's model calls go on to, as ``harness run``'s options of those
+  names do. A bot at a URL is checked once (:mod:`harness.pytest_plugin.reach`).
 """
 
 from __future__ import annotations
 
 import difflib
-import hashlib
 import inspect
 from collections.abc import Iterator
 from pathlib import Path
@@ -79,6 +84,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="The business's message templates (a JSON or YAML file, as Meta's GET "
         "message_templates lists them); without it, hello_world and two examples.",
     )
+    for name, help_text in {**_NUMBER_HELP, **_UPSTREAM_HELP}.items():
+        group.addoption(f"--harness-{name.replace('_', '-')}", default=None, help=help_text)
+        parser.addini(f"harness_{name}", help_text, default="")
     parser.addini("harness_scenarios", "Folders or files of scenarios to collect.", type="paths")
     parser.addini("harness_target", "The agent's factory, package.module:attr.", default="")
     parser.addini("harness_target_url", "The agent's webhook URL.", default="")
@@ -90,6 +98,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "The business's message templates: a JSON or YAML file, as Meta lists them.",
         type="paths",
     )
+
+
+#: The business number a bot is configured with, as ``harness run --app-secret`` ... take it.
+_NUMBER_HELP: Final = {
+    "app_secret": "The app secret that signs the webhooks (X-Hub-Signature-256).",
+    "verify_token": "The verify token of the verification handshake.",
+    "access_token": "The bearer token the fake Graph API accepts.",
+    "phone_number_id": "The business number's id.",
+    "waba_id": "The WhatsApp Business Account id.",
+}
+#: Where a bot at a URL's model calls to the harness go on to: each option's help.
+_UPSTREAM_HELP: Final = {
+    "anthropic_upstream": "With a target URL: where the bot's /v1/messages calls to the "
+    "harness go on to (default: Anthropic's API).",
+    "openai_upstream": "With a target URL: where the bot's /v1/chat/completions calls to the "
+    "harness go on to, with its /v1, as OPENAI_BASE_URL (default: OpenAI's API).",
+}
 
 
 def _absolute(path: str) -> str:
@@ -107,6 +132,7 @@ _SETTINGS: Final = (
     "harness_record_mode",
     "harness_graph_port",
     "harness_templates",
+    *(f"harness_{name}" for name in (*_NUMBER_HELP, *_UPSTREAM_HELP)),
 )
 
 
@@ -312,6 +338,8 @@ def whatsapp(
     from harness.pytest_plugin.cassette import Cassette, missing_recording
     from harness.pytest_plugin.chat import Chat
     from harness.pytest_plugin.modes import function_recording, plan_for
+    from harness.pytest_plugin.namespaces import url_namespace
+    from harness.pytest_plugin.reach import target_problem
     from harness.suites.realtime import distinct_user
 
     settings = harness_settings
@@ -324,6 +352,7 @@ def whatsapp(
         pytest.fail(f"harness channel {settings.channel!r} is not installed", pytrace=False)
     cassette = None
     channel_options: dict[str, Any] = {}
+    namespace = ""
     if whatsapp_app is not None:
         _check_factory(whatsapp_app)
         where = function_recording(request.path, request.node.name)
@@ -335,8 +364,12 @@ def whatsapp(
             where, plan, name=request.node.nodeid, channel=settings.channel, agent=agent
         )
     else:
-        salt = hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:12]
-        users = [distinct_user(u, salt) for u in users]
+        # Numbers and message ids of the test's own: the agent at the URL remembers both.
+        problem = target_problem(request.config, settings)
+        if problem is not None:
+            pytest.fail(problem, pytrace=False)
+        namespace = url_namespace(request.config, request.node.nodeid)
+        users = [distinct_user(u, namespace) for u in users]
         url = f"http://127.0.0.1:{settings.graph_port}"
         channel_options = {"graph_url": url, "serve_graph": True}
     seed = int(options.get("seed", 0) or 0)
@@ -347,6 +380,7 @@ def whatsapp(
         agent_factory=whatsapp_app,
         target_url=None if whatsapp_app is not None else settings.target_url,
         agent_settings={str(k): str(v) for k, v in (options.get("settings") or {}).items()},
+        namespace=namespace,
         options={**settings.channel_options, **channel_options},
         recording=cassette.recording if cassette is not None else None,
     )

@@ -40,6 +40,8 @@ def render_result(result: ScenarioResult, divergences: Sequence[str] = ()) -> st
     ``divergences`` are the lines saying where a replay left its recording:
     they come first, since what failed after them follows from them, and
     the headline says the replay diverged rather than counting violations.
+    Against an agent at a URL, the numbers the users played by are named
+    too (the reproduction keeps the numbers the scenario wrote).
     """
     where = f" ({result.path})" if result.path else ""
     lines = [f"scenario {result.name!r}{where}"]
@@ -58,6 +60,9 @@ def render_result(result: ScenarioResult, divergences: Sequence[str] = ()) -> st
     lines.extend(f"stray send: {stray.headline()}" for stray in result.stray_sends)
     for skip in result.skipped:
         lines.append(f"- skipped {skip.headline()}")
+    if result.numbers:  # an agent at a URL: the scenario's users played numbers of their own
+        seen = ", ".join(f"{name} {number}" for name, number in result.numbers.items())
+        lines.append(f"the agent saw the users as: {seen}")
     if result.reproduce:
         lines.extend(["", "reproduce with:"])
         lines.extend(f"  {line}" for line in result.reproduce.rstrip("\n").splitlines())

@@ -4,7 +4,12 @@ Each setting is taken from the first place that gives it: a ``--harness-*``
 option, then the ini file (``harness_target``, ``harness_target_url``,
 ``harness_channel``, ``harness_record_mode``, ``harness_templates``), then the
 project's ``[tool.harness]`` table (:mod:`harness.project`), found from
-pytest's root folder. Scenario files are collected only where
+pytest's root folder. The business number a bot is configured with
+(``harness_app_secret``, ``harness_verify_token``, ``harness_access_token``,
+``harness_phone_number_id``, ``harness_waba_id``) and where a bot at a URL's
+model calls go on to (``harness_anthropic_upstream``,
+``harness_openai_upstream``) come from an option or the ini, as
+``harness run --app-secret`` ... take them. Scenario files are collected only where
 ``--harness-scenarios`` or the ini's ``harness_scenarios`` say: a project that
 names none pays nothing. A templates file named on the command line is found
 from the folder pytest was started in; in the ini, from the ini file's folder.
@@ -13,9 +18,9 @@ from the folder pytest was started in; in the ini, from the ini file's folder.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from harness.exceptions import ConfigError
 from harness.project import find_project
@@ -23,6 +28,8 @@ from harness.pytest_plugin.modes import RecordingMode
 
 __all__ = [
     "NO_AGENT",
+    "NUMBER_SETTINGS",
+    "UPSTREAM_SETTINGS",
     "PluginSettings",
     "PytestConfig",
     "check_channel_options",
@@ -36,6 +43,22 @@ NO_AGENT = (
     '(or harness_target_url) in the pytest ini, or target = "package.module:factory" under '
     "[tool.harness] in pyproject.toml"
 )
+
+
+#: The business number a bot is configured with, as ``harness run`` takes it (``--app-secret``
+#: ...): the channel options, each also ``harness_<name>`` in the ini and
+#: ``--harness-<name>`` on the command line.
+NUMBER_SETTINGS: Final = (
+    "app_secret",
+    "verify_token",
+    "access_token",
+    "phone_number_id",
+    "waba_id",
+)
+
+#: Where a bot at a URL's model calls, sent to the harness, go on to (the real APIs unless
+#: given), as ``harness run --anthropic-upstream`` ... take them.
+UPSTREAM_SETTINGS: Final = ("anthropic_upstream", "openai_upstream")
 
 
 class PytestConfig(Protocol):
@@ -71,11 +94,16 @@ class PluginSettings:
     source: str = ""
     #: The business's message templates: a JSON or YAML file, as Meta lists them.
     templates: Path | None = None
+    #: The business number the bot is configured with (:data:`NUMBER_SETTINGS` given).
+    number: Mapping[str, str] = field(default_factory=dict, repr=False)
+    #: Where a bot at a URL's model calls go on to (:data:`UPSTREAM_SETTINGS` given).
+    upstreams: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def channel_options(self) -> Mapping[str, Any]:
-        """What the channel is given for every test and scenario (the templates file)."""
-        return {} if self.templates is None else {"templates": str(self.templates)}
+        """What the channel is given for every test and scenario: templates, number, upstreams."""
+        templates = {} if self.templates is None else {"templates": str(self.templates)}
+        return {**templates, **self.number, **self.upstreams}
 
 
 def check_channel_options(settings: PluginSettings) -> None:
@@ -136,6 +164,11 @@ def read_settings(config: PytestConfig) -> PluginSettings:
         source = source or url_source
     if port is not None and not port.isdigit():
         raise ConfigError(f"harness_graph_port {port!r}: expected a port number")
+    number = {}
+    for name in NUMBER_SETTINGS:
+        value, _ = _text(config, f"harness_{name}", f"harness_{name}")
+        if value is not None:
+            number[name] = value
     return PluginSettings(
         target=target,
         target_url=target_url,
@@ -145,4 +178,27 @@ def read_settings(config: PytestConfig) -> PluginSettings:
         import_paths=(str(project.root),) if project.root is not None else (),
         source=source,
         templates=_templates(config),
+        number=number,
+        upstreams=_upstreams(config, target_url),
     )
+
+
+def _upstreams(config: PytestConfig, target_url: str | None) -> dict[str, str]:
+    """Where a bot at ``target_url`` sends its model calls on to, as given; checked.
+
+    One given without a target URL is an error (an agent in process calls its
+    model itself), as is one that is not an http(s) URL.
+    """
+    given: dict[str, str] = {}
+    for name in UPSTREAM_SETTINGS:
+        url, where = _text(config, f"harness_{name}", f"harness_{name}")
+        if url is None:
+            continue
+        if target_url is None:
+            raise ConfigError(
+                f"{where} needs harness_target_url (an agent in process calls its model itself)"
+            )
+        if not url.startswith(("http://", "https://")):
+            raise ConfigError(f"{where} {url!r}: expected an http:// or https:// URL")
+        given[name] = url
+    return given

@@ -21,6 +21,9 @@ from ``WHATSAPP_APP_SECRET``, ``WHATSAPP_VERIFY_TOKEN``,
   --port 8003``
 - ``per_fragment``: answers every text message on its own, at once (fails a
   "one reply per burst" check). ``python -m tests.bots.per_fragment --port 8004``
+- ``greeter``: greets a number it has never heard from ("Nice to meet you!"),
+  every later text "Welcome back!"; dedupes by wamid. ``python -m
+  tests.bots.greeter --port 8006``
 - ``pizza``: size, then confirm/cancel reply buttons; orders only on
   ``confirm``, at ``GET /orders`` and ``app.state.orders``; marks messages read;
   dedupes by wamid unless ``PIZZA_NO_DEDUPE=1``. ``python -m tests.bots.pizza

@@ -17,7 +17,7 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 
-from tests.bots import background, debounce, inline, per_fragment, pizza, thinking
+from tests.bots import background, debounce, greeter, inline, per_fragment, pizza, thinking
 from tests.bots.meta import (
     PHONE_NUMBER_ID,
     SETTINGS,
@@ -34,6 +34,7 @@ BOTS: Mapping[str, Callable[..., Starlette]] = {
     "inline": inline.create_app,
     "background": background.create_app,
     "debounce": debounce.create_app,
+    "greeter": greeter.create_app,
     "per_fragment": per_fragment.create_app,
     "pizza": pizza.create_app,
     "thinking": thinking.create_app,
@@ -44,6 +45,7 @@ CALLS_PER_TEXT = {
     "inline": 1,
     "background": 1,
     "debounce": 1,
+    "greeter": 1,
     "per_fragment": 1,
     "pizza": 2,
     "thinking": 2,
@@ -287,3 +289,22 @@ async def test_the_thinking_bot_can_say_it_is_on_it_first(drive: Drive) -> None:
     await bot.graph.wait_for(3)
     assert [sent.body.get("status", "text") for sent in bot.graph.sends] == ["text", "read", "text"]
     assert _texts(bot.graph) == ["One moment...", "You said: hello"]
+
+
+async def test_the_greeter_greets_a_new_number_welcomes_it_back_and_drops_a_seen_message_id(
+    drive: Drive,
+) -> None:
+    bot = await drive("greeter")
+    first = text_message("hello", wamid="wamid.GREETER_1")
+    await bot.post(first)
+    await bot.graph.wait_for(1)
+    await bot.post(first)  # Meta redelivers: the same id is not answered again
+    await bot.post(text_message("again", wamid="wamid.GREETER_2"))
+    await bot.post(text_message("hi", wamid="wamid.GREETER_3", user="4915123456789"))
+    await bot.graph.wait_for(3)
+    await asyncio.sleep(0.1)  # room for a wrong answer to the redelivery
+    assert _texts(bot.graph) == [
+        "Nice to meet you! You said: hello",
+        "Welcome back! You said: again",
+        "Nice to meet you! You said: hi",
+    ]
