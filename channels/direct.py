@@ -141,8 +141,9 @@ class DirectChannel:
         *,
         message_id: str,
         data: bytes | None = None,
+        ahead: timedelta = timedelta(0),
     ) -> None:
-        """No webhook to send verbatim: the message goes in as the user would send it."""
+        """No webhook to send verbatim (nor timestamp): the message goes in as the user sends it."""
         text = message.get("text")
         if message.get("type") == "text" and isinstance(text, Mapping):
             await self.say(user, [str(text.get("body", ""))])

@@ -207,11 +207,13 @@ class ChannelSession(Protocol):
         *,
         message_id: str,
         data: bytes | None = None,
+        ahead: timedelta = timedelta(0),
     ) -> None:
         """Deliver a recorded message again as it was: ``message`` and ``envelope`` verbatim.
 
         Only what must change does: the message's id (``message_id``, the
-        replay's name for it), its timestamp (now), and a media id for ``data``.
+        replay's name for it), its timestamp (now, plus ``ahead`` where the
+        recorded sender's clock had moved ahead), and a media id for ``data``.
         A channel that can't send verbatim sends the message as the user would.
         """
         ...

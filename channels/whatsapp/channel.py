@@ -233,15 +233,21 @@ class WhatsAppChannel:
         *,
         message_id: str,
         data: bytes | None = None,
+        ahead: timedelta = timedelta(0),
     ) -> None:
-        """A recorded message again, as Meta sent it: same item, same contacts."""
+        """A recorded message again, as Meta sent it: same item, same contacts.
+
+        Its timestamp is now, ``ahead`` of the simulator's clock where Meta's had moved ahead.
+        """
         item = dict(message)
         kind = str(item.get("type", ""))
         media = item.get(kind)
         if data is not None and kind in MEDIA_SAMPLES and isinstance(media, Mapping):
             mime = str(media.get("mime_type") or MEDIA_SAMPLES[kind][1])
             item[kind] = {**media, "id": self.sim.media.add(data, mime)}
-        await self.sim.receive_recorded(self._user(user), item, envelope, wamid=message_id)
+        await self.sim.receive_recorded(
+            self._user(user), item, envelope, wamid=message_id, ahead=ahead
+        )
 
     async def redeliver(self, user: str, index: int | None = None) -> None:
         """Meta delivers one of the user's messages again, byte for byte."""

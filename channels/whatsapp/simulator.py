@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -359,16 +359,19 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages, SharedHooks):
         envelope: Mapping[str, Any],
         *,
         wamid: str,
+        ahead: timedelta = timedelta(0),
     ) -> str:
         """Deliver a message as it was recorded: its item and its webhook's contacts and errors.
 
-        Only ``id`` (given: what the replay calls it) and ``timestamp`` (now)
-        change; the sender's contact goes as recorded, profile or no profile.
+        Only ``id`` (given: what the replay calls it) and ``timestamp`` (now,
+        or ``ahead`` of now: the recorded sender's clock had moved ahead of
+        the arrivals) change; the sender's contact goes as recorded, profile
+        or no profile.
         """
         who = user if isinstance(user, SimUser) else self.user(user)
         await self._ensure_handshake()
-        now = self.clock.now()
-        message = {**item, "id": wamid, "timestamp": str(int(now.timestamp()))}
+        stamp = self.clock.now() + ahead
+        message = {**item, "id": wamid, "timestamp": str(int(stamp.timestamp()))}
         contacts = [Contact.model_validate(c) for c in _list(envelope.get("contacts"))]
         errors = [ErrorObject.model_validate(e) for e in _list(envelope.get("errors"))]
         return await self._deliver_item(who, message, contacts, errors, None)

@@ -6,6 +6,7 @@ These use the core and the suites (a replay checks the scenario's invariants aga
 
 from __future__ import annotations
 
+from harness.replay.clock_moves import moved_ahead, webhook_time
 from harness.replay.diff import (
     ConversationDiff,
     TurnDiff,
@@ -101,6 +102,7 @@ __all__ = [
     "gate_outcome",
     "llm_span",
     "load_verdicts",
+    "moved_ahead",
     "parse_rubric",
     "parse_verdict",
     "plan_from_fixture",
@@ -120,5 +122,6 @@ __all__ = [
     "simulated_scenario",
     "swap_strings",
     "user_model_of",
+    "webhook_time",
     "with_numbers",
 ]

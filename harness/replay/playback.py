@@ -5,7 +5,9 @@ message the user sent, at the virtual instant it reached the agent, and each
 time the channel delivered one again (Meta's duplicates; retries after a
 refused delivery are left to happen by themselves). It plays those actions
 through the channel at their recorded instants (or at skewed ones: shifted
-from a turn on, gaps scaled, the agent's clock offset), with the agent's
+from a turn on, gaps scaled, the agent's clock offset), each webhook's
+timestamp as far ahead of the replay's clock as the recorded one was ahead
+of its arrival (:mod:`harness.replay.clock_moves`), with the agent's
 model and tools answering from the recording, then compares the new
 conversation with the recorded one, turn by turn, and checks the scenario's
 invariants again.
@@ -44,6 +46,7 @@ from harness.prompts import override
 from harness.recording import Recording
 from harness.records import LLMRecord, ToolRecord
 from harness.replay import _fixture_parts as parts
+from harness.replay.clock_moves import moved_ahead, webhook_time
 from harness.replay.diff import ConversationDiff, diff_conversations
 from harness.replay.renaming import (
     rename_in_records,
@@ -101,6 +104,9 @@ class ReplayAction:
     starts_turn: bool = False
     #: For ``recorded``: what the channel sent around the message (see ``InboundMessage``).
     envelope: Mapping[str, Any] | None = None
+    #: For ``recorded``: how far its webhook's timestamp is to run ahead of the replay's clock,
+    #: as the recorded one ran ahead of its arrival (see :mod:`harness.replay.clock_moves`).
+    ahead: timedelta = timedelta(0)
 
 
 def plan_from_fixture(fixture: Fixture) -> list[ReplayAction]:
@@ -116,6 +122,7 @@ def plan_from_fixture(fixture: Fixture) -> list[ReplayAction]:
         t.messages[0].wamid for t in (conversation.turns if conversation else ()) if t.messages
     }
     actions: list[ReplayAction] = []
+    stamps: list[datetime | None] = []  # what each message's webhook said, None for a redelivery
     for event in events:
         if not isinstance(event, InboundMessage):
             continue
@@ -129,15 +136,18 @@ def plan_from_fixture(fixture: Fixture) -> list[ReplayAction]:
                     event.at, user, "redeliver", index=order[event.wamid], wamid=event.wamid
                 )
             )
+            stamps.append(None)  # it carries the timestamp of the message it repeats
         else:
             counts[user] = counts.get(user, 0) + 1
             order[event.wamid] = counts[user]
             actions.append(_action(event, user, event.wamid in turn_firsts))
+            stamps.append(webhook_time(event.body))
         if event.delivery is not None:
             seen.add(event.delivery)
     if not actions:
         raise ConfigError(f"{fixture.path}: the fixture records no user message to replay")
-    return actions
+    aheads = moved_ahead([a.at for a in actions], stamps)
+    return [dataclasses.replace(a, ahead=d) for a, d in zip(actions, aheads, strict=True)]
 
 
 def _action(event: InboundMessage, user: str, starts_turn: bool) -> ReplayAction:
@@ -258,7 +268,12 @@ async def _play(
             now_out = _agent_messages(session.conversation().events)
             item = _pointing_at_replay(action.message, action.user, ids, recorded_out, now_out)
             await session.send_recorded(
-                action.user, item, action.envelope, message_id=ids[action.wamid], data=data
+                action.user,
+                item,
+                action.envelope,
+                message_id=ids[action.wamid],
+                data=data,
+                ahead=action.ahead,
             )
         elif action.kind == "say":
             await session.say(action.user, [action.text])

@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -117,6 +117,7 @@ class FakeSession:
         *,
         message_id: str,
         data: bytes | None = None,
+        ahead: timedelta = timedelta(0),
     ) -> None:
         """Not used by these tests: the runner never replays."""
         raise NotImplementedError
