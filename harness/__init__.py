@@ -402,6 +402,8 @@ _OWNERS: dict[str, str] = {
     "positive_seconds": "harness.options",
     "upstream_options": "harness.options",
     "upstream_settings": "harness.options",
+    "side_effect_option": "harness.options",
+    "side_effect_settings": "harness.options",
     "parse_skew": "harness.skew",
     "parse_spec": "harness.suites.invariants",
     "parse_verdict": "harness.replay.judge",

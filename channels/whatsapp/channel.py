@@ -67,6 +67,7 @@ class WhatsAppChannel:
         options = dict(setup.options)
         # Where the model endpoint sends what it records: not the simulator's business.
         self._upstreams = {name: options.pop(name) for name in UPSTREAM_OPTIONS if name in options}
+        self._side_effects = tuple(options.pop("side_effect_tools", ()))  # for the OTLP receiver
         self._endpoints: Endpoints | None = None
         self._graph_url: str | None = options.pop("graph_url", None)
         self._serve_graph = bool(options.pop("serve_graph", False))
@@ -159,6 +160,7 @@ class WhatsAppChannel:
                     clock=Stamp(self.clock),
                     trace=self.sim.events,
                     placed=remote.reported,
+                    side_effects=self._side_effects,
                     **self._upstreams,
                 )
                 app = self._endpoints.around(remote.graph_app())

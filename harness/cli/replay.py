@@ -22,7 +22,12 @@ from harness.cli._shared_options import (
 )
 from harness.cli.judging import judge_exit, judge_options
 from harness.exceptions import ConfigError
-from harness.options import parse_settings, positive_seconds, upstream_options
+from harness.options import (
+    parse_settings,
+    positive_seconds,
+    side_effect_option,
+    upstream_options,
+)
 from harness.prompts import parse_prompt_overrides
 
 if TYPE_CHECKING:
@@ -62,6 +67,7 @@ __all__ = ["replay_command"]
 )
 @url_target_options
 @upstream_options("With --target-url and --policy live: ")
+@side_effect_option("With --target-url: ")
 @click.option(
     "--redis",
     "redis_url",
@@ -100,6 +106,7 @@ def replay_command(
     quiet_window: str,
     anthropic_upstream: str,
     openai_upstream: str,
+    side_effect_tools: tuple[str, ...],
     redis_url: str | None,
     fixture_id: str | None,
     report_dir: Path | None,
@@ -160,6 +167,7 @@ def replay_command(
             graph_port=graph_port,
             anthropic_upstream=anthropic_upstream,
             openai_upstream=openai_upstream,
+            side_effect_tools=side_effect_tools,
         )
     )
     runner = Runner(
