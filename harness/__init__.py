@@ -405,6 +405,7 @@ _OWNERS: dict[str, str] = {
     "side_effect_option": "harness.options",
     "side_effect_settings": "harness.options",
     "parse_skew": "harness.skew",
+    "REMOTE_AGENT_OFFSET": "harness.skew",
     "parse_spec": "harness.suites.invariants",
     "parse_verdict": "harness.replay.judge",
     "plan_from_fixture": "harness.replay.playback",

@@ -136,7 +136,7 @@ def replay_command(
     from harness.fixture import load_fixture
     from harness.replay.outcome import replay_run
     from harness.report import make_console
-    from harness.skew import parse_skew
+    from harness.skew import REMOTE_AGENT_OFFSET, parse_skew
     from harness.suites.runner import Runner, RunOptions
 
     found = fixture_dirs((fixture,))
@@ -147,10 +147,13 @@ def replay_command(
         )
     [path] = found
     loaded = load_fixture(path)
+    target, target_url = fixture_agent(path, loaded.meta, target, target_url)
+    skewed = parse_skew(skew) if skew else None
+    if skewed is not None and skewed.agent_offset and target_url is not None:
+        raise ConfigError(REMOTE_AGENT_OFFSET)
     if redis_url is not None:
         asyncio.run(_publish(loaded, redis_url, fixture_id or path.name))
         click.echo(f"published the recording to {redis_url} as {fixture_id or path.name!r}")
-    target, target_url = fixture_agent(path, loaded.meta, target, target_url)
     channel_options = number_settings(
         app_secret=app_secret,
         verify_token=verify_token,
@@ -185,7 +188,7 @@ def replay_command(
         [path],
         runner,
         policy=policy,
-        skew=parse_skew(skew) if skew else None,
+        skew=skewed,
         prompts=parse_prompt_overrides(list(prompt_specs)),
         notice=lambda line: click.echo(f"note: {line}", err=True),
     )

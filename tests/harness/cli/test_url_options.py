@@ -184,3 +184,34 @@ def test_a_run_whose_agent_fails_the_handshake_is_one_line_and_exit_2(
     assert line.startswith(
         f"error: webhook {served.webhook} failed the verification handshake: it answered 403"
     ), line
+
+
+@pytest.mark.parametrize("skew", ["agent-offset=-5m", "shift=+1h,agent-offset=+30s"])
+def test_an_agent_offset_for_an_agent_at_a_url_is_a_usage_error(
+    skew: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = _harness(
+        "replay", str(FIXTURE), "--target-url", "http://127.0.0.1:9/webhook", "--skew", skew
+    )
+    assert code == EXIT_USAGE
+    assert capsys.readouterr().err.strip() == (
+        "error: --skew agent-offset: an agent at --target-url reads its own machine's clock, "
+        "which the replay can't move; skew that clock there (shift and scale move the "
+        "webhooks' timestamps)"
+    )
+
+
+def test_a_shift_and_a_scale_still_move_a_replay_at_a_url(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    given = [arg for key, value in NUMBER.items() for arg in (f"--{key.replace('_', '-')}", value)]
+    with echo_bot_at_url(**NUMBER) as served:
+        code = _harness(
+            "replay", str(FIXTURE), "--target-url", served.webhook,
+            "--graph-port", str(served.graph_port), *FAST, *given,
+            "--skew", "shift=+25h@turn2,scale=2",
+        )  # fmt: skip
+    out = capsys.readouterr().out
+    assert code != EXIT_USAGE, out
+    assert served.bot.posts >= 1, out
+    assert "text 'echo: Hi! Do you have a table on Friday at 8pm?'" in out, out
