@@ -410,6 +410,7 @@ _OWNERS: dict[str, str] = {
     "parse_verdict": "harness.replay.judge",
     "plan_from_fixture": "harness.replay.playback",
     "provider_of": "harness.providers",
+    "NOT_RECORDED": "harness.providers",
     "recorded_calls": "harness.replay.playback",
     "publish_offset": "harness.remote",
     "publish_records": "harness.recording",

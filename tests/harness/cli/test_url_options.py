@@ -215,3 +215,18 @@ def test_a_shift_and_a_scale_still_move_a_replay_at_a_url(
     assert code != EXIT_USAGE, out
     assert served.bot.posts >= 1, out
     assert "text 'echo: Hi! Do you have a table on Friday at 8pm?'" in out, out
+
+
+@pytest.mark.parametrize("command", ["replay", "regress"])
+def test_model_calls_a_pinned_replay_refused_are_said_to_be_refused(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with model_bot_at_url() as (webhook, graph_port):
+        _harness(
+            command, str(FIXTURE), "--target-url", webhook, "--graph-port", str(graph_port),
+            *FAST,
+        )  # fmt: skip
+    out = capsys.readouterr().out
+    [line] = [line for line in out.splitlines() if line.startswith("model: ")]
+    assert line == "model: 1 model call refused: not in the recording (asked for gpt-test)", out
+    assert "unrecorded provider" not in out, out
