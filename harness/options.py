@@ -3,7 +3,8 @@
 Channel plugins bring their own subcommands (``serve``, ``proxy``) and may not
 import the command line itself, so what both need lives here in the core:
 ``KEY=VALUE`` settings, durations, and where the model calls an agent sends to
-the harness go on to (``--anthropic-upstream``, ``--openai-upstream``).
+the harness go on to (``--anthropic-upstream``, ``--openai-upstream``), and
+which of the tools its spans report have side effects (``--side-effect-tool``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,14 @@ from harness.durations import parse_duration
 from harness.endpoints.upstreams import ANTHROPIC_UPSTREAM, OPENAI_UPSTREAM
 from harness.exceptions import ConfigError
 
-__all__ = ["parse_settings", "positive_seconds", "upstream_options", "upstream_settings"]
+__all__ = [
+    "parse_settings",
+    "positive_seconds",
+    "side_effect_option",
+    "side_effect_settings",
+    "upstream_options",
+    "upstream_settings",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -99,6 +107,44 @@ def upstream_settings(
         if not str(url).startswith(("http://", "https://")):
             raise ConfigError(f"{option} {url!r}: expected an http:// or https:// URL")
     return given if target_url is not None else {}
+
+
+def side_effect_option(when: str = "") -> Callable[[F], F]:
+    """``--side-effect-tool NAME`` (repeatable), as ``side_effect_tools``.
+
+    The OpenTelemetry GenAI conventions have no word for a side effect: a tool
+    call an agent's span reports is side-effecting when its span says so
+    (``harness.tool.side_effect = true``) or its name is given here.
+    ``when`` leads the option's help (``"With --target-url: "``).
+    """
+    return click.option(
+        "--side-effect-tool",
+        "side_effect_tools",
+        multiple=True,
+        metavar="NAME",
+        help=_led(
+            when, "a tool with side effects, for the tool calls /v1/traces reports (repeatable)."
+        ),
+    )
+
+
+def side_effect_settings(target_url: str | None, tools: tuple[str, ...]) -> dict[str, object]:
+    """The channel option of :func:`side_effect_option`: for an agent at ``target_url`` only.
+
+    An agent in process registers its tools' side effects itself
+    (``wrap_tools``), so a tool named without ``--target-url`` is a usage
+    error, as is an empty name.
+    """
+    if not tools:
+        return {}
+    if target_url is None:
+        raise ConfigError(
+            "--side-effect-tool needs --target-url (an agent in process marks its tools' "
+            "side effects itself)"
+        )
+    if not all(name.strip() for name in tools):
+        raise ConfigError("--side-effect-tool: expected a tool's name, got ''")
+    return {"side_effect_tools": tuple(dict.fromkeys(name.strip() for name in tools))}
 
 
 def _led(when: str, text: str) -> str:

@@ -29,6 +29,7 @@ from harness.trace import LLMExchange
 
 __all__ = [
     "ANTHROPIC",
+    "NOT_RECORDED",
     "OPENAI",
     "STAND_IN",
     "ModelCount",
@@ -44,6 +45,9 @@ __all__ = [
 ANTHROPIC: Final = "anthropic"
 #: OpenAI's Chat Completions API, live (through the model endpoint).
 OPENAI: Final = "openai"
+#: Why a replay's model endpoint refused a call (the ``error`` of its exchange): the
+#: recording has no answer to it, and a pinned replay asks no provider.
+NOT_RECORDED: Final = "refused: not in the recording"
 #: A deterministic offline stand-in: rules that answer in the shape of a model, no model at all.
 STAND_IN: Final = "offline-stand-in"
 
@@ -85,7 +89,11 @@ def exchange_label(exchange: LLMExchange) -> str:
 
 @dataclass(frozen=True)
 class ModelCount:
-    """How many model calls of a run one provider answered for one model, live or replayed."""
+    """How many model calls of a run one provider answered for one model, live or replayed.
+
+    ``source`` is ``live``, ``recorded``, or ``refused`` for calls a replay
+    refused (``provider`` is then None: none was asked).
+    """
 
     provider: str | None
     model: str
@@ -94,8 +102,14 @@ class ModelCount:
 
     @property
     def label(self) -> str:
-        """``57 model calls: the offline stand-in (no model), asked for claude-sonnet-4-6``."""
+        """``57 model calls: the offline stand-in (no model), asked for claude-sonnet-4-6``.
+
+        Calls a replay refused say so: ``3 model calls refused: not in the recording
+        (asked for claude-sonnet-4-6)``.
+        """
         noun = "model call" if self.calls == 1 else "model calls"
+        if self.source == "refused":
+            return f"{self.calls} {noun} {NOT_RECORDED} (asked for {self.model})"
         replayed = " replayed from a recording" if self.source == "recorded" else ""
         return f"{self.calls} {noun}{replayed}: {answered_by(self.provider, self.model)}"
 
@@ -103,11 +117,16 @@ class ModelCount:
 def model_counts(exchanges: Iterable[LLMExchange]) -> list[ModelCount]:
     """The model calls of a run counted by who answered, for which model, live or replayed.
 
-    A call that got no answer (its ``error`` says why) is not counted.
+    A call that got no answer (its ``error`` says why) is not counted, but for
+    one a replay refused, counted as ``refused`` (no provider answered it).
 
     Most common first.
     """
-    counts = Counter((e.provider, e.model, e.source) for e in exchanges if e.error is None)
+    counts = Counter(
+        (e.provider, e.model, e.source) if e.error is None else (None, e.model, "refused")
+        for e in exchanges
+        if e.error is None or e.error == NOT_RECORDED
+    )
     return [
         ModelCount(provider, model, source, calls)
         for (provider, model, source), calls in counts.most_common()

@@ -21,7 +21,14 @@ from harness.clock import Clock, OffsetClock
 from harness.durations import format_duration, parse_duration_text
 from harness.exceptions import ClockError, ConfigError
 
-__all__ = ["AgentOffset", "Scale", "Shift", "Skew", "parse_skew"]
+__all__ = ["REMOTE_AGENT_OFFSET", "AgentOffset", "Scale", "Shift", "Skew", "parse_skew"]
+
+#: Why ``agent-offset`` can't skew an agent at a URL (``shift`` and ``scale`` can: they move
+#: the timestamps of what the channel tells it).
+REMOTE_AGENT_OFFSET: Final = (
+    "--skew agent-offset: an agent at --target-url reads its own machine's clock, which the "
+    "replay can't move; skew that clock there (shift and scale move the webhooks' timestamps)"
+)
 
 
 def _timeline(instants: Sequence[datetime]) -> list[datetime]:

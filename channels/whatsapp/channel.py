@@ -67,6 +67,7 @@ class WhatsAppChannel:
         options = dict(setup.options)
         # Where the model endpoint sends what it records: not the simulator's business.
         self._upstreams = {name: options.pop(name) for name in UPSTREAM_OPTIONS if name in options}
+        self._side_effects = tuple(options.pop("side_effect_tools", ()))  # for the OTLP receiver
         self._endpoints: Endpoints | None = None
         self._graph_url: str | None = options.pop("graph_url", None)
         self._serve_graph = bool(options.pop("serve_graph", False))
@@ -160,6 +161,7 @@ class WhatsAppChannel:
                     trace=self.sim.events,
                     placed=remote.reported,
                     derive_tools=True,
+                    side_effects=self._side_effects,
                     **self._upstreams,
                 )
                 app = self._endpoints.around(remote.graph_app())

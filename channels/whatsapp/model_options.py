@@ -14,10 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import click
-
 from harness.exceptions import ConfigError
-from harness.options import upstream_options
+from harness.options import side_effect_option, upstream_options
 
 if TYPE_CHECKING:
     from harness.recording import Recording
@@ -30,16 +28,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def model_endpoint_options(command: F) -> F:
     """``--anthropic-upstream``, ``--openai-upstream`` and ``--side-effect-tool``."""
-    options = [
-        upstream_options(),
-        click.option(
-            "--side-effect-tool",
-            "side_effect_tools",
-            multiple=True,
-            metavar="NAME",
-            help="A tool with side effects, for the tool calls /v1/traces reports (repeatable).",
-        ),
-    ]
+    options = [upstream_options(), side_effect_option()]
     for option in reversed(options):
         command = option(command)
     return command

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -140,11 +140,13 @@ class GraphRouter:
         openai_upstream: str = OPENAI_UPSTREAM,
         routes: RouteBook | None = None,
         target_url: str | None = None,
+        side_effects: Collection[str] = (),
     ) -> None:
         """``routes``: the book of the Graph APIs that play one Meta together (see
         :mod:`channels.whatsapp.forwarding`); this router's users are written in it.
         ``target_url``: the agent's webhook, where the statuses of its sends to numbers
-        no scenario plays go."""
+        no scenario plays go. ``side_effects``: the tools with side effects, by name,
+        among the agent's tool calls (reported by its spans, or seen by the model endpoint)."""
         self.config = config
         self.clock: Clock = SystemClock()
         #: The media every scenario of the run uploads to and downloads from.
@@ -184,9 +186,15 @@ class GraphRouter:
             anthropic_upstream=anthropic_upstream,
             openai_upstream=openai_upstream,
             derive_tools=True,
+            side_effects=side_effects,
         )
         # Model spans of an agent whose calls come through the endpoint would count twice.
-        self.otlp = OTLPReceiver(self._span_sink, routed=True, skip_model_spans=self.model.answered)
+        self.otlp = OTLPReceiver(
+            self._span_sink,
+            routed=True,
+            side_effects=side_effects,
+            skip_model_spans=self.model.answered,
+        )
         self._endpoints = Starlette(routes=[*self.model.routes(), *self.otlp.routes()])
         self.routes = routes
         self._forwarder: Forwarder | None = None
@@ -509,6 +517,7 @@ async def shared_graph(
     graph_url = settings.pop("graph_url", None)
     serve = bool(settings.pop("serve_graph", False))
     upstreams = {name: settings.pop(name) for name in UPSTREAM_OPTIONS if name in settings}
+    side_effects = tuple(settings.pop("side_effect_tools", ()))  # for the agent's tool calls
     advertised = settings.pop("graph_advertise", None)
     routes_url = settings.pop("graph_routes", None)
     if target_url is None:
@@ -527,7 +536,13 @@ async def shared_graph(
     store = open_store(routes_url) if routes_url else None
     routes = RouteBook(store, advertised) if store is not None else None
     router = GraphRouter(
-        config, url.host, url.port or 80, **upstreams, routes=routes, target_url=target_url
+        config,
+        url.host,
+        url.port or 80,
+        **upstreams,
+        routes=routes,
+        target_url=target_url,
+        side_effects=side_effects,
     )
     try:
         await router.start()  # a port that is taken is said first: it needs no waiting

@@ -20,7 +20,12 @@ from harness.cli._shared_options import (
     waba_option,
 )
 from harness.cli.judging import judge_exit, judge_options
-from harness.options import parse_settings, positive_seconds, upstream_options
+from harness.options import (
+    parse_settings,
+    positive_seconds,
+    side_effect_option,
+    upstream_options,
+)
 from harness.prompts import parse_prompt_overrides
 
 if TYPE_CHECKING:
@@ -57,6 +62,7 @@ __all__ = ["regress_command"]
 )
 @url_target_options
 @upstream_options("With --target-url and --policy live: ")
+@side_effect_option("With --target-url: ")
 @number_options
 @waba_option
 @judge_options
@@ -74,6 +80,7 @@ def regress_command(
     quiet_window: str,
     anthropic_upstream: str,
     openai_upstream: str,
+    side_effect_tools: tuple[str, ...],
     app_secret: str | None,
     verify_token: str | None,
     access_token: str | None,
@@ -145,6 +152,7 @@ def regress_command(
         graph_port=graph_port,
         anthropic_upstream=anthropic_upstream,
         openai_upstream=openai_upstream,
+        side_effect_tools=side_effect_tools,
     )
     runners: dict[tuple[str | None, str | None], Runner] = {}
 
@@ -167,6 +175,7 @@ def regress_command(
                             graph_port=graph_port,
                             anthropic_upstream=anthropic_upstream,
                             openai_upstream=openai_upstream,
+                            side_effect_tools=side_effect_tools,
                         ),
                     },
                 ),

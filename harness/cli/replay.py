@@ -22,7 +22,12 @@ from harness.cli._shared_options import (
 )
 from harness.cli.judging import judge_exit, judge_options
 from harness.exceptions import ConfigError
-from harness.options import parse_settings, positive_seconds, upstream_options
+from harness.options import (
+    parse_settings,
+    positive_seconds,
+    side_effect_option,
+    upstream_options,
+)
 from harness.prompts import parse_prompt_overrides
 
 if TYPE_CHECKING:
@@ -62,6 +67,7 @@ __all__ = ["replay_command"]
 )
 @url_target_options
 @upstream_options("With --target-url and --policy live: ")
+@side_effect_option("With --target-url: ")
 @click.option(
     "--redis",
     "redis_url",
@@ -100,6 +106,7 @@ def replay_command(
     quiet_window: str,
     anthropic_upstream: str,
     openai_upstream: str,
+    side_effect_tools: tuple[str, ...],
     redis_url: str | None,
     fixture_id: str | None,
     report_dir: Path | None,
@@ -129,7 +136,7 @@ def replay_command(
     from harness.fixture import load_fixture
     from harness.replay.outcome import replay_run
     from harness.report import make_console
-    from harness.skew import parse_skew
+    from harness.skew import REMOTE_AGENT_OFFSET, parse_skew
     from harness.suites.runner import Runner, RunOptions
 
     found = fixture_dirs((fixture,))
@@ -140,10 +147,13 @@ def replay_command(
         )
     [path] = found
     loaded = load_fixture(path)
+    target, target_url = fixture_agent(path, loaded.meta, target, target_url)
+    skewed = parse_skew(skew) if skew else None
+    if skewed is not None and skewed.agent_offset and target_url is not None:
+        raise ConfigError(REMOTE_AGENT_OFFSET)
     if redis_url is not None:
         asyncio.run(_publish(loaded, redis_url, fixture_id or path.name))
         click.echo(f"published the recording to {redis_url} as {fixture_id or path.name!r}")
-    target, target_url = fixture_agent(path, loaded.meta, target, target_url)
     channel_options = number_settings(
         app_secret=app_secret,
         verify_token=verify_token,
@@ -160,6 +170,7 @@ def replay_command(
             graph_port=graph_port,
             anthropic_upstream=anthropic_upstream,
             openai_upstream=openai_upstream,
+            side_effect_tools=side_effect_tools,
         )
     )
     runner = Runner(
@@ -177,7 +188,7 @@ def replay_command(
         [path],
         runner,
         policy=policy,
-        skew=parse_skew(skew) if skew else None,
+        skew=skewed,
         prompts=parse_prompt_overrides(list(prompt_specs)),
         notice=lambda line: click.echo(f"note: {line}", err=True),
     )

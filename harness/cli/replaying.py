@@ -17,7 +17,7 @@ from rich.console import Console
 
 from harness.exceptions import ConfigError
 from harness.fixture import META_FILE, Fixture, load_fixture
-from harness.options import upstream_settings
+from harness.options import side_effect_settings, upstream_settings
 from harness.replay.outcome import replay_scenario_result
 from harness.replay.playback import Policy, ReplayResult, replay_fixture, settings_differences
 from harness.report import causes, run_models
@@ -157,12 +157,15 @@ def url_channel_options(
     graph_port: int,
     anthropic_upstream: str,
     openai_upstream: str,
+    side_effect_tools: tuple[str, ...] = (),
 ) -> dict[str, object]:
     """The channel options of a replay against an agent at ``target_url`` (none without one).
 
-    The fake Graph API it serves, and the model upstreams (given without a URL: one line).
+    The fake Graph API it serves, the model upstreams and the tools with side
+    effects (given without a URL: one line).
     """
     options = upstream_settings(ctx, target_url, anthropic_upstream, openai_upstream)
+    options.update(side_effect_settings(target_url, side_effect_tools))
     if target_url is not None:
         options.update(graph_url=f"http://{graph_host}:{graph_port}", serve_graph=True)
     return options

@@ -23,7 +23,14 @@ from harness.cli._shared_options import (
 )
 from harness.cli.project import find_project, resolve_target
 from harness.exceptions import ConfigError, StoreError
-from harness.options import parse_settings, positive_seconds, upstream_options, upstream_settings
+from harness.options import (
+    parse_settings,
+    positive_seconds,
+    side_effect_option,
+    side_effect_settings,
+    upstream_options,
+    upstream_settings,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -153,6 +160,7 @@ def write_reports(run: RunResult, directory: Path) -> list[Path]:
 )
 @url_target_options
 @upstream_options("With --target-url: ")
+@side_effect_option("With --target-url: ")
 @click.option(
     "--graph-advertise",
     default=None,
@@ -228,6 +236,7 @@ def run_command(
     quiet_window: str,
     anthropic_upstream: str,
     openai_upstream: str,
+    side_effect_tools: tuple[str, ...],
     real_work_limit: str,
     keep_numbers: bool,
     repeat: int,
@@ -300,6 +309,7 @@ def run_command(
     if keep_numbers and broker_url is not None:
         raise ConfigError("--keep-numbers runs the scenarios one at a time: not with --distributed")
     channel_options.update(upstream_settings(ctx, target_url, anthropic_upstream, openai_upstream))
+    channel_options.update(side_effect_settings(target_url, side_effect_tools))
     if target_url is not None:
         channel_options["graph_url"] = f"http://{graph_host}:{graph_port}"
         channel_options["serve_graph"] = True

@@ -60,7 +60,7 @@ from harness.endpoints.upstreams import ANTHROPIC_UPSTREAM, OPENAI_UPSTREAM
 from harness.exceptions import Divergence, LLMError
 from harness.llm import LLMResponse, SystemPrompt
 from harness.llm_recorder import VOLATILE_PARAMS, RecordingLLMClient
-from harness.providers import ANTHROPIC, OPENAI
+from harness.providers import ANTHROPIC, NOT_RECORDED, OPENAI
 from harness.recording import Recording
 from harness.tape import Sink
 from harness.tool_results import answered_calls
@@ -251,7 +251,8 @@ class ModelEndpoint:
         self._tool_ids: dict[int, set[str]] = {}  # per recording: the tool calls already seen
 
     def answered(self) -> bool:
-        """Whether the endpoint has answered any call yet (an agent is using it)."""
+        """Whether the endpoint has answered any call yet, a replay's refusal too (an agent is
+        using it)."""
         return self._answered > 0
 
     def routes(self) -> list[BaseRoute]:
@@ -312,6 +313,8 @@ class ModelEndpoint:
         try:
             response = await client.exchange(keyed, call, provider=self._provider(dialect))
         except Divergence as exc:
+            self._answered += 1  # refused, but the agent's calls come here: its spans count twice
+            self._unanswered(sink, body, dialect, NOT_RECORDED, refused=True)
             return JSONResponse(
                 dialect.error(400, f"harness replay has no recording of this request: {exc}"),
                 status_code=400,
@@ -351,9 +354,18 @@ class ModelEndpoint:
             )
 
     def _unanswered(
-        self, sink: Sink | None, body: Mapping[str, Any], dialect: _Dialect, why: str
+        self,
+        sink: Sink | None,
+        body: Mapping[str, Any],
+        dialect: _Dialect,
+        why: str,
+        *,
+        refused: bool = False,
     ) -> None:
-        """Put a call the provider did not answer in the trace, saying why (the run reports it)."""
+        """Put a call the provider did not answer in the trace, saying why (the run reports it).
+
+        A call ``refused`` by a replay never reached a provider: none is named.
+        """
         if sink is None:
             return
         at = self._clock.now() if self._clock is not None else datetime.now(UTC)
@@ -363,7 +375,7 @@ class ModelEndpoint:
                 user=_ACTING.get(),
                 key="unanswered:" + hashlib.sha256(canonical_bytes(body)).hexdigest(),
                 model=str(body.get("model") or ""),
-                provider=self._provider(dialect),
+                provider=None if refused else self._provider(dialect),
                 error=why,
             )
         )

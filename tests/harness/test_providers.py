@@ -11,6 +11,7 @@ from harness.llm import AnthropicClient, LLMResponse, TextBlock
 from harness.llm_recorder import RecordingLLMClient
 from harness.providers import (
     ANTHROPIC,
+    NOT_RECORDED,
     STAND_IN,
     describe_provider,
     exchange_label,
@@ -102,3 +103,21 @@ def test_spans_name_the_real_provider_of_each_exchange() -> None:
     assert replayed["harness.llm.source"] == "recorded"
     unknown = span_provider_attributes(None, "recorded")
     assert unknown["gen_ai.provider.name"] == "unknown"  # never "anthropic" by default
+
+
+def test_calls_a_replay_refused_are_counted_apart_from_those_answered() -> None:
+    def call(**fields: Any) -> LLMExchange:
+        return LLMExchange(at=AT, key="k", model="claude-sonnet-4-5", **fields)
+
+    exchanges = [
+        call(error=NOT_RECORDED),
+        call(source="recorded", provider="anthropic"),
+        call(error=NOT_RECORDED),
+        call(provider="anthropic"),
+        call(error="502: the harness could not get an answer from http://127.0.0.1:9"),
+    ]
+    assert [count.label for count in model_counts(exchanges)] == [
+        "2 model calls refused: not in the recording (asked for claude-sonnet-4-5)",
+        "1 model call replayed from a recording: claude-sonnet-4-5 via the Anthropic API",
+        "1 model call: claude-sonnet-4-5 via the Anthropic API",
+    ]

@@ -237,3 +237,49 @@ def test_the_tools_an_agent_ran_are_seen_in_what_it_tells_its_model(
         {"item": "widget", "qty": 1},
         {"order": "ORD-2"},
     )
+
+
+@pytest.mark.parametrize("skew", ["agent-offset=-5m", "shift=+1h,agent-offset=+30s"])
+def test_an_agent_offset_for_an_agent_at_a_url_is_a_usage_error(
+    skew: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = _harness(
+        "replay", str(FIXTURE), "--target-url", "http://127.0.0.1:9/webhook", "--skew", skew
+    )
+    assert code == EXIT_USAGE
+    assert capsys.readouterr().err.strip() == (
+        "error: --skew agent-offset: an agent at --target-url reads its own machine's clock, "
+        "which the replay can't move; skew that clock there (shift and scale move the "
+        "webhooks' timestamps)"
+    )
+
+
+def test_a_shift_and_a_scale_still_move_a_replay_at_a_url(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    given = [arg for key, value in NUMBER.items() for arg in (f"--{key.replace('_', '-')}", value)]
+    with echo_bot_at_url(**NUMBER) as served:
+        code = _harness(
+            "replay", str(FIXTURE), "--target-url", served.webhook,
+            "--graph-port", str(served.graph_port), *FAST, *given,
+            "--skew", "shift=+25h@turn2,scale=2",
+        )  # fmt: skip
+    out = capsys.readouterr().out
+    assert code != EXIT_USAGE, out
+    assert served.bot.posts >= 1, out
+    assert "text 'echo: Hi! Do you have a table on Friday at 8pm?'" in out, out
+
+
+@pytest.mark.parametrize("command", ["replay", "regress"])
+def test_model_calls_a_pinned_replay_refused_are_said_to_be_refused(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with model_bot_at_url() as (webhook, graph_port):
+        _harness(
+            command, str(FIXTURE), "--target-url", webhook, "--graph-port", str(graph_port),
+            *FAST,
+        )  # fmt: skip
+    out = capsys.readouterr().out
+    [line] = [line for line in out.splitlines() if line.startswith("model: ")]
+    assert line == "model: 1 model call refused: not in the recording (asked for gpt-test)", out
+    assert "unrecorded provider" not in out, out

@@ -12,9 +12,10 @@ from starlette.routing import Route
 from starlette.types import Message
 
 from harness.endpoints import Endpoints
+from harness.providers import NOT_RECORDED, model_counts
 from harness.record_mode import RecordMode
 from harness.recording import Recording
-from harness.trace import Event
+from harness.trace import Event, LLMExchange
 
 
 async def _server(request: Request) -> Response:
@@ -91,3 +92,38 @@ async def test_the_servers_lifespan_is_answered() -> None:
     await app({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, receive, send)
     await endpoints.aclose()
     assert [m["type"] for m in sent] == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+
+
+async def test_calls_a_replay_refused_are_counted_as_refused_and_their_spans_not_again() -> None:
+    events: list[Event] = []
+    recording = Recording(mode=RecordMode.REPLAY, llm_records=[])
+    endpoints = Endpoints.for_recording(recording, events.append)
+    chat_span = {
+        "name": "chat claude-sonnet-4-5",
+        "startTimeUnixNano": "1767225600000000000",
+        "status": {"code": 2, "message": "400 Bad Request"},
+        "attributes": [
+            {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+            {"key": "gen_ai.request.model", "value": {"stringValue": "claude-sonnet-4-5"}},
+        ],
+    }
+    ask = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": "One pizza, please"}],
+    }
+    transport = httpx.ASGITransport(app=endpoints.around(SERVER))
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://serve") as client:
+            for _ in range(3):
+                refused = await client.post("/v1/messages", json=ask)
+                assert refused.status_code == 400
+                export = {"resourceSpans": [{"scopeSpans": [{"spans": [chat_span]}]}]}
+                assert (await client.post("/v1/traces", json=export)).status_code == 200
+    finally:
+        await endpoints.aclose()
+    exchanges = [e for e in events if isinstance(e, LLMExchange)]
+    assert [(e.provider, e.error) for e in exchanges] == [(None, NOT_RECORDED)] * 3
+    assert [c.label for c in model_counts(exchanges)] == [
+        "3 model calls refused: not in the recording (asked for claude-sonnet-4-5)"
+    ]
