@@ -46,21 +46,7 @@ class ToolResult:
 
 def _call_names(messages: list[Any]) -> dict[str, str]:
     """Each tool call id in ``messages`` and the name of the tool it called."""
-    names: dict[str, str] = {}
-    for message in messages:
-        if not isinstance(message, Mapping):
-            continue
-        content = message.get("content")
-        if isinstance(content, list):  # Anthropic: tool_use blocks
-            for block in content:
-                if isinstance(block, Mapping) and block.get("type") == "tool_use":
-                    names[str(block.get("id"))] = str(block.get("name"))
-        for call in message.get("tool_calls") or ():  # OpenAI: an assistant's tool_calls
-            if isinstance(call, Mapping):
-                function = call.get("function")
-                if isinstance(function, Mapping):
-                    names[str(call.get("id"))] = str(function.get("name"))
-    return names
+    return {call: name for call, (name, _args) in _asked(messages).items()}
 
 
 def set_aside(
