@@ -57,8 +57,13 @@ async def _enter(
 ) -> None:
     """Enter the channel's run context and leave it: it reaches the agent and checks it.
 
-    Each test serves its own fake Graph API, so the context is not asked to
-    serve one: it only checks.
+    The context serves the fake Graph API (and the model and OTLP endpoints
+    beside it) while it checks, as each test will: an agent that reports a
+    span of the handshake, or calls out while answering it, finds them there
+    (an exporter that blocks on a closed port would hold the agent's answer
+    past the handshake's timeout).
     """
-    async with run_context(target_url=target_url, options=dict(settings.channel_options)):
+    graph_url = f"http://127.0.0.1:{settings.graph_port}"
+    options = {**settings.channel_options, "graph_url": graph_url, "serve_graph": True}
+    async with run_context(target_url=target_url, options=options):
         pass
