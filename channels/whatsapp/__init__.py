@@ -450,6 +450,7 @@ _OWNERS: dict[str, str] = {
     "document_filename": "channels.whatsapp.media",
     "largest_size": "channels.whatsapp.media",
     "latest_quoted": "channels.whatsapp.attribution",
+    "most_recently_quoted": "channels.whatsapp.attribution",
     "list_reply": "channels.whatsapp.messages",
     "load_json": "channels.whatsapp.payloads",
     "load_templates": "channels.whatsapp.templates",

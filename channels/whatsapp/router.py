@@ -40,7 +40,7 @@ from starlette.applications import Starlette
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from channels.whatsapp.account import business_account
-from channels.whatsapp.attribution import latest_quoted, request_text
+from channels.whatsapp.attribution import most_recently_quoted, request_text
 from channels.whatsapp.blocking import Blocklist
 from channels.whatsapp.config import SimulatorConfig
 from channels.whatsapp.delivery import handshake
@@ -342,9 +342,9 @@ class GraphRouter:
             owner = running[0]
         if owner is None and running:
             text = request_text(body.get("messages"))
-            quoted = [(at, o) for o in running if (at := latest_quoted(o.events, text))]
-            if quoted:
-                owner = max(quoted, key=lambda pair: pair[0])[1]
+            quoting = most_recently_quoted([o.events for o in running], text)
+            if quoting is not None:
+                owner = running[quoting]
             else:
                 key = request_key(body)
                 holding = [
