@@ -140,11 +140,13 @@ def _parsed(value: Any) -> Any:
     return value
 
 
-def answered_calls(body: Mapping[str, Any]) -> list[AnsweredCall]:
+def answered_calls(body: Mapping[str, Any], skip: Collection[str] = ()) -> list[AnsweredCall]:
     """Every tool call whose result ``body`` carries back to the model, in the request's order.
 
     A result whose call is not in the request (cut from the history) is left
-    out: nothing says which tool gave it.
+    out: nothing says which tool gave it; so are the calls whose ids are in
+    ``skip`` (seen in an earlier request of the conversation: each request
+    carries the whole history again).
     """
     messages = body.get("messages")
     if not isinstance(messages, list):
@@ -156,7 +158,7 @@ def answered_calls(body: Mapping[str, Any]) -> list[AnsweredCall]:
             continue
         if message.get("role") == "tool":  # OpenAI
             call = str(message.get("tool_call_id"))
-            if call in asked:
+            if call in asked and call not in skip:
                 name, args = asked[call]
                 found.append(AnsweredCall(call, name, args, _parsed(message.get("content"))))
             continue
@@ -165,7 +167,7 @@ def answered_calls(body: Mapping[str, Any]) -> list[AnsweredCall]:
             if not isinstance(block, Mapping) or block.get("type") != "tool_result":
                 continue
             call = str(block.get("tool_use_id"))
-            if call in asked:
+            if call in asked and call not in skip:
                 name, args = asked[call]
                 result = _parsed(block.get("content"))
                 found.append(AnsweredCall(call, name, args, result, bool(block.get("is_error"))))

@@ -115,6 +115,7 @@ if TYPE_CHECKING:
     from channels.whatsapp.retention import *
     from channels.whatsapp.retention_policy import *
     from channels.whatsapp.router import *
+    from channels.whatsapp.run_context import *
     from channels.whatsapp.sends import MESSAGE_MODELS as MESSAGE_MODELS
     from channels.whatsapp.sends import SEND_REQUEST as SEND_REQUEST
     from channels.whatsapp.sends import AudioSend as AudioSend
@@ -490,7 +491,7 @@ _OWNERS: dict[str, str] = {
     "serve_proxy": "channels.whatsapp.proxy_cli",
     "serve_recording": "channels.whatsapp.model_options",
     "share_constants": "channels.whatsapp.envelope",
-    "shared_graph": "channels.whatsapp.router",
+    "shared_graph": "channels.whatsapp.run_context",
     "sign": "channels.whatsapp.signing",
     "simulator_options": "channels.whatsapp.cli",
     "size_limit": "channels.whatsapp.media",

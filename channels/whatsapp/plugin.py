@@ -33,7 +33,7 @@ def _channel(setup: ChannelSetup) -> WhatsAppChannel:
 def _shared_graph(
     *, target_url: str | None, options: Mapping[str, Any]
 ) -> AbstractAsyncContextManager[GraphRouter | None]:
-    from channels.whatsapp.router import shared_graph
+    from channels.whatsapp.run_context import shared_graph
 
     return shared_graph(target_url=target_url, options=options)
 

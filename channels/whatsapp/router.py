@@ -29,13 +29,10 @@ how the scenario is found).
 from __future__ import annotations
 
 import json
-import random
-from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-import httpx
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -43,7 +40,6 @@ from channels.whatsapp.account import business_account
 from channels.whatsapp.attribution import most_recently_quoted, request_text
 from channels.whatsapp.blocking import Blocklist
 from channels.whatsapp.config import SimulatorConfig
-from channels.whatsapp.delivery import handshake
 from channels.whatsapp.errors import InvalidParameter, ParameterInvalid
 from channels.whatsapp.forwarding import (
     Forwarder,
@@ -58,8 +54,7 @@ from channels.whatsapp.ids import id_source, new_fbtrace_id, new_wamid
 from channels.whatsapp.media import MediaStore
 from channels.whatsapp.server import BackgroundServer
 from channels.whatsapp.strays import StraySends, is_message_send
-from channels.whatsapp.templates import TemplateRegistry, template_objects
-from channels.whatsapp.url_target import UrlTarget
+from channels.whatsapp.templates import TemplateRegistry
 from channels.whatsapp.validation import ValidatedSend, normalize_wa_id
 from harness.clock import Clock, SystemClock
 from harness.endpoints import (
@@ -78,12 +73,10 @@ from harness.endpoints import (
 from harness.recording import Recording
 from harness.remote import SCENARIO_HEADER
 from harness.results import StraySend
-from harness.store import open_store
-from harness.suites.target_url import reach_target_url
 from harness.tape import RecordMode, Sink
 from harness.trace import Event, InboundMessage, OutboundSend
 
-__all__ = ["ROUTE_OPTIONS", "UPSTREAM_OPTIONS", "GraphRouter", "Owner", "shared_graph"]
+__all__ = ["ROUTE_OPTIONS", "UPSTREAM_OPTIONS", "GraphRouter", "Owner"]
 
 #: Channel options naming where recorded model calls go on to (passed to the router).
 UPSTREAM_OPTIONS: Final = ("anthropic_upstream", "openai_upstream")
@@ -499,76 +492,6 @@ class _OwnMedia(MediaStore):
         if self.on_add is not None:
             self.on_add(media_id)
         return media_id
-
-
-@asynccontextmanager
-async def shared_graph(
-    *, target_url: str | None, options: Mapping[str, Any]
-) -> AsyncIterator[GraphRouter | None]:
-    """The WhatsApp channel's run context: one Graph API router for a run against a URL.
-
-    Nothing is shared for an in-process agent, or when the run does not serve
-    the fake Graph API itself (``serve_graph``). An agent at a URL that nothing
-    answers at, or that fails the verification handshake, stops the run before
-    its first scenario (:class:`~harness.exceptions.ConfigError`,
-    :class:`~harness.exceptions.HandshakeError`): none of them could reach it.
-    """
-    settings = dict(options)
-    graph_url = settings.pop("graph_url", None)
-    serve = bool(settings.pop("serve_graph", False))
-    upstreams = {name: settings.pop(name) for name in UPSTREAM_OPTIONS if name in settings}
-    side_effects = tuple(settings.pop("side_effect_tools", ()))  # for the agent's tool calls
-    advertised = settings.pop("graph_advertise", None)
-    routes_url = settings.pop("graph_routes", None)
-    if target_url is None:
-        yield None
-        return
-    await reach_target_url(target_url)  # an agent not there stops the run at once
-    if settings.get("templates") is not None:  # a file's path, or Meta's objects
-        settings["templates"] = template_objects(settings["templates"])
-    config = SimulatorConfig(**settings)
-    if not serve or not graph_url:
-        await _verify(target_url, config)
-        yield None
-        return
-    config = config.model_copy(update={"public_url": advertised or graph_url})
-    url = httpx.URL(graph_url)
-    store = open_store(routes_url) if routes_url else None
-    routes = RouteBook(store, advertised) if store is not None else None
-    router = GraphRouter(
-        config,
-        url.host,
-        url.port or 80,
-        **upstreams,
-        routes=routes,
-        target_url=target_url,
-        side_effects=side_effects,
-    )
-    try:
-        await router.start()  # a port that is taken is said first: it needs no waiting
-        try:
-            await _verify(target_url, config)
-            yield router
-        finally:
-            await router.stop()
-    finally:
-        if store is not None:
-            await store.close()
-
-
-async def _verify(target_url: str, config: SimulatorConfig) -> None:
-    """Meta's verification handshake with the agent at ``target_url``, as each scenario does it.
-
-    Once before the run: an agent that fails it would fail every scenario the
-    same way, so it is one error naming the URL instead.
-    """
-    if not config.handshake:
-        return
-    target = UrlTarget(target_url)
-    try:
-        await handshake(target, config.verify_token, random.Random())
-    finally:
-        await target.aclose()
 
 
 def _latest_spoken(owners: Sequence[Owner]) -> Owner:

@@ -361,17 +361,15 @@ class WhatsAppSimulator(OutboundRules, Timekeeping, UserMessages, SharedHooks):
         wamid: str,
         ahead: timedelta = timedelta(0),
     ) -> str:
-        """Deliver a message as it was recorded: its item and its webhook's contacts and errors.
+        """Deliver a message as recorded: its item, its webhook's contacts (as is) and errors.
 
-        Only ``id`` (given: what the replay calls it) and ``timestamp`` (now,
-        or ``ahead`` of now: the recorded sender's clock had moved ahead of
-        the arrivals) change; the sender's contact goes as recorded, profile
-        or no profile.
+        Only ``id`` (what the replay calls it) and ``timestamp`` change: now,
+        plus ``ahead`` (how far the recorded sender's clock ran ahead).
         """
         who = user if isinstance(user, SimUser) else self.user(user)
         await self._ensure_handshake()
-        stamp = self.clock.now() + ahead
-        message = {**item, "id": wamid, "timestamp": str(int(stamp.timestamp()))}
+        stamp = str(int((self.clock.now() + ahead).timestamp()))
+        message = {**item, "id": wamid, "timestamp": stamp}
         contacts = [Contact.model_validate(c) for c in _list(envelope.get("contacts"))]
         errors = [ErrorObject.model_validate(e) for e in _list(envelope.get("errors"))]
         return await self._deliver_item(who, message, contacts, errors, None)

@@ -337,9 +337,7 @@ class ModelEndpoint:
     def _ran_tools(self, body: Mapping[str, Any], seen: set[str], sink: Sink) -> None:
         """The tool calls whose results ``body`` carries back for the first time, into ``sink``."""
         at = self._clock.now() if self._clock is not None else datetime.now(UTC)
-        for call in answered_calls(body):
-            if call.id in seen:
-                continue
+        for call in answered_calls(body, skip=seen):
             seen.add(call.id)
             sink(
                 ToolCall(

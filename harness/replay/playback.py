@@ -28,8 +28,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -46,6 +45,7 @@ from harness.prompts import override
 from harness.recording import Recording
 from harness.records import LLMRecord, ToolRecord
 from harness.replay import _fixture_parts as parts
+from harness.replay._result_lines import numbered, once_each, turn_at, with_turn
 from harness.replay.clock_moves import moved_ahead, webhook_time
 from harness.replay.diff import ConversationDiff, diff_conversations
 from harness.replay.renaming import (
@@ -519,8 +519,8 @@ async def replay_fixture(
     if conversation is not None:
         for check in checks:
             violations.extend(check.run(conversation))
-    divergences = _once_each(
-        _with_turn(_numbered(str(d), back), at, conversation)
+    divergences = once_each(
+        with_turn(numbered(str(d), back), at, conversation)
         for d, at in zip(recording.divergences, recording.divergence_times, strict=True)
     )
     changes: tuple[str, ...] = ()
@@ -540,7 +540,7 @@ async def replay_fixture(
     status: ReplayStatus
     if gap and recording.divergences and not recording.unused():
         # Past the end of what was recorded: nothing from here on can be judged.
-        turn = _turn_at(recording.divergence_times[0], conversation)
+        turn = turn_at(recording.divergence_times[0], conversation)
         where = f" in turn {turn + 1}" if turn is not None else ""
         error = f"{gap[0]}, and the agent asked for more than it holds{where}: {gap[1]}"
         status, divergences, changes, violations = "incomplete", (), (), []
@@ -561,45 +561,13 @@ async def replay_fixture(
         divergences=divergences,
         changes=changes,
         violations=tuple(violations),
-        error=None if error is None else _numbered(error, back),
+        error=None if error is None else numbered(error, back),
         unused=len(recording.unused()),
         duration_s=round(time.perf_counter() - started, 4),
         conversation=conversation,
-        agent_errors=tuple(_numbered(line, back) for line in agent_errors),
+        agent_errors=tuple(numbered(line, back) for line in agent_errors),
         tool_notes=tuple(
-            _with_turn(_numbered(line, back), at, conversation)
+            with_turn(numbered(line, back), at, conversation)
             for at, line in recording.set_aside_notes()
         ),
     )
-
-
-def _once_each(lines: Iterable[str]) -> tuple[str, ...]:
-    """``lines`` in order, each once, with how often it came when more than once.
-
-    An agent that asks again what the recording does not hold (its SDK retries)
-    diverges the same way each time: one line says so.
-    """
-    counts = Counter(lines)
-    return tuple(line if n == 1 else f"{line} ({n} times)" for line, n in counts.items())
-
-
-def _numbered(text: str, numbers: Mapping[str, str]) -> str:
-    """``text`` with the users' replay numbers written as the recorded ones (``numbers``)."""
-    for new, old in numbers.items():
-        text = text.replace(new, old)
-    return text
-
-
-def _with_turn(text: str, at: datetime, conversation: Conversation | None) -> str:
-    """A divergence's explanation, led by the turn it happened in."""
-    turn = _turn_at(at, conversation)
-    return text if turn is None else f"turn {turn + 1}: {text}"
-
-
-def _turn_at(at: datetime, conversation: Conversation | None) -> int | None:
-    """The index of the turn under way at ``at``, if any."""
-    turn = None
-    for candidate in conversation.turns if conversation is not None else ():
-        if candidate.start <= at:
-            turn = candidate.index
-    return turn

@@ -122,3 +122,9 @@ def test_a_result_whose_call_is_not_in_the_request_is_no_call() -> None:
     assert answered_calls(body) == []
     assert answered_calls({"model": "m"}) == []
     assert answered_calls(anthropic("ok") | {"messages": anthropic("ok")["messages"][:2]}) == []
+
+
+def test_calls_seen_in_an_earlier_request_are_skipped() -> None:
+    body = openai('{"booking": "B-1"}')
+    assert answered_calls(body, skip={"call_1"}) == []
+    assert [c.id for c in answered_calls(body, skip={"call_9"})] == ["call_1"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.replay.playback import _once_each
+from harness.replay._result_lines import once_each
 
 
 def test_a_divergence_met_again_is_one_line_saying_how_often() -> None:
@@ -11,8 +11,8 @@ def test_a_divergence_met_again_is_one_line_saying_how_often() -> None:
         "turn 3: replay diverged: system prompt differs",
         "turn 3: replay diverged: messages: 9 now, 11 recorded",
     ]
-    assert _once_each(asked) == (
+    assert once_each(asked) == (
         "turn 3: replay diverged: messages: 9 now, 11 recorded (2 times)",
         "turn 3: replay diverged: system prompt differs",
     )
-    assert _once_each(asked[:2]) == tuple(asked[:2])
+    assert once_each(asked[:2]) == tuple(asked[:2])
